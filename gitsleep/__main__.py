@@ -1,0 +1,3 @@
+from gitsleep.cli import main
+
+main()

@@ -1,0 +1,71 @@
+"""The one small interface every model backend implements.
+
+A backend turns a `ModelCall` into an `Answer`. It retries transient failures itself
+and returns `Answer(error=...)` when a call still fails; it raises `BackendError` for
+failures that must stop the epoch at once (bad key, unknown model). It never returns an
+error as if it were a model's text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitsleep.models import Answer
+
+PURPOSES = ("answer", "propose", "judge")
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """A chat request, complete enough that its reply is a pure function of it.
+
+    `context` carries the same request in structured form for simulators (the offline
+    backend reads failed checks from it); it is not part of the cache key, because the
+    messages already say everything a real model sees.
+    """
+
+    purpose: str  # answer | propose | judge
+    model: str
+    messages: tuple[tuple[str, str], ...]  # (role, content)
+    temperature: float = 0.0
+    seed: int | None = 0
+    sample: int = 0
+    max_tokens: int | None = None
+    json_schema: str | None = None  # canonical JSON of the schema asked for, if any
+    context: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+
+    def cache_key(self) -> str:
+        payload = json.dumps(
+            [
+                self.purpose,
+                self.model,
+                self.messages,
+                self.temperature,
+                self.seed,
+                self.sample,
+                self.max_tokens,
+                self.json_schema,
+            ],
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class Backend(ABC):
+    """Answers tasks, proposes edits and judges rubrics, all as `complete` calls."""
+
+    name: str = "base"
+    simulated: bool = False
+
+    @abstractmethod
+    def complete(self, call: ModelCall) -> Answer:
+        """Return the reply, or an Answer with `error` set; raise BackendError if fatal."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; called once at the end of an epoch."""

@@ -1,0 +1,525 @@
+"""The OpenAI-compatible backend: Chat Completions through the official `openai` client.
+
+It works with OpenAI, Azure OpenAI and the local servers that speak the same protocol
+(vLLM, Ollama, llama.cpp). The rules it keeps:
+
+- Errors are results, never scores. Transient failures (connection errors, timeouts,
+  408/409/429/5xx) are retried by the client itself (`max_retries`); a call that still
+  fails comes back as `Answer(text=None, error=...)`. Failures that would fail every
+  call (bad key, unknown model, exhausted quota, a parameter the server refuses and no
+  fallback fixes) raise `BackendError` at once.
+- Servers differ in what they accept. Structured output is asked for as `json_schema`,
+  then `json_object`, then plain text; `seed` (and `temperature`, `max_tokens` for
+  reasoning models) are dropped or renamed when refused. What worked is remembered for
+  the life of the backend, so the probing costs one extra request, once.
+- A 429 with Retry-After pauses every worker, not just the one that got it.
+- The API key never appears in an error message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.errors import BackendError
+from gitsleep.models import Answer
+
+if TYPE_CHECKING:  # openai 3.x ships httpx2; only the type names are needed here
+    import httpx2
+
+FORMAT_LEVELS = ("json_schema", "json_object", "none")  # structured output, best first
+EMPTY_REPLY_RETRIES = 2  # extra attempts when the server answers 200 with nothing in it
+DEFAULT_AZURE_API_VERSION = "2024-10-21"  # GA; supports json_schema structured outputs
+MESSAGE_MAX_CHARS = 400
+
+# Words servers use when they refuse a parameter rather than fail.
+_REFUSAL_MARKERS = (
+    "unsupported",
+    "not supported",
+    "input should be",  # pydantic validation (llama.cpp server, vLLM)
+    "unrecognized",
+    "unknown parameter",
+    "extra inputs are not permitted",
+    "extra_forbidden",
+    "not allowed",
+    "does not support",
+)
+# Optional request parameters a server may refuse, with the words that name them.
+_PARAM_NAMES = {
+    "response_format": ("response_format", "json_schema"),
+    "seed": ("seed",),
+    "temperature": ("temperature",),
+    "max_tokens": ("max_tokens",),
+}
+_REFUSAL_CODES = {"unsupported_parameter", "unsupported_value"}  # OpenAI's codes
+_FATAL_CODES = {"model_not_found", "deploymentnotfound"}
+_SK_KEY = re.compile(r"sk-[A-Za-z0-9_\-*]{4,}")
+
+
+class RateGate:
+    """A shared "not before" time: after a 429 with Retry-After every worker waits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.not_before = 0.0  # time.monotonic() before which no request is sent
+
+    def hold(self, seconds: float) -> None:
+        with self._lock:
+            self.not_before = max(self.not_before, time.monotonic() + seconds)
+
+    def wait(self) -> None:
+        while (delay := self.not_before - time.monotonic()) > 0:
+            time.sleep(delay)
+
+
+def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Retry-After (seconds) or retry-after-ms, as the client reads them; dates ignored."""
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            continue
+        if 0 < seconds <= 120:  # the client ignores longer delays too
+            return seconds
+    return None
+
+
+def _refused_parameter(
+    status: int, message: str, param: str | None, sent: Sequence[str]
+) -> str | None:
+    """The optional parameter the server refused, if that is what the error says.
+
+    A 400/422 that names a parameter we sent is a refusal (`param` is set by OpenAI).
+    A 5xx must also say it is a validation/unsupported problem: llama.cpp's server
+    answers `response_format: json_schema` with HTTP 500 "Input should be 'text' or
+    'json_object'", while an ordinary 500 is transient and must be retried.
+    """
+    if status not in (400, 422) and status < 500:
+        return None
+    low = message.lower()
+    if status in (400, 422) and param in sent:
+        return param
+    marked = any(marker in low for marker in _REFUSAL_MARKERS)
+    for name in sent:
+        words = _PARAM_NAMES.get(name, (name,))
+        named = any(re.search(rf"(?<![a-z_]){re.escape(w)}(?![a-z_])", low) for w in words)
+        if named and (marked or (status in (400, 422) and name == "response_format")):
+            return name
+    return None
+
+
+def _error_fields(body: object) -> tuple[str, str | None, str | None]:
+    """(message, code, param) from an error body, whatever shape the server used."""
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            message = inner.get("message") or inner.get("detail") or json.dumps(inner)
+            code = inner.get("code") or inner.get("type")
+            param = inner.get("param")
+            return str(message), (str(code) if code else None), (str(param) if param else None)
+        return str(inner), None, None
+    return ("" if body is None else str(body)), None, None
+
+
+def _is_quota(code: str | None, message: str) -> bool:
+    return (
+        code == "insufficient_quota"
+        or "insufficient_quota" in message
+        or ("exceeded your current quota" in message.lower())
+    )
+
+
+class _GuardedClientMixin:
+    """Client hooks: wait on the shared rate gate, and do not retry what cannot succeed.
+
+    The client retries every 429 and 5xx. Two of those never improve by waiting: a
+    quota 429 and a 5xx that is really a refused parameter (llama.cpp). Refusing the
+    retry lets `complete` fall back or stop at once instead of sleeping first.
+    """
+
+    rate_gate: RateGate | None = None
+
+    def _prepare_request(self, request: httpx2.Request) -> Any:
+        if self.rate_gate is not None:
+            self.rate_gate.wait()
+        return super()._prepare_request(request)  # type: ignore[misc]
+
+    def _should_retry(self, response: httpx2.Response) -> bool:
+        try:
+            body: object = response.json()
+        except Exception:  # not JSON, or a streamed body not read yet
+            body = None
+        message, code, param = _error_fields(body)
+        status = response.status_code
+        if status == 429:
+            if _is_quota(code, message):
+                return False
+            seconds = _retry_after_seconds(response.headers)
+            if seconds is not None and self.rate_gate is not None:
+                self.rate_gate.hold(seconds)
+        if _refused_parameter(status, message, param, tuple(_PARAM_NAMES)):
+            return False
+        return bool(super()._should_retry(response))  # type: ignore[misc]
+
+
+class _OpenAIClient(_GuardedClientMixin, openai.OpenAI):
+    pass
+
+
+class _AzureClient(_GuardedClientMixin, openai.AzureOpenAI):
+    pass
+
+
+class OpenAIBackend(Backend):
+    """Chat Completions against any OpenAI-compatible server; one client, many threads."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        azure: Mapping[str, Any] | None = None,
+        http_client: httpx2.Client | None = None,
+        secrets: Sequence[str] = (),
+        api_key_env: str = "OPENAI_API_KEY",
+    ) -> None:
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.api_key_env = api_key_env
+        # Short strings would blank out ordinary words; real keys are long.
+        self._secrets = sorted(
+            {s for s in (api_key, *secrets) if s and len(s) >= 6}, key=len, reverse=True
+        )
+        self.rate_gate = RateGate()
+        self._lock = threading.Lock()
+        self._format_level = 0  # index into FORMAT_LEVELS that works with this server
+        self._dropped: set[str] = set()  # optional parameters the server refused
+        self._token_param = "max_tokens"  # or max_completion_tokens (reasoning models)
+        self.azure = dict(azure) if azure else None
+        client: openai.OpenAI
+        if self.azure is not None:
+            endpoint = self.azure.get("endpoint") or base_url
+            if not endpoint:
+                raise BackendError(
+                    "Azure OpenAI needs an endpoint: set AZURE_OPENAI_ENDPOINT or base_url"
+                )
+            client = _AzureClient(
+                api_key=api_key,
+                azure_endpoint=str(endpoint),
+                azure_deployment=self.azure.get("deployment") or None,
+                api_version=str(self.azure.get("api_version") or DEFAULT_AZURE_API_VERSION),
+                timeout=timeout,
+                max_retries=max_retries,
+                http_client=http_client,
+            )
+        else:
+            client = _OpenAIClient(
+                api_key=api_key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+                http_client=http_client,
+            )
+        client.rate_gate = self.rate_gate  # type: ignore[attr-defined]
+        self._client = client
+
+    # -- public -------------------------------------------------------------------
+
+    @property
+    def format_level(self) -> str:
+        """The structured-output request this server accepted (or will be tried first)."""
+        with self._lock:
+            return FORMAT_LEVELS[self._format_level]
+
+    @property
+    def dropped_parameters(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._dropped)
+
+    def complete(self, call: ModelCall) -> Answer:
+        messages = [{"role": role, "content": content} for role, content in call.messages]
+        schema = json.loads(call.json_schema) if call.json_schema else None
+        prompt_tokens = completion_tokens = 0
+        bad_replies = 0
+        # Each pass either falls back once (bounded by the parameters and levels there
+        # are) or counts a bad reply (bounded by EMPTY_REPLY_RETRIES).
+        for _ in range(len(FORMAT_LEVELS) + len(_PARAM_NAMES) + EMPTY_REPLY_RETRIES + 1):
+            level, request = self._request(call, messages, schema)
+            try:
+                completion = self._client.chat.completions.create(**request)
+            except openai.APIStatusError as err:
+                if self._fall_back(err, level, request, call.model):
+                    continue
+                return self._failed(err, prompt_tokens, completion_tokens)
+            except openai.APITimeoutError:
+                return Answer(
+                    text=None,
+                    error=f"timeout: no reply within {self.timeout:g}s "
+                    f"(tried {self.max_retries + 1} times)",
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                )
+            except openai.APIConnectionError as err:
+                cause = err.__cause__ or err
+                return Answer(
+                    text=None,
+                    error=self._one_line(f"connection failed: {type(cause).__name__}: {cause}"),
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                )
+            except (openai.APIResponseValidationError, json.JSONDecodeError) as err:
+                # A 200 whose body is not a chat completion (a proxy's HTML page, a
+                # truncated body): the server is up, so try again like an empty reply.
+                bad_replies += 1
+                last_problem = self._one_line(f"malformed reply: {type(err).__name__}: {err}")
+                if bad_replies > EMPTY_REPLY_RETRIES:
+                    break
+                continue
+
+            text, refusal, finish_reason = _reply_parts(completion)
+            usage = getattr(completion, "usage", None)
+            prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+            completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+            if text is not None and text.strip():
+                return Answer(text, None, prompt_tokens, completion_tokens)
+            if refusal:
+                # A refusal is the model's answer: judges score it (no_refusal), it is
+                # not a transport failure.
+                return Answer(refusal, None, prompt_tokens, completion_tokens)
+            bad_replies += 1
+            last_problem = (
+                f"empty reply (finish_reason={finish_reason}) from model {call.model!r}"
+                if text is not None or finish_reason is not None
+                else f"malformed reply from model {call.model!r}: no message content"
+            )
+            if bad_replies > EMPTY_REPLY_RETRIES:
+                break
+        else:
+            last_problem = "the server kept refusing request parameters"
+        return Answer(
+            text=None,
+            error=f"{last_problem} after {bad_replies} attempts",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- building requests -------------------------------------------------------------
+
+    def _request(
+        self, call: ModelCall, messages: list[dict[str, str]], schema: Any
+    ) -> tuple[int, dict[str, Any]]:
+        """The keyword arguments for one attempt, and the format level they use."""
+        with self._lock:
+            level = self._format_level
+            dropped = set(self._dropped)
+            token_param = self._token_param
+        request: dict[str, Any] = {"model": call.model, "messages": messages}
+        if "temperature" not in dropped:
+            request["temperature"] = call.temperature
+        if call.seed is not None and "seed" not in dropped:
+            request["seed"] = call.seed
+        if call.max_tokens is not None:
+            request[token_param] = call.max_tokens
+        if schema is not None:
+            if FORMAT_LEVELS[level] == "json_schema":
+                request["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": _schema_name(schema, call.purpose),
+                        "schema": schema,
+                        "strict": False,
+                    },
+                }
+            elif FORMAT_LEVELS[level] == "json_object":
+                # llama.cpp's server enforces the optional "schema" key; others ignore it.
+                request["response_format"] = {"type": "json_object", "schema": schema}
+        return level, request
+
+    def _fall_back(
+        self, err: openai.APIStatusError, level: int, request: Mapping[str, Any], model: str
+    ) -> bool:
+        """Adapt to a refused parameter and return True to try again; raise if fatal.
+
+        Returns False for a failure that belongs to this call only (the caller turns it
+        into an Answer with an error).
+        """
+        message, code, param = _error_fields(err.body)
+        status = err.status_code
+        sent = [name for name in _PARAM_NAMES if name in request]
+        refused = _refused_parameter(status, message, param, sent)
+        if refused is None and (code or "").lower() in _REFUSAL_CODES:
+            refused = param or "a request parameter"  # one we cannot drop: fatal below
+        if refused is not None:
+            with self._lock:
+                if refused == "response_format":
+                    if self._format_level == level and level + 1 < len(FORMAT_LEVELS):
+                        self._format_level = level + 1
+                    if self._format_level > level:
+                        return True
+                elif refused in ("seed", "temperature"):
+                    self._dropped.add(refused)
+                    return True
+                elif refused == "max_tokens":
+                    self._token_param = "max_completion_tokens"
+                    return True
+            raise BackendError(
+                self._one_line(
+                    f"the server refuses the parameter {refused!r} for model {model!r} "
+                    f"(HTTP {status}: {message}) and no fallback fixes it; "
+                    "use a model or server that accepts it"
+                )
+            ) from None
+        fatal = self._fatal_reason(status, code, message, model)
+        if fatal is not None:
+            raise BackendError(self._one_line(fatal)) from None
+        return False
+
+    def _fatal_reason(self, status: int, code: str | None, message: str, model: str) -> str | None:
+        """A one-line cause and fix for failures that every later call would repeat."""
+        code_low = (code or "").lower()
+        if status == 401:
+            return (
+                f"authentication failed (HTTP 401: {message}); "
+                f"check the API key in the environment variable {self.api_key_env}"
+            )
+        if status == 403:
+            return (
+                f"access denied (HTTP 403: {message}); check that this key may use model {model!r}"
+            )
+        if status == 404 or code_low in _FATAL_CODES:
+            where = "deployment" if self.azure is not None else "model"
+            name = (self.azure or {}).get("deployment") or model
+            return (
+                f"unknown {where} {name!r} (HTTP {status}: {message}); check `model:` "
+                "in .gitsleep.yml (or --model / GITSLEEP_MODEL) and `base_url:`"
+            )
+        if status == 429 and _is_quota(code, message):
+            return (
+                f"quota exhausted (HTTP 429 insufficient_quota: {message}); "
+                "add credit to the account or use another key"
+            )
+        return None
+
+    def _failed(
+        self, err: openai.APIStatusError, prompt_tokens: int, completion_tokens: int
+    ) -> Answer:
+        message, code, _ = _error_fields(err.body)
+        status = err.status_code
+        if status == 429:
+            seconds = _retry_after_seconds(err.response.headers)
+            if seconds is not None:
+                self.rate_gate.hold(seconds)
+        retried = (
+            f" after {self.max_retries} retries"
+            if status in (408, 409, 429) or status >= 500
+            else ""
+        )
+        label = f"HTTP {status}" + (f" {code}" if code else "")
+        return Answer(
+            text=None,
+            error=self._one_line(f"{label}{retried}: {message or 'no details'}"),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+
+    def _one_line(self, text: str) -> str:
+        """Collapse, shorten and redact: safe to print, log and commit."""
+        text = self._redact(" ".join(text.split()))
+        if len(text) > MESSAGE_MAX_CHARS:
+            text = text[: MESSAGE_MAX_CHARS - 3] + "..."
+        return text
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return _SK_KEY.sub("sk-***", text)
+
+
+def _reply_parts(completion: object) -> tuple[str | None, str | None, str | None]:
+    """(content, refusal, finish_reason) of the first choice, tolerating odd servers."""
+    if not isinstance(completion, ChatCompletion):
+        return None, None, None
+    try:
+        choice = completion.choices[0]
+        message = choice.message
+        return message.content, getattr(message, "refusal", None), choice.finish_reason
+    except (AttributeError, IndexError, TypeError):
+        return None, None, None
+
+
+def _schema_name(schema: Any, purpose: str) -> str:
+    """OpenAI wants ^[a-zA-Z0-9_-]{1,64}$; use the schema's title when it has one."""
+    title = schema.get("title") if isinstance(schema, Mapping) else None
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", str(title or f"gitsleep_{purpose}")).strip("_")
+    return (name or "gitsleep")[:64]
+
+
+def create_openai_backend(
+    *,
+    api_key_env: str,
+    env: Mapping[str, str],
+    base_url: str | None,
+    timeout: float,
+    max_retries: int,
+    azure: Mapping[str, Any] | None,
+) -> OpenAIBackend:
+    """The backend the configuration asks for, or a one-line BackendError saying why not.
+
+    Azure OpenAI is used when `azure` settings are given or AZURE_OPENAI_ENDPOINT is
+    set; it then also reads AZURE_OPENAI_API_KEY (when the `api_key_env` variable is
+    unset) and OPENAI_API_VERSION or AZURE_OPENAI_API_VERSION. There is no fallback to
+    the offline backend: a missing key is an error.
+    """
+    azure_settings: dict[str, Any] | None = None
+    if azure or env.get("AZURE_OPENAI_ENDPOINT"):
+        azure_settings = {
+            "endpoint": (azure or {}).get("endpoint")
+            or env.get("AZURE_OPENAI_ENDPOINT")
+            or base_url,
+            "api_version": (azure or {}).get("api_version")
+            or env.get("OPENAI_API_VERSION")
+            or env.get("AZURE_OPENAI_API_VERSION")
+            or DEFAULT_AZURE_API_VERSION,
+            "deployment": (azure or {}).get("deployment"),
+        }
+    api_key = env.get(api_key_env, "")
+    if not api_key and azure_settings is not None:
+        api_key = env.get("AZURE_OPENAI_API_KEY", "")
+    if not api_key:
+        hint = (
+            " (or AZURE_OPENAI_API_KEY)"
+            if azure_settings is not None
+            else "; for Azure OpenAI also set AZURE_OPENAI_ENDPOINT"
+            if env.get("AZURE_OPENAI_API_KEY")
+            else ""
+        )
+        raise BackendError(
+            f"no API key for the openai backend: set {api_key_env}{hint} "
+            "or change api_key_env in .gitsleep.yml"
+        )
+    return OpenAIBackend(
+        api_key=api_key,
+        base_url=base_url if azure_settings is None else None,
+        timeout=timeout,
+        max_retries=max_retries,
+        azure=azure_settings,
+        api_key_env=api_key_env,
+    )

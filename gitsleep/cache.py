@@ -1,0 +1,76 @@
+"""Response cache: a reply is a pure function of (model, messages, parameters, sample).
+
+Kept in memory for the epoch and, when a directory is given, on disk under
+`.gitsleep/cache/` so a re-run on unchanged inputs makes no model call. Each entry is
+its own file written atomically (temp file + rename), so concurrent writers never see a
+half-written entry. Failed calls are never cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from gitsleep.models import Answer
+
+
+class ResponseCache:
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self._memory: dict[str, Answer] = {}
+        self._lock = threading.Lock()
+
+    def _path(self, key: str) -> Path:
+        assert self.directory is not None
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Answer | None:
+        with self._lock:
+            hit = self._memory.get(key)
+        if hit is not None or self.directory is None:
+            return hit
+        try:
+            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            answer = Answer(
+                text=str(data["text"]),
+                prompt_tokens=int(data.get("prompt_tokens", 0)),
+                completion_tokens=int(data.get("completion_tokens", 0)),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # missing or unreadable: a miss, never an error
+        with self._lock:
+            self._memory[key] = answer
+        return answer
+
+    def put(self, key: str, answer: Answer) -> None:
+        if not answer.ok:
+            return
+        stored = Answer(
+            text=answer.text,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+        )
+        with self._lock:
+            self._memory[key] = stored
+        if self.directory is None:
+            return
+        path = self._path(key)
+        payload = {
+            "text": answer.text,
+            "prompt_tokens": answer.prompt_tokens,
+            "completion_tokens": answer.completion_tokens,
+        }
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(payload, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except OSError:
+            # A cache that cannot be written costs money later, never correctness now.
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(tmp)

@@ -1,0 +1,92 @@
+"""The one door model calls go through: cache, budget, counters and workers.
+
+Everything that costs money is counted here, once, under a lock, so the numbers in the
+diagnostics are right however many workers run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.cache import ResponseCache
+from gitsleep.errors import BudgetExhausted
+from gitsleep.models import Answer, Cost
+
+
+class CallRunner:
+    """Runs ModelCalls against a backend with caching, a budget and a worker pool."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: ResponseCache | None = None,
+        max_calls: int = 500,
+        max_tokens: int = 2_000_000,
+        workers: int = 4,
+        on_call: Callable[[ModelCall, Answer], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache if cache is not None else ResponseCache()
+        self.max_calls = max_calls
+        self.max_tokens = max_tokens
+        self.workers = max(1, workers)
+        self.cost = Cost()
+        self.errors: list[str] = []
+        self.on_call = on_call
+        self._lock = threading.Lock()
+
+    def _reserve(self) -> None:
+        with self._lock:
+            spent = self.cost.prompt_tokens + self.cost.completion_tokens
+            if self.cost.calls >= self.max_calls:
+                raise BudgetExhausted(
+                    f"budget.max_calls ({self.max_calls}) reached after {self.cost.calls} calls"
+                )
+            if spent >= self.max_tokens:
+                raise BudgetExhausted(
+                    f"budget.max_tokens ({self.max_tokens}) reached after {spent} tokens"
+                )
+            self.cost.calls += 1
+
+    def call(self, request: ModelCall) -> Answer:
+        key = request.cache_key()
+        hit = self.cache.get(key)
+        if hit is not None:
+            with self._lock:
+                self.cost.cache_hits += 1
+            return Answer(
+                text=hit.text,
+                prompt_tokens=hit.prompt_tokens,
+                completion_tokens=hit.completion_tokens,
+                cached=True,
+            )
+        self._reserve()
+        answer = self.backend.complete(request)
+        with self._lock:
+            self.cost.prompt_tokens += answer.prompt_tokens
+            self.cost.completion_tokens += answer.completion_tokens
+            if not answer.ok:
+                self.cost.errors += 1
+                self.errors.append(f"{request.purpose}: {answer.error}")
+        if answer.ok:
+            self.cache.put(key, answer)
+        if self.on_call is not None:
+            self.on_call(request, answer)
+        return answer
+
+    def map(self, requests: Sequence[ModelCall]) -> list[Answer]:
+        """All requests, answers in request order; the first budget/fatal error propagates."""
+        if self.workers == 1 or len(requests) <= 1:
+            return [self.call(r) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(requests))) as pool:
+            futures = [pool.submit(self.call, r) for r in requests]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise

@@ -1,0 +1,61 @@
+"""The command line: a thin click group; each command lives in `gitsleep/commands/`."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from gitsleep import __version__
+from gitsleep.errors import GitsleepError
+
+COMMANDS = ("init", "validate", "eval", "consolidate", "status", "plan", "demo")
+
+
+class _LazyGroup(click.Group):
+    """Imports a command's module only when it runs, so `validate` stays fast."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"gitsleep.commands.{cmd_name}_cmd")
+        return module.command
+
+
+@click.group(cls=_LazyGroup)
+@click.version_option(__version__, prog_name="gitsleep")
+@click.option("--repo", "repo", default=".", type=click.Path(file_okay=False),
+              help="The git repository to work in (default: the current directory).")
+@click.option("--config", "config", default=None,
+              help="The config file (default: .gitsleep.yml in the repository).")
+@click.option("-v", "--verbose", count=True, help="More progress output.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@click.pass_context
+def cli(ctx: click.Context, repo: str, config: str | None, verbose: int, quiet: bool) -> None:
+    """gitsleep: consolidate agent skill documents through git, gated on your tasks."""
+    ctx.obj = {"repo": repo, "config": config, "verbosity": -1 if quiet else verbose}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every GitsleepError becomes one line on stderr and its exit code."""
+    try:
+        cli.main(args=argv, prog_name="gitsleep", standalone_mode=False)
+    except GitsleepError as exc:
+        click.echo(f"gitsleep: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("gitsleep: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 1 else exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,64 @@
+"""`gitsleep consolidate`: run one epoch per skill, commit, push and open PRs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gitsleep import run
+from gitsleep.commands.common import exit_with, print_json, setup_from, worst_exit
+from gitsleep.errors import GitsleepError
+
+
+@click.command("consolidate")
+@click.option("--skill", "skills", multiple=True, help="Skill to run (repeatable; default all).")
+@click.option("--base", default=None, help="Ref to start from (default: the current branch).")
+@click.option("--backend", default=None, help="Override the config's backend.")
+@click.option("--model", default=None, help="Override the config's agent model.")
+@click.option("--dry-run", is_flag=True, help="Run on the working files: no commit, push or PR.")
+@click.option("--push/--no-push", default=None,
+              help="Push the branch (default: when a remote exists).")
+@click.option("--pr/--no-pr", default=None,
+              help="Open/update the PR (default: when a token exists).")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where diagnostics.json goes (default .gitsleep/runs/<skill>-<time>/).")
+@click.pass_context
+def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backend: str | None,
+            model: str | None, dry_run: bool, push: bool | None, pr: bool | None,
+            as_json: bool, output_dir: Path | None) -> None:
+    """Run one consolidation epoch per skill."""
+    setup = setup_from(ctx, backend=backend, model=model)
+    chosen = setup.skills(skills)
+    outcomes: list[run.SkillOutcome] = []
+    codes: list[int] = []
+    for skill in chosen:
+        out_dir = output_dir / skill.name if output_dir and len(chosen) > 1 else output_dir
+        try:
+            if dry_run:
+                outcome = run.dry_run(setup, skill, out_dir)
+            else:
+                options = run.GitOptions(base=base, push=push, pr=pr, output_dir=out_dir)
+                outcome = run.consolidate(setup, skill, options)
+        except GitsleepError as exc:
+            if len(chosen) == 1:
+                raise
+            setup.say(f"{skill.name}: error: {exc}")
+            codes.append(exc.exit_code)
+            continue
+        outcomes.append(outcome)
+        codes.append(outcome.exit_code)
+        if not as_json:
+            s = outcome.summary
+            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}")
+            if s.get("commit"):
+                click.echo(f"  commit {s['commit']} on {s['branch']}")
+            if s.get("pr", {}).get("operation") not in (None, "none"):
+                click.echo(f"  pull request {s['pr']['operation']}: {s['pr']['url']}")
+            if s.get("diagnostics"):
+                click.echo(f"  diagnostics: {s['diagnostics']}")
+    if as_json:
+        summaries = [o.summary for o in outcomes]
+        print_json(summaries[0] if len(summaries) == 1 and len(chosen) == 1 else summaries)
+    exit_with(worst_exit(codes))

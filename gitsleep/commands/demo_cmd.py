@@ -1,0 +1,97 @@
+"""`gitsleep demo`: the bundled example, consolidated for real with the offline simulator.
+
+It copies `examples/brief-writer` into a temporary git repository (with a bare `origin`
+beside it, so the push runs too), runs `consolidate` exactly as a user would, and prints
+the branch, the commit message and the pull-request body it would open. No key, no
+network: the simulator stands in for the model and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import click
+import git
+
+from gitsleep import report, run
+from gitsleep.commands.common import print_json
+from gitsleep.paths import examples_dir
+
+EXAMPLE = "brief-writer"
+
+
+def make_demo_repo(where: Path) -> Path:
+    """A fresh repository holding the example, one commit on `main`, and a bare origin."""
+    repo_dir = where / "repo"
+    shutil.copytree(examples_dir() / EXAMPLE, repo_dir)
+    repo = git.Repo.init(repo_dir, initial_branch="main")
+    with repo.config_writer() as cfg:
+        cfg.set_value("user", "name", "gitsleep demo")
+        cfg.set_value("user", "email", "demo@gitsleep.invalid")
+        cfg.set_value("commit", "gpgsign", "false")
+    repo.git.add(A=True)
+    repo.git.commit("-m", "Add the brief-writer skill and its tasks", "--no-verify")
+    origin = where / "origin.git"
+    git.Repo.init(origin, bare=True, initial_branch="main")
+    repo.create_remote("origin", str(origin))
+    repo.git.push("origin", "main")
+    return repo_dir
+
+
+@click.command("demo")
+@click.option("--keep", is_flag=True, help="Keep the temporary repository and print its path.")
+@click.option("--json", "as_json", is_flag=True, help="Print the consolidate JSON only.")
+@click.pass_context
+def command(ctx: click.Context, keep: bool, as_json: bool) -> None:
+    """Run a full consolidation of a bundled example with the offline simulator."""
+    where = Path(tempfile.mkdtemp(prefix="gitsleep-demo-"))
+    try:
+        repo_dir = make_demo_repo(where)
+        env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")}
+        quiet = (ctx.obj or {}).get("verbosity", 0) < 0 or as_json
+        setup = run.Setup.load(repo_dir, None, env=env, backend="offline",
+                               progress=(lambda _l: None) if quiet else None)
+        skill = setup.config.skill(EXAMPLE)
+        outcome = run.consolidate(setup, skill, run.GitOptions(pr=False,
+                                  output_dir=where / "diagnostics"))
+        if as_json:
+            print_json(outcome.summary)
+            return
+        _print(outcome, setup)
+        if keep:
+            click.echo(f"\nThe demo repository is kept at {repo_dir}")
+    finally:
+        if not keep:
+            shutil.rmtree(where, ignore_errors=True)
+
+
+def _print(outcome: run.SkillOutcome, setup: run.Setup) -> None:
+    s, result = outcome.summary, outcome.result
+    rule = "=" * 72
+    click.echo(f"{rule}\ngitsleep demo: skill '{s['skill']}' with the offline simulator "
+               "(no model, no key, no network)\n{rule}".replace("{rule}", rule))
+    click.echo(f"decision: {s['decision']} - {s['reason']}")
+    click.echo(f"val:      {_pair(s['val'])}   held-out: {_pair(s['test'])}")
+    for edit in s["edits"]["applied"]:
+        click.echo(f"  applied:  {edit['content']}")
+    for edit in s["edits"]["rejected"]:
+        click.echo(f"  rejected: {edit['content']}  ({edit.get('reason', '')})")
+    click.echo(f"cost:     {s['cost']['calls']} simulated model calls, "
+               f"{s['cost']['cache_hits']} cache hits")
+    click.echo(f"\nbranch:   {s['branch']} at {s['commit']} (pushed to a local bare origin)")
+    click.echo(f"\n{rule}\nCommit message\n{rule}\n{outcome.commit_message or '(no commit)'}")
+    if result is not None:
+        body = report.pr_body(result, rerun=run.rerun_command(s["skill"]),
+                              redactor=setup.redactor)
+        verb = "would open" if result.pr_eligible else "would NOT open (held-out did not improve)"
+        click.echo(f"{rule}\nPull request it {verb}: {report.pr_title(result)}\n{rule}\n{body}")
+
+
+def _pair(scores: dict) -> str:
+    def f(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
+
+    return f"{f(scores['baseline'])} -> {f(scores['candidate'])} (n={scores['n']})"

@@ -1,0 +1,288 @@
+"""`gitsleep validate`: everything that can be checked without a model, in well under a second.
+
+Checks the config, every task file (formats, judges, splits, leaks), the skill and
+memory documents (UTF-8, frontmatter, learned-block integrity and size) and looks for
+secrets in task files, which are sent to a model provider. Prints one line per problem,
+`path:line: CODE message`, and exits 0 when there is no error (warnings are fine), 1 when
+there are errors, 2 when it cannot run. It makes no network call and never imports the
+model, git or forge clients, so it is safe and fast as a pre-commit hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+import yaml
+
+from gitsleep.config import Config, config_path, load_config
+from gitsleep.documents import block_problems
+from gitsleep.errors import UsageError
+from gitsleep.problems import (
+    ERROR,
+    FileProblem,
+    Problem,
+    compose_yaml,
+    construct_yaml,
+    read_text,
+)
+from gitsleep.tasks import check_skill_tasks
+
+FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DEFAULT_BLOCK_LIMITS = (40, 4000)  # max_lines, max_chars when there is no config
+
+# Token shapes worth refusing in files that are sent to a model provider. The message
+# names the kind only, never the value.
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("an OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("a GitHub token",
+     re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a Slack token", re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}")),
+    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),
+    ("a JSON Web Token",
+     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+)
+SECRET_ENV_VARS = ("GITHUB_TOKEN", "GH_TOKEN")
+MIN_SECRET_LENGTH = 8
+
+
+@dataclass
+class Report:
+    """What a validation run found and how much it looked at."""
+
+    problems: list[Problem] = field(default_factory=list)
+    skills: int = 0
+    tasks: int = 0
+    files: int = 0
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for p in self.problems if p.is_error)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.problems) - self.errors
+
+
+def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str]) -> Report:
+    """Every problem in the repository's gitsleep setup, in config order."""
+    report = Report(skills=len(config.skills))
+    problems: list[Problem] = []
+    seen_docs: set[str] = set()
+    seen_task_files: set[str] = set()
+    secrets = secret_values(config, env)
+    limits = (config.learned_block.max_lines, config.learned_block.max_chars)
+    for skill in config.skills:
+        tasks, task_problems = check_skill_tasks(repo_root, skill)
+        report.tasks += len(tasks)
+        problems.extend(task_problems)
+        for entry in skill.tasks:
+            if entry.path not in seen_task_files:
+                seen_task_files.add(entry.path)
+                problems.extend(secret_problems(repo_root / entry.path, entry.path, secrets))
+        for target, rel in skill.documents().items():
+            if rel not in seen_docs:
+                seen_docs.add(rel)
+                problems.extend(document_problems(repo_root, rel, limits,
+                                                  frontmatter=target == "skill"))
+    report.problems = list(dict.fromkeys(problems))  # a file shared by skills reports once
+    report.files = len(seen_docs) + len(seen_task_files)
+    return report
+
+
+# --- documents ---------------------------------------------------------------------------
+
+
+def document_problems(
+    repo_root: Path, rel: str, limits: tuple[int, int], *, frontmatter: bool
+) -> list[Problem]:
+    """A skill or memory document: readable UTF-8, sound frontmatter, sound learned block."""
+    try:
+        text = read_text(repo_root / rel)
+    except FileProblem as exc:
+        code = {"GS100": "GS200", "GS102": "GS201"}.get(exc.code, exc.code)
+        return [Problem(rel, exc.line, code, ERROR, f"document {exc.message}")]
+    problems = frontmatter_problems(text, rel) if frontmatter else []
+    for line, message in block_problems(text, limits[0], limits[1]):
+        problems.append(Problem(rel, line, "GS210", ERROR, message))
+    return problems
+
+
+def frontmatter_problems(text: str, rel: str) -> list[Problem]:
+    """YAML frontmatter, when present, must parse and carry a valid name and description."""
+    lines = text.split("\n")
+    if lines[0].rstrip("\r") != "---":
+        return []
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
+    if end is None:
+        return [Problem(rel, 1, "GS202", ERROR,
+                        "frontmatter opens with '---' but never closes: add a '---' line")]
+    try:
+        node = compose_yaml("\n".join(lines[1:end]))
+        data = construct_yaml(node) if node is not None else {}
+    except FileProblem as exc:
+        line = exc.line + 1 if exc.line else 1
+        return [Problem(rel, line, "GS202", ERROR, f"frontmatter: {exc.message}")]
+    if not isinstance(data, dict):
+        return [Problem(rel, 2, "GS202", ERROR, "frontmatter must be a mapping of keys")]
+
+    def line_of(key: str) -> int:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                if getattr(key_node, "value", None) == key:
+                    return key_node.start_mark.line + 2  # +1 for 1-based, +1 for '---'
+        return 1
+
+    problems = []
+    name = data.get("name")
+    if name is None:
+        problems.append(Problem(rel, 1, "GS203", ERROR,
+                                "frontmatter has no 'name': add `name: <skill-name>`"))
+    elif not (isinstance(name, str) and len(name) <= 64 and FRONTMATTER_NAME_RE.match(name)):
+        problems.append(Problem(rel, line_of("name"), "GS203", ERROR,
+                                f"frontmatter name {name!r} must be 1-64 lowercase letters, "
+                                "digits and single hyphens"))
+    description = data.get("description")
+    if description is None:
+        problems.append(Problem(rel, 1, "GS204", ERROR,
+                                "frontmatter has no 'description': say what the skill does "
+                                "and when to use it"))
+    elif not (isinstance(description, str) and 1 <= len(description.strip()) <= 1024):
+        problems.append(Problem(rel, line_of("description"), "GS204", ERROR,
+                                "frontmatter description must be text of 1-1024 characters"))
+    return problems
+
+
+# --- secrets -----------------------------------------------------------------------------
+
+
+def secret_values(config: Config, env: Mapping[str, str]) -> dict[str, str]:
+    """Env var name -> value, for the credentials gitsleep itself may be handed."""
+    values = {}
+    for name in (config.api_key_env, *SECRET_ENV_VARS):
+        value = (env.get(name) or "").strip()
+        if len(value) >= MIN_SECRET_LENGTH:
+            values[name] = value
+    return values
+
+
+def secret_problems(path: Path, rel: str, values: Mapping[str, str]) -> list[Problem]:
+    """Token-shaped strings and known credential values in one task file."""
+    try:
+        text = read_text(path)
+    except FileProblem:
+        return []  # the task checks already report unreadable files
+    hits: dict[tuple[int, str], None] = {}  # (line, what) in order found, no repeats
+    for kind, pattern in SECRET_PATTERNS:
+        for match in pattern.finditer(text):
+            token = match.group(0)
+            if kind == "an OpenAI API key" and not re.search(r"[0-9A-Z]", token[3:]):
+                continue  # words like sk-learn-pipeline-settings, not a key
+            hits[(text.count("\n", 0, match.start()) + 1, f"what looks like {kind}")] = None
+    for name, value in values.items():
+        start = text.find(value)
+        while start != -1:
+            hits[(text.count("\n", 0, start) + 1, f"the value of ${name}")] = None
+            start = text.find(value, start + len(value))
+    return [
+        Problem(rel, line, "GS300", ERROR,
+                f"contains {what}: remove it from the task file (and rotate the credential)")
+        for line, what in sorted(hits)
+    ]
+
+
+# --- learned blocks only (the pre-commit hook for staged Markdown) -------------------------
+
+
+def learned_block_report(repo_root: Path, cfg: Path, paths: Iterable[str]) -> Report:
+    """Learned-block problems in the given Markdown files (all documents when none given).
+
+    With a config, only its skill and memory documents are checked, so a README that
+    quotes the markers is left alone; without one, every given file is.
+    """
+    limits = DEFAULT_BLOCK_LIMITS
+    targets: set[str] | None = None
+    given = [_repo_relative(repo_root, p) for p in paths]
+    if cfg.exists():
+        config = load_config(cfg)
+        limits = (config.learned_block.max_lines, config.learned_block.max_chars)
+        targets = {rel for skill in config.skills for rel in skill.documents().values()}
+    elif not given:
+        raise UsageError(f"{cfg}: not found: pass the Markdown files to check, "
+                         "or run `gitsleep init`")
+    files = given or sorted(targets or ())
+    if targets is not None:
+        files = [f for f in files if f in targets]
+    report = Report(files=len(files))
+    for rel in dict.fromkeys(files):
+        try:
+            text = read_text(repo_root / rel)
+        except FileProblem as exc:
+            report.problems.append(Problem(rel, exc.line, "GS200" if exc.code == "GS100"
+                                           else exc.code, ERROR, f"document {exc.message}"))
+            continue
+        for line, message in block_problems(text, limits[0], limits[1]):
+            report.problems.append(Problem(rel, line, "GS210", ERROR, message))
+    return report
+
+
+def _repo_relative(repo_root: Path, given: str) -> str:
+    """A path as the config spells it: relative to the repo root, forward slashes."""
+    path = Path(given)
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    try:
+        return absolute.resolve().relative_to(repo_root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]),
+              default="text", show_default=True, help="Problem list format.")
+@click.option("--learned-block-only", is_flag=True,
+              help="Only check the learned blocks of the given Markdown files "
+                   "(the gitsleep-learned-block pre-commit hook).")
+@click.pass_context
+def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
+            learned_block_only: bool) -> None:
+    """Check config, task files, documents and learned blocks offline. Exit 1 on problems.
+
+    With PATHS, only problems in those files (and the config) are reported.
+    """
+    obj = ctx.obj or {}
+    repo_root = Path(obj.get("repo") or ".")
+    cfg = config_path(repo_root, obj.get("config"))
+    if learned_block_only:
+        report = learned_block_report(repo_root, cfg, paths)
+        scope = f"{report.files} document(s)"
+    else:
+        config = load_config(cfg)
+        report = validate_repo(repo_root, config, os.environ)
+        if paths:
+            wanted = {_repo_relative(repo_root, p) for p in paths}
+            wanted.add(_repo_relative(repo_root, str(cfg)))
+            report.problems = [p for p in report.problems if p.path in wanted]
+        scope = (f"{report.skills} skill(s), {report.tasks} task(s), "
+                 f"{report.files} file(s)")
+
+    if output_format == "json":
+        click.echo(json.dumps([p.as_dict() for p in report.problems], indent=2))
+    else:
+        for problem in report.problems:
+            click.echo(problem.render())
+    if report.problems:
+        summary = f"{report.errors} error(s), {report.warnings} warning(s)"
+    else:
+        summary = "no problems"
+    click.echo(f"gitsleep validate: {summary} ({scope})", err=True)
+    ctx.exit(1 if report.errors else 0)

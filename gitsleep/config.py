@@ -1,0 +1,458 @@
+"""`.gitsleep.yml`: the repository's configuration, validated strictly.
+
+Every key is declared below with its default. A typo, a wrong type or a bad value
+stops the command with one line that names the file, the line, the key path and the
+fix, because a silently ignored key in a tool that spends money overnight is a bug.
+Paths in the file are relative to the repository root.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from gitsleep.errors import UsageError
+from gitsleep.models import EpochSettings, GateSettings
+from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
+
+CONFIG_NAME = ".gitsleep.yml"
+BACKENDS = ("openai", "offline")
+SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_OVERRIDES = {
+    "backend": "GITSLEEP_BACKEND",
+    "model": "GITSLEEP_MODEL",
+    "base_url": "GITSLEEP_BASE_URL",
+}
+
+
+def _repo_path(value: str) -> str:
+    """A path inside the repository, normalised to forward slashes."""
+    if not value.strip():
+        raise ValueError("must be a non-empty path relative to the repository root")
+    if PurePosixPath(value).is_absolute() or PureWindowsPath(value).drive:
+        raise ValueError(
+            f"must be relative to the repository root, not absolute ({value!r})"
+        )
+    path = PurePosixPath(value.replace("\\", "/"))
+    if ".." in path.parts:
+        raise ValueError(f"must stay inside the repository: remove '..' from {value!r}")
+    return path.as_posix()
+
+
+def _http_url(value: str | None) -> str | None:
+    if value is not None and not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+class _Section(BaseModel):
+    """Base for every section: unknown keys are errors, and no silent type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class TaskFileConfig(_Section):
+    path: str
+    # auto: keep per-task labels, assign unlabelled tasks to train/val by a stable hash.
+    # train | val | test: every task in the file goes to that split.
+    split: Literal["auto", "train", "val", "test"] = "auto"
+
+    _check_path = field_validator("path")(_repo_path)
+
+
+class SkillConfig(_Section):
+    name: Annotated[str, Field(min_length=1, max_length=64)]
+    skill: str
+    memory: str | None = None
+    tasks: Annotated[list[TaskFileConfig], Field(min_length=1)]
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not SKILL_NAME_RE.match(value):
+            raise ValueError(
+                f"{value!r} is not a valid skill name: use lowercase letters, digits and "
+                "single hyphens (e.g. brief-writer)"
+            )
+        return value
+
+    _check_skill = field_validator("skill")(_repo_path)
+
+    @field_validator("memory")
+    @classmethod
+    def _check_memory(cls, value: str | None) -> str | None:
+        return None if value is None else _repo_path(value)
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        """`tasks: [evals/a.jsonl]` is short for `tasks: [{path: evals/a.jsonl}]`."""
+        if isinstance(value, list):
+            return [{"path": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    def documents(self) -> dict[str, str]:
+        """target -> repo-relative path of each document this skill may change."""
+        docs = {"skill": self.skill}
+        if self.memory:
+            docs["memory"] = self.memory
+        return docs
+
+
+class GateConfig(_Section):
+    metric: Literal["hard", "soft", "mixed"] = "mixed"
+    mixed_weight: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    min_delta: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    no_regression: bool = False
+    repeats: Annotated[int, Field(ge=1, le=20)] = 1
+
+
+class BudgetConfig(_Section):
+    max_calls: Annotated[int, Field(ge=1)] = 500
+    max_tokens: Annotated[int, Field(ge=1)] = 2_000_000
+
+
+class PrConfig(_Section):
+    base: str | None = None
+    labels: list[str] = Field(default_factory=lambda: ["gitsleep"])
+    draft: bool = False
+
+
+class AzureConfig(_Section):
+    api_version: str | None = None
+    deployment: str | None = None
+    endpoint: str | None = None
+
+    _check_endpoint = field_validator("endpoint")(_http_url)
+
+
+class PriceConfig(_Section):
+    """US dollars per million tokens, for the cost line in reports."""
+
+    prompt: Annotated[float, Field(ge=0.0)]
+    completion: Annotated[float, Field(ge=0.0)]
+
+
+class LearnedBlockConfig(_Section):
+    max_lines: Annotated[int, Field(ge=1)] = 40
+    max_chars: Annotated[int, Field(ge=1)] = 4000
+
+
+class Config(_Section):
+    version: Literal[1] = 1
+    backend: Literal["openai", "offline"] = "openai"
+    model: str | None = None
+    optimizer_model: str | None = None
+    judge_model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    skills: Annotated[list[SkillConfig], Field(min_length=1)]
+    gate: GateConfig = Field(default_factory=GateConfig)
+    edit_budget: Annotated[int, Field(ge=1, le=50)] = 4
+    rounds: Annotated[int, Field(ge=1, le=20)] = 2
+    proposals: Annotated[int, Field(ge=1, le=20)] = 3
+    workers: Annotated[int, Field(ge=1, le=64)] = 4
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    branch_prefix: str = "gitsleep/"
+    pr: PrConfig = Field(default_factory=PrConfig)
+    # Keys beyond the interface's example, all optional:
+    max_error_rate: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    cache: bool = True
+    timeout: Annotated[float, Field(gt=0.0, le=3600.0)] = 60.0
+    max_retries: Annotated[int, Field(ge=0, le=20)] = 4
+    azure: AzureConfig | None = None
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    learned_block: LearnedBlockConfig = Field(default_factory=LearnedBlockConfig)
+
+    _check_base_url = field_validator("base_url")(_http_url)
+
+    @field_validator("model", "optimizer_model", "judge_model")
+    @classmethod
+    def _non_empty_model(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a model name or null, not an empty string")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _check_api_key_env(cls, value: str) -> str:
+        # Never echo the value: people paste the key itself here.
+        if not ENV_NAME_RE.match(value) or value.startswith(("sk-", "ghp_", "github_pat_")):
+            raise ValueError(
+                "must be the NAME of the environment variable holding the key "
+                "(e.g. OPENAI_API_KEY), never the key itself"
+            )
+        return value
+
+    @field_validator("branch_prefix")
+    @classmethod
+    def _check_branch_prefix(cls, value: str) -> str:
+        bad = (
+            not re.match(r"^[A-Za-z0-9._/-]+$", value)
+            or value.startswith(("/", "-", "."))
+            or ".." in value
+            or "//" in value
+            or value.endswith(".lock")
+        )
+        if bad:
+            raise ValueError(
+                f"{value!r} cannot start a git branch name: use letters, digits, '-', '_', "
+                "'.' and '/' (e.g. gitsleep/)"
+            )
+        return value
+
+    @field_validator("skills")
+    @classmethod
+    def _unique_names(cls, skills: list[SkillConfig]) -> list[SkillConfig]:
+        first: dict[str, int] = {}
+        for index, skill in enumerate(skills):
+            if skill.name in first:
+                raise ValueError(
+                    f"skill name {skill.name!r} is used twice (skills[{first[skill.name]}] "
+                    f"and skills[{index}]): names must be unique, they name the branches"
+                )
+            first[skill.name] = index
+        return skills
+
+    # --- what the rest of gitsleep asks of a config --------------------------------
+
+    def skill(self, name: str) -> SkillConfig:
+        """The skill called `name`, or a usage error listing the configured ones."""
+        for skill in self.skills:
+            if skill.name == name:
+                return skill
+        known = ", ".join(s.name for s in self.skills)
+        raise UsageError(f"unknown skill {name!r}: the config defines {known}")
+
+    def agent_model(self) -> str:
+        """The model that answers tasks; never a built-in default for a real backend."""
+        if self.backend == "offline":
+            return "offline"  # the simulator names itself everywhere (trailers, reports)
+        if self.model:
+            return self.model
+        raise UsageError(
+            f"no model set for backend {self.backend!r}: set `model:` in {CONFIG_NAME}, "
+            "pass --model, or set GITSLEEP_MODEL"
+        )
+
+    def models(self) -> tuple[str, str, str]:
+        """(agent, optimizer, judge): optimizer defaults to agent, judge to optimizer."""
+        agent = self.agent_model()
+        if self.backend == "offline":
+            return agent, agent, agent
+        optimizer = self.optimizer_model or agent
+        return agent, optimizer, self.judge_model or optimizer
+
+    def epoch_settings(self) -> EpochSettings:
+        """What the pure core needs, with nothing about files, git or the backend."""
+        agent, optimizer, judge = self.models()
+        return EpochSettings(
+            model=agent,
+            optimizer_model=optimizer,
+            judge_model=judge,
+            gate=GateSettings(
+                metric=self.gate.metric,
+                mixed_weight=self.gate.mixed_weight,
+                min_delta=self.gate.min_delta,
+                no_regression=self.gate.no_regression,
+                repeats=self.gate.repeats,
+            ),
+            edit_budget=self.edit_budget,
+            rounds=self.rounds,
+            proposals=self.proposals,
+            workers=self.workers,
+            max_calls=self.budget.max_calls,
+            max_tokens=self.budget.max_tokens,
+            max_error_rate=self.max_error_rate,
+            block_max_lines=self.learned_block.max_lines,
+            block_max_chars=self.learned_block.max_chars,
+        )
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def config_path(repo: str | Path, config: str | None = None) -> Path:
+    """The config file: `--config` as given (relative to the cwd), else `<repo>/.gitsleep.yml`."""
+    return Path(config) if config else Path(repo) / CONFIG_NAME
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate a config file; any problem is one UsageError line (exit 2)."""
+    label = str(path)
+    try:
+        text = read_text(path)
+        node = compose_yaml(text)
+        data = construct_yaml(node) if node is not None else None
+    except FileProblem as problem:
+        where = f"{label}:{problem.line}" if problem.line else label
+        hint = " (run `gitsleep init` to create one)" if problem.code == "GS100" else ""
+        raise UsageError(f"{where}: {problem.message}{hint}") from None
+    if data is None:
+        raise UsageError(
+            f"{label}: is empty: add `version: 1` and a `skills:` list (or run `gitsleep init`)"
+        )
+    if not isinstance(data, dict):
+        raise UsageError(
+            f"{label}:1: must be a mapping of keys (version, backend, model, skills, ...), "
+            f"not a {type(data).__name__}"
+        )
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(_describe(exc, label, node)) from None
+
+
+def apply_overrides(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    backend: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+) -> Config:
+    """Command-line flags win over GITSLEEP_* variables, which win over the file.
+
+    Empty values count as unset, so a workflow can pass an empty input straight through.
+    """
+    flags = {"backend": backend, "model": model, "base_url": base_url}
+    updates: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for key, env_name in ENV_OVERRIDES.items():
+        flag_value = (flags[key] or "").strip()
+        env_value = (env.get(env_name) or "").strip()
+        if flag_value:
+            updates[key], sources[key] = flag_value, f"--{key.replace('_', '-')}"
+        elif env_value:
+            updates[key], sources[key] = env_value, env_name
+    if not updates:
+        return config
+    data = config.model_dump()
+    data.update(updates)
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = str(err["loc"][0]) if err["loc"] else "?"
+        source = sources.get(key, key)
+        raise UsageError(f"{source}: {_explain(err)}") from None
+
+
+# --- turning pydantic errors into one line ---------------------------------------------
+
+_ALL_KEYS = sorted(
+    {
+        name
+        for model in (
+            Config,
+            SkillConfig,
+            TaskFileConfig,
+            GateConfig,
+            BudgetConfig,
+            PrConfig,
+            AzureConfig,
+            PriceConfig,
+            LearnedBlockConfig,
+        )
+        for name in model.model_fields
+    }
+)
+_TYPE_NAMES = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping of keys",
+    "model_attributes_type": "a mapping of keys",
+}
+_SECRET_KEYS = {"api_key_env", "base_url", "endpoint"}
+
+
+def key_path(loc: tuple[Any, ...]) -> str:
+    """('skills', 0, 'tasks', 1, 'split') -> 'skills[0].tasks[1].split'."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _explain(err: Mapping[str, Any]) -> str:
+    """The reason and the fix for one pydantic error, without echoing secrets."""
+    kind = err["type"]
+    loc = tuple(err.get("loc", ()))
+    last = str(loc[-1]) if loc else ""
+    value = err.get("input")
+    got = "" if last in _SECRET_KEYS else f" (got {_shown(value)})"
+    if kind == "extra_forbidden":
+        close = difflib.get_close_matches(last, _ALL_KEYS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return f"unknown key: {hint}remove it or fix the spelling"
+    if kind == "missing":
+        return "required key is missing: add it"
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"must be {expected}{got}: use one of those values"
+    if kind in _TYPE_NAMES:
+        return f"must be {_TYPE_NAMES[kind]}{got}: change the value"
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    if kind in ("too_short", "too_long") and isinstance(value, (list, str)):
+        return f"{err['msg']}{got}: change the value"
+    message = str(err["msg"]).replace("Input should be", "must be")
+    return f"{message}{got}: change the value"
+
+
+def _describe(exc: ValidationError, label: str, node: yaml.Node | None) -> str:
+    """One line for the first error: file:line: key.path: reason and fix (+N more)."""
+    errors = exc.errors()
+    err = errors[0]
+    loc = tuple(err["loc"])
+    line = _line_of(node, loc)
+    where = f"{label}:{line}" if line else label
+    path = key_path(loc) or "(top level)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {path}: {_explain(err)}{more}"
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the deepest node along `loc` that exists in the document."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if getattr(key_node, "value", None) == str(part):
+                    line, node = key_node.start_mark.line + 1, value_node
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line

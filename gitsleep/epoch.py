@@ -1,0 +1,331 @@
+"""One consolidation epoch for one skill: the pure core, with no git and no network.
+
+    baseline: score train, val and test under the current documents
+    for each target (skill, then memory when configured), up to `rounds` rounds:
+        reflect on train failures -> `proposals` candidate edit sets
+        apply each to its own copy of the document, score it on val
+        the best candidate that beats the gate wins (ties go to the smaller change);
+        the others' edits are remembered as rejected and shown to the next round
+    held-out: score test under the final documents (never shown to the optimizer,
+    never used to choose an edit)
+
+Run it from a REPL with two strings and a list of tasks:
+
+    run_epoch(tasks, {"skill": text, "memory": None}, settings, OfflineBackend(), skill="x")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gitsleep import documents as docs
+from gitsleep import gate, reflect, replay
+from gitsleep.backends.base import Backend
+from gitsleep.cache import ResponseCache
+from gitsleep.calls import CallRunner
+from gitsleep.errors import BackendError, BudgetExhausted, UsageError
+from gitsleep.models import (
+    Edit,
+    EditOutcome,
+    EpochResult,
+    EpochSettings,
+    GateTrial,
+    PassResult,
+    SplitSummary,
+    Task,
+)
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class _Candidate:
+    trial: GateTrial
+    documents: dict[str, str | None]
+    val: PassResult
+    size: int  # characters changed, for tie-breaks
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class Epoch:
+    """The state of one epoch while it runs; `run()` returns the EpochResult."""
+
+    def __init__(
+        self,
+        tasks: Sequence[Task],
+        documents: Mapping[str, str | None],
+        settings: EpochSettings,
+        backend: Backend,
+        *,
+        skill: str,
+        cache: ResponseCache | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.settings = settings
+        self.skill = skill
+        self.backend = backend
+        self.progress = progress or _quiet
+        self.tasks = {t.id: t for t in tasks}
+        self.split = {s: [t for t in tasks if t.split == s] for s in ("train", "val", "test")}
+        if not self.split["val"]:
+            raise UsageError(f"skill {skill}: no task is in the val split; the gate needs val "
+                             "tasks (label some tasks `split: val` or use `split: auto`)")
+        self.original = dict(documents)
+        self.current = dict(documents)
+        self.runner = CallRunner(
+            backend,
+            cache=cache,
+            max_calls=settings.max_calls,
+            max_tokens=settings.max_tokens,
+            workers=settings.workers,
+        )
+        self.result = EpochResult(
+            skill=skill,
+            decision="no_edits",
+            reason="",
+            metric=settings.gate.metric,
+            backend=backend.name,
+            agent_model=settings.model,
+            optimizer_model=settings.optimizer_model,
+            judge_model=settings.judge_model,
+            train=SplitSummary(None, None, len(self.split["train"])),
+            val=SplitSummary(None, None, len(self.split["val"])),
+            test=SplitSummary(None, None, len(self.split["test"])),
+            documents={},
+            decided_by="test" if self.split["test"] else "val",
+        )
+        self.rejected: list[Edit] = []
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def score(self, split: str, documents: Mapping[str, str | None], label: str) -> PassResult:
+        self.progress(f"{self.skill}: scoring {split} ({label}, {len(self.split[split])} tasks)")
+        result = replay.score_split(
+            self.runner, self.split[split], documents, self.settings, label=label, split=split
+        )
+        self.result.passes.append(result)
+        return result
+
+    # -- the epoch -------------------------------------------------------------------------
+
+    def run(self) -> EpochResult:
+        try:
+            self._run()
+        except BackendError as exc:
+            self._abort(str(exc), 3)
+        except BudgetExhausted as exc:
+            self._abort(f"{exc}; stopped before a decision", 6)
+        finally:
+            self.result.cost = self.runner.cost
+            self.result.errors = list(self.runner.errors)
+            self.backend.close()
+        self.result.documents = {
+            name: (self.original[name] or "", self.current[name] or "")
+            for name in ("skill", "memory")
+            if self.original.get(name) is not None
+        }
+        return self.result
+
+    def _abort(self, reason: str, code: int) -> None:
+        self.current = dict(self.original)
+        self.result.decision = "aborted"
+        self.result.reason = reason
+        self.result.abort_code = code
+        self.result.pr_eligible = False
+        for outcome in self.result.applied:
+            self.result.rejected.append(EditOutcome(outcome.edit, "rejected", "epoch aborted"))
+        self.result.applied = []
+
+    def _run(self) -> None:
+        base_train = self.score("train", self.original, "baseline")
+        base_val = self.score("val", self.original, "baseline")
+        base_test = self.score("test", self.original, "baseline") if self.split["test"] else None
+        best_val, train_now = base_val, base_train
+        targets = ["skill"] + (["memory"] if self.original.get("memory") is not None else [])
+        any_candidate = False
+        for target in targets:
+            for round_no in range(1, self.settings.rounds + 1):
+                failures = [t for t in train_now.tasks if t.hard is not None and t.hard < 1.0]
+                if not failures:
+                    break
+                passes = [t for t in train_now.tasks if t.hard == 1.0]
+                winner, tried = self._round(target, round_no, failures, passes, best_val)
+                any_candidate = any_candidate or tried
+                if winner is None:
+                    if not tried:
+                        break  # the optimizer has nothing new for this target
+                    continue
+                self.current = winner.documents
+                best_val = winner.val
+                self.result.applied.extend(EditOutcome(e, "applied") for e in winner.trial.applied)
+                train_now = self.score("train", self.current, f"after {target} round {round_no}")
+        final_test = base_test
+        if base_test is not None and self.current != self.original:
+            final_test = self.score("test", self.current, "final")
+        self.result.train = gate.summarise(base_train, train_now, len(self.split["train"]))
+        self.result.val = gate.summarise(base_val, best_val, len(self.split["val"]))
+        if base_test is not None and final_test is not None:
+            self.result.test = gate.summarise(base_test, final_test, len(self.split["test"]))
+        self._decide(base_train, any_candidate)
+
+    def _round(
+        self,
+        target: str,
+        round_no: int,
+        failures: list,
+        passes: list,
+        best_val: PassResult,
+    ) -> tuple[_Candidate | None, bool]:
+        """Propose, apply and gate `proposals` candidates; return the winner, if any.
+
+        When no candidate passes and the best one bundled several edits, each of its
+        edits is gated alone: a helpful edit must not be lost to a harmful companion.
+        """
+        document = self.current[target] or ""
+        candidates: list[_Candidate] = []
+        seen: set[str] = set()
+        count = max(1, self.settings.proposals)
+        for index in range(count):
+            shown = reflect.slice_failures(failures, index, count)
+            proposal = reflect.propose(
+                self.runner, self.settings, target=target, document=document, failures=shown,
+                passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
+                index=index,
+            )
+            self.result.proposals.append(proposal)
+            self.result.unmatched.extend(proposal.dropped)
+            label = f"{target} round {round_no} proposal {index + 1}"
+            cand = self._try(target, round_no, index, proposal.edits, label, best_val, seen)
+            if cand is not None:
+                candidates.append(cand)
+        if candidates and not any(c.trial.accepted for c in candidates):
+            bundle = max(candidates, key=lambda c: (c.trial.candidate or 0.0, -c.size))
+            if len(bundle.trial.applied) > 1:
+                for i, edit in enumerate(bundle.trial.applied):
+                    label = (f"{target} round {round_no} proposal {bundle.trial.proposal + 1}, "
+                             f"edit {i + 1} alone")
+                    cand = self._try(target, round_no, bundle.trial.proposal, [edit], label,
+                                     best_val, seen)
+                    if cand is not None:
+                        candidates.append(cand)
+        passing = [c for c in candidates if c.trial.accepted]
+        winner = max(passing, key=lambda c: (c.trial.candidate or 0.0, -c.size), default=None)
+        self._book_losers(candidates, winner)
+        return winner, bool(candidates)
+
+    def _try(
+        self,
+        target: str,
+        round_no: int,
+        index: int,
+        edits: list[Edit],
+        label: str,
+        best_val: PassResult,
+        seen: set[str],
+    ) -> _Candidate | None:
+        """Apply edits to a copy of the document and gate it on val (None: nothing to try)."""
+        if not edits:
+            return None
+        document = self.current[target] or ""
+        new_text, outcomes = docs.apply_edits(
+            document, edits, max_lines=self.settings.block_max_lines,
+            max_chars=self.settings.block_max_chars, where=target,
+        )
+        unmatched = [o for o in outcomes if o.status != "applied"]
+        self.result.unmatched.extend(unmatched)
+        applied = [o.edit for o in outcomes if o.status == "applied"]
+        if not applied or new_text in seen:
+            return None  # nothing changed, or the same document as another candidate
+        seen.add(new_text)
+        trial_docs = {**self.current, target: new_text}
+        val = self.score("val", trial_docs, label)
+        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate)
+        pairs = gate.paired(best_val, val)
+        trial = GateTrial(
+            target=target, round=round_no, proposal=index, baseline=before, candidate=after,
+            accepted=accepted, reason=why, applied=applied, unmatched=unmatched,
+            deltas=gate.deltas(best_val, val),
+            interval=gate.bootstrap_interval([a - b for _, b, a in pairs]),
+        )
+        self.result.trials.append(trial)
+        self.progress(f"{self.skill}: {label}: {why}")
+        size = abs(len(new_text) - len(document)) + sum(len(e.content) for e in applied)
+        return _Candidate(trial, trial_docs, val, size)
+
+    def _book_losers(self, candidates: list[_Candidate], winner: _Candidate | None) -> None:
+        """Record why each losing candidate lost; feed back edits rejected on their own."""
+        winner_keys = {e.key() for e in winner.trial.applied} if winner else set()
+        known = {o.edit.key() for o in self.result.rejected}
+        for cand in candidates:
+            if cand is winner:
+                continue
+            trial = cand.trial
+            if trial.accepted:
+                trial.accepted = False
+                trial.reason += "; another candidate scored higher or was smaller"
+                continue  # good but not chosen: it may come back against the new best
+            alone = len(trial.applied) == 1
+            for edit in trial.applied:
+                if edit.key() in winner_keys or edit.key() in known:
+                    continue
+                if alone:
+                    self.rejected.append(edit)
+                    known.add(edit.key())
+                    self.result.rejected.append(EditOutcome(edit, "rejected", trial.reason))
+
+    def _decide(self, base_train: PassResult, any_candidate: bool) -> None:
+        r = self.result
+        val, test = r.val, r.test
+        if r.applied and self.current != self.original:
+            r.decision = "accepted"
+            if r.decided_by == "test":
+                margin = self.settings.gate.min_delta
+                r.pr_eligible = (
+                    test.baseline is not None
+                    and test.candidate is not None
+                    and test.candidate > test.baseline + margin
+                )
+                held = f"held-out {_fmt(test.baseline)} -> {_fmt(test.candidate)}"
+            else:
+                r.pr_eligible = True
+                held = "no held-out tasks, val decides"
+            r.reason = (f"{len(r.applied)} edit(s) accepted: val {_fmt(val.baseline)} -> "
+                        f"{_fmt(val.candidate)}, {held}"
+                        + ("" if r.pr_eligible else "; held-out did not improve, so no PR"))
+        elif any_candidate:
+            r.decision = "rejected"
+            r.reason = (f"{len(r.trials)} candidate(s) scored on val; none beat "
+                        f"{_fmt(val.baseline)} (see gate trials)")
+        else:
+            r.decision = "no_edits"
+            failing = sum(1 for t in base_train.tasks if t.hard is not None and t.hard < 1.0)
+            if not failing:
+                r.reason = "every train task already passes: nothing to learn"
+            else:
+                dropped = sum(len(p.dropped) for p in r.proposals)
+                errors = sum(1 for p in r.proposals if p.error)
+                r.reason = (f"{failing} train task(s) fail, but {len(r.proposals)} proposal(s) "
+                            f"gave no applicable edit ({dropped} dropped, {errors} failed)")
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def run_epoch(
+    tasks: Sequence[Task],
+    documents: Mapping[str, str | None],
+    settings: EpochSettings,
+    backend: Backend,
+    *,
+    skill: str,
+    cache: ResponseCache | None = None,
+    progress: Progress | None = None,
+) -> EpochResult:
+    """Run one epoch; backend and budget failures come back as an `aborted` result."""
+    return Epoch(tasks, documents, settings, backend, skill=skill, cache=cache,
+                 progress=progress).run()

@@ -1,0 +1,342 @@
+"""The data types of an epoch, defined once.
+
+Everything the core produces (diagnostics, commit message, PR body) is rendered from
+these records; nothing downstream recomputes a score. They are plain dataclasses so the
+hot path (scoring thousands of answers) stays cheap; `to_dict` turns any of them into
+JSON-ready data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+SPLITS = ("train", "val", "test")
+TARGETS = ("skill", "memory")
+RULE_OPS = (
+    "contains",
+    "not_contains",
+    "regex",
+    "section_present",
+    "section_contains",
+    "max_chars",
+    "min_chars",
+    "no_refusal",
+    "equals",
+)
+# Checks that only look at the shape of an answer; a judge made only of these is weak.
+FORMAT_OPS = frozenset({"section_present", "section_contains", "max_chars", "min_chars"})
+EDIT_OPS = ("add", "replace", "delete")
+DECISIONS = ("accepted", "rejected", "no_edits", "aborted")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule check: `op` applied with `arg` (an int for the char bounds)."""
+
+    op: str
+    arg: str | int | None = None
+
+    def label(self) -> str:
+        return self.op if self.arg is None else f"{self.op} {self.arg!r}"
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How an answer is scored: `rule` checks, an `exact` answer, or an LLM `rubric`."""
+
+    kind: str  # rule | exact | rubric
+    checks: tuple[Check, ...] = ()
+    answer: str | None = None
+    rubric: str | None = None
+
+    @property
+    def format_only(self) -> bool:
+        return self.kind == "rule" and bool(self.checks) and all(
+            c.op in FORMAT_OPS for c in self.checks
+        )
+
+
+@dataclass(frozen=True)
+class Task:
+    """A prompt plus its judge, in exactly one split."""
+
+    id: str
+    prompt: str
+    split: str  # train | val | test
+    judge: Judge
+    system: str | None = None
+    tags: tuple[str, ...] = ()
+    source: str = ""  # the task file it came from (for messages)
+    line: int | None = None  # 1-based line in that file when known
+
+
+@dataclass(frozen=True)
+class Score:
+    """A judged answer: hard (0/1), soft (0..1) and the reason the optimizer reads."""
+
+    hard: float
+    soft: float
+    reason: str
+    failed: tuple[Check, ...] = ()  # failed rule checks, most useful to reflection
+
+
+@dataclass
+class Answer:
+    """One model reply. `error` set means the call failed: it is never scored."""
+
+    text: str | None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.text is not None
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A bounded change to one learned block. Only its lines are addressable."""
+
+    op: str  # add | replace | delete
+    content: str = ""
+    anchor: str = ""
+    rationale: str = ""
+    target: str = "skill"  # skill | memory
+
+    def key(self) -> tuple[str, str, str, str]:
+        """Identity used to remember rejections: whitespace and case do not matter."""
+        norm = " ".join
+        return (
+            self.target,
+            self.op,
+            norm(self.anchor.lower().split()),
+            norm(self.content.lower().split()),
+        )
+
+    def summary(self) -> str:
+        if self.op == "add":
+            return f"add: {self.content}"
+        if self.op == "delete":
+            return f"delete: {self.anchor}"
+        return f"replace: {self.anchor} -> {self.content}"
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """An edit with what became of it: applied, unmatched or rejected, and why."""
+
+    edit: Edit
+    status: str  # applied | unmatched | rejected
+    reason: str = ""
+
+
+@dataclass
+class SampleResult:
+    """One sample of one task under one document version."""
+
+    sample: int
+    answer: str | None
+    error: str | None
+    score: Score | None  # None when the call failed
+
+
+@dataclass
+class TaskResult:
+    """A task scored under one document version: repeats averaged, errors excluded."""
+
+    task_id: str
+    split: str
+    samples: list[SampleResult]
+    hard: float | None = None
+    soft: float | None = None
+    value: float | None = None  # the gate metric; None when every sample failed
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for s in self.samples if s.error is not None)
+
+
+@dataclass
+class PassResult:
+    """One scoring pass: a split under one document version."""
+
+    label: str
+    split: str
+    version: str  # digest of the documents scored
+    tasks: list[TaskResult]
+
+    @property
+    def scored(self) -> list[TaskResult]:
+        return [t for t in self.tasks if t.value is not None]
+
+    @property
+    def mean(self) -> float | None:
+        vals = [t.value for t in self.scored]
+        return sum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
+
+    @property
+    def errors(self) -> int:
+        return sum(t.errors for t in self.tasks)
+
+    def by_id(self) -> dict[str, TaskResult]:
+        return {t.task_id: t for t in self.tasks}
+
+
+@dataclass
+class Proposal:
+    """One optimizer reply for one target: the edits that survived parsing and hygiene."""
+
+    target: str
+    round: int
+    index: int
+    raw: str | None
+    edits: list[Edit] = field(default_factory=list)
+    dropped: list[EditOutcome] = field(default_factory=list)
+    error: str | None = None
+    parse_failures: int = 0
+
+
+@dataclass
+class TaskDelta:
+    task_id: str
+    before: float | None
+    after: float | None
+
+    @property
+    def status(self) -> str:
+        if self.before is None or self.after is None:
+            return "missing"
+        if self.after > self.before:
+            return "improved"
+        if self.after < self.before:
+            return "regressed"
+        return "unchanged"
+
+
+@dataclass
+class GateTrial:
+    """One candidate document scored on val against the current best."""
+
+    target: str
+    round: int
+    proposal: int
+    baseline: float | None
+    candidate: float | None
+    accepted: bool
+    reason: str
+    applied: list[Edit] = field(default_factory=list)
+    unmatched: list[EditOutcome] = field(default_factory=list)
+    deltas: list[TaskDelta] = field(default_factory=list)
+    interval: tuple[float, float] | None = None
+
+
+@dataclass
+class SplitSummary:
+    """Baseline vs final scores of a split, with a paired bootstrap 95% interval."""
+
+    baseline: float | None
+    candidate: float | None
+    n: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def improved(self) -> bool:
+        return (
+            self.baseline is not None
+            and self.candidate is not None
+            and self.candidate > self.baseline
+        )
+
+
+@dataclass
+class Cost:
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass
+class EpochResult:
+    """Everything an epoch decided and why. The edges render only from this."""
+
+    skill: str
+    decision: str  # accepted | rejected | no_edits | aborted
+    reason: str
+    metric: str
+    backend: str
+    agent_model: str
+    optimizer_model: str
+    judge_model: str
+    train: SplitSummary
+    val: SplitSummary
+    test: SplitSummary
+    documents: dict[str, tuple[str, str]]  # target -> (before, after)
+    applied: list[EditOutcome] = field(default_factory=list)
+    rejected: list[EditOutcome] = field(default_factory=list)
+    unmatched: list[EditOutcome] = field(default_factory=list)
+    passes: list[PassResult] = field(default_factory=list)
+    proposals: list[Proposal] = field(default_factory=list)
+    trials: list[GateTrial] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    cost: Cost = field(default_factory=Cost)
+    pr_eligible: bool = False  # held-out (or val, without test tasks) strictly improved
+    decided_by: str = "test"  # which split decides the PR: test, or val when test is empty
+    abort_code: int = 0  # exit code of an aborted epoch (3 backend, 6 budget), else 0
+
+    @property
+    def changed(self) -> bool:
+        return any(before != after for before, after in self.documents.values())
+
+
+def to_dict(obj: Any) -> Any:
+    """JSON-ready data from any of the records above (non-finite floats become null)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        for name in ("mean", "errors", "status", "improved"):
+            prop = getattr(type(obj), name, None)
+            if isinstance(prop, property):
+                out[name] = to_dict(getattr(obj, name))
+        return out
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    metric: str = "mixed"  # hard | soft | mixed
+    mixed_weight: float = 0.5
+    min_delta: float = 0.0
+    no_regression: bool = False
+    repeats: int = 1
+
+
+@dataclass(frozen=True)
+class EpochSettings:
+    """What the core needs from the configuration, with nothing about files or git."""
+
+    model: str
+    optimizer_model: str
+    judge_model: str
+    gate: GateSettings = field(default_factory=GateSettings)
+    edit_budget: int = 4
+    rounds: int = 2
+    proposals: int = 3
+    workers: int = 4
+    max_calls: int = 500
+    max_tokens: int = 2_000_000
+    max_error_rate: float = 0.2  # share of failed calls in one pass that aborts the epoch
+    block_max_lines: int = 40
+    block_max_chars: int = 4000

@@ -1,0 +1,14 @@
+"""Where bundled files live, installed or in a source checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def examples_dir() -> Path:
+    """The bundled `examples/` folder: inside the wheel, or beside the package in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_examples", here.parent / "examples"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("gitsleep's bundled examples are missing from this install")

@@ -1,0 +1,219 @@
+"""Problems found by `gitsleep validate`: results to report, never exceptions.
+
+Each problem names the file and line a person should open, a stable code they can
+search for, and a message that says what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+ERROR = "error"
+WARNING = "warning"
+
+# Stable codes, grouped by what they are about. Tests and docs refer to them.
+CODES: dict[str, str] = {
+    # configuration (beyond schema errors, which stop `validate` with exit 2)
+    "GS001": "task file listed twice for one skill",
+    # task files
+    "GS100": "task file missing or unreadable",
+    "GS101": "task file does not parse",
+    "GS102": "task file is not UTF-8 text",
+    "GS103": "task file too large",
+    "GS104": "task file nested too deeply",
+    "GS105": "task file has the wrong shape",
+    "GS106": "unknown key in a task (likely a typo)",
+    "GS107": "task file holds no tasks",
+    "GS110": "task id missing or empty",
+    "GS111": "task prompt missing or empty",
+    "GS112": "duplicate task id",
+    "GS113": "task leaks between the selection splits and the held-out split",
+    "GS114": "bad split label",
+    "GS115": "skill has no val tasks",
+    "GS116": "skill has no train tasks",
+    "GS117": "same prompt in train and val",
+    "GS118": "bad system or tags field",
+    "GS120": "judge missing",
+    "GS121": "unknown judge kind",
+    "GS122": "unknown rule op",
+    "GS123": "invalid regex",
+    "GS124": "bad character bound",
+    "GS125": "bad check argument",
+    "GS126": "rule judge without checks",
+    "GS127": "exact or rubric judge without its text",
+    "GS128": "judge checks only formatting",
+    # skill and memory documents
+    "GS200": "document missing",
+    "GS201": "document is not UTF-8 text",
+    "GS202": "frontmatter does not parse",
+    "GS203": "frontmatter name missing or invalid",
+    "GS204": "frontmatter description missing or invalid",
+    "GS210": "learned block corrupt or too large",
+    # secrets
+    "GS300": "secret in a task file",
+}
+
+
+class Problem(NamedTuple):
+    """One finding: where (repo-relative path, 1-based line or None), what, how bad."""
+
+    path: str
+    line: int | None
+    code: str
+    severity: str  # error | warning
+    message: str
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
+
+    def location(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    def render(self) -> str:
+        """`path:line: CODE message` (warnings say so after the code)."""
+        label = self.code if self.is_error else f"{self.code} warning:"
+        return f"{self.location()}: {label} {self.message}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+        }
+
+
+def error(path: str, line: int | None, code: str, message: str) -> Problem:
+    return Problem(path, line, code, ERROR, message)
+
+
+def warning(path: str, line: int | None, code: str, message: str) -> Problem:
+    return Problem(path, line, code, WARNING, message)
+
+
+# --- Reading files safely -------------------------------------------------------------
+# Shared by the config loader and the task loader: size cap, UTF-8 check, and YAML that
+# cannot blow up through aliases or nesting.
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+# Aliases may add at most this many nodes beyond the document's own: a shared judge used by
+# a few thousand tasks is fine, a "billion laughs" document is refused.
+MAX_ALIAS_EXPANSION = 100_000
+
+
+class FileProblem(Exception):
+    """A file cannot be read as structured text. Carries the code and 1-based line."""
+
+    def __init__(self, code: str, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.line = line
+
+
+def read_text(path: Path) -> str:
+    """The file as text: refuses missing, oversized, binary and non-UTF-8 files clearly."""
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise FileProblem("GS100", "is a directory, not a file")
+        if size > MAX_FILE_BYTES:
+            raise FileProblem(
+                "GS103",
+                f"is {size / 1_048_576:.1f} MB; files over {MAX_FILE_BYTES // 1_048_576} MB "
+                "are refused: split it into smaller files",
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileProblem("GS100", "not found: create it or fix the path") from None
+    except PermissionError:
+        raise FileProblem("GS100", "cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise FileProblem("GS100", f"cannot be read ({exc.strerror or exc})") from None
+    if b"\x00" in data[:8192]:
+        raise FileProblem(
+            "GS102", "looks binary (NUL bytes; UTF-16?): save it as UTF-8 text", line=1
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FileProblem(
+            "GS102", f"is not valid UTF-8 (byte {exc.start}): save it as UTF-8", line=line
+        ) from None
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def compose_yaml(text: str) -> yaml.Node | None:
+    """Parse YAML into nodes (which keep line numbers), refusing alias bombs and deep nesting."""
+    loader = _YAML_LOADER(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        raise FileProblem("GS101", f"YAML does not parse: {what}", line=line) from None
+    except yaml.YAMLError as exc:
+        raise FileProblem("GS101", f"YAML does not parse: {exc}") from None
+    except RecursionError:
+        raise FileProblem("GS104", "is nested too deeply to read") from None
+    finally:
+        loader.dispose()
+    if node is not None:
+        _check_alias_expansion(node)
+    return node
+
+
+def construct_yaml(node: yaml.Node) -> Any:
+    """Plain Python data from a composed node (safe types only)."""
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or node.start_mark
+        first_line = str(exc).splitlines()[0] if str(exc) else "invalid value"
+        raise FileProblem("GS101", f"YAML does not parse: {first_line}", mark.line + 1) from None
+    except RecursionError:
+        raise FileProblem("GS104", "is nested too deeply to read") from None
+
+
+def _check_alias_expansion(root: yaml.Node) -> None:
+    """Refuse documents whose aliases expand far beyond their own size, or loop."""
+    expanded: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in expanded:
+            return expanded[key]
+        if key in open_nodes:
+            raise FileProblem("GS101", "YAML alias refers to itself (recursive anchor)",
+                              line=node.start_mark.line + 1)
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        open_nodes.discard(key)
+        expanded[key] = total
+        return total
+
+    try:
+        total = size(root)
+    except RecursionError:
+        raise FileProblem("GS104", "is nested too deeply to read") from None
+    if total - len(expanded) > MAX_ALIAS_EXPANSION:
+        raise FileProblem(
+            "GS101",
+            f"YAML aliases expand to {total} nodes from {len(expanded)}: refused "
+            "(write the data out instead of nesting aliases)",
+        )

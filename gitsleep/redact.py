@@ -1,0 +1,148 @@
+"""Secrets never leave: mask them before anything is written, committed or posted.
+
+Two kinds of secret are masked. Literal values are the contents of the environment
+variables that hold keys and tokens (the same idea as GitHub Actions log masking): they
+become `[REDACTED]` wherever they appear, also JSON-escaped or URL-encoded. Known token
+shapes (OpenAI keys, GitHub tokens, AWS key ids, Slack tokens, JWTs, PEM private keys,
+bearer credentials) become `[REDACTED:<kind>]` even when no variable named them.
+
+Each kind is one compiled alternation, so a diagnostics file of megabytes costs two
+regex scans, not one `str.replace` per secret. Literals go first, so a shape match can
+never cut a known secret in half and leave its tail behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words all over a report
+SECRET_NAMES = ("GITHUB_TOKEN", "GH_TOKEN")
+SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+# Base64url / token characters, and the characters of an HTTP credential.
+_TOKEN = r"[A-Za-z0-9_-]"
+_CRED = r"[A-Za-z0-9_.~+/=-]"
+# Not inside a longer word: "task-..." must not look like "sk-...".
+_START = r"(?<![A-Za-z0-9])"
+
+# (kind, pattern): each pattern matches exactly the text to mask. A `keep` group, when
+# present, is text before the secret that stays (the word "Bearer").
+SHAPES: tuple[tuple[str, str], ...] = (
+    (
+        "private-key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+    ),
+    ("github-token", r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("openai-key", rf"{_START}sk-{_TOKEN}{{20,}}"),
+    ("aws-key-id", r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
+    ("slack-token", r"xox[abprs]-[A-Za-z0-9-]{10,}"),
+    ("jwt", rf"eyJ{_TOKEN}{{8,}}\.{_TOKEN}{{4,}}\.{_TOKEN}*"),
+    (
+        # "Bearer <credential>" (also in an Authorization header). The credential must hold
+        # a digit or be long, so prose like "the bearer of bad news" survives.
+        "bearer",
+        rf"(?i:{_START}(?P<keep>bearer\s+))"
+        rf"(?:(?=[A-Za-z_.~+/=-]*[0-9]){_CRED}{{8,}}|{_CRED}{{20,}})",
+    ),
+)
+
+_SHAPE_RE = re.compile("|".join(f"(?P<{kind.replace('-', '_')}>{pattern})"
+                                for kind, pattern in SHAPES))
+MARKER_PATTERN = r"\[REDACTED(?::[a-z-]+)?\]"
+
+
+def _looks_like_path(value: str) -> bool:
+    """An existing file path is configuration, not a secret (e.g. `SSH_KEY=~/.ssh/id`)."""
+    if not re.match(r"(?:[~./]|[A-Za-z]:[\\/])", value) or any(c.isspace() for c in value):
+        return False
+    try:
+        return os.path.exists(os.path.expanduser(value))
+    except (OSError, ValueError):
+        return False
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret."""
+    upper = name.upper()
+    return upper in SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+
+
+def secrets_from_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) -> list[str]:
+    """Values of the variables that hold secrets: `extra_names` (the config's
+    `api_key_env`), GITHUB_TOKEN, GH_TOKEN and every `*_KEY`, `*_TOKEN`, `*_SECRET`,
+    `*_PASSWORD`. Values under 8 characters and paths to existing files are skipped."""
+    wanted = set(extra_names)
+    found: set[str] = set()
+    for name, value in env.items():
+        if not value or not (name in wanted or is_secret_name(name)):
+            continue
+        for candidate in (value, value.strip()):
+            if len(candidate) >= MIN_SECRET_CHARS and not _looks_like_path(candidate):
+                found.add(candidate)
+    return sorted(found, key=lambda v: (-len(v), v))
+
+
+def _variants(value: str) -> set[str]:
+    """The spellings a value takes on its way into text: raw, JSON-escaped, URL-encoded."""
+    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+            quote(value, safe=""), quote_plus(value, safe="")}
+
+
+class Redactor:
+    """Masks literal secret values and known token shapes in text and nested data."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        literals: set[str] = set()
+        for value in secrets:
+            if len(value) >= MIN_SECRET_CHARS:
+                literals |= _variants(value)
+        ordered = sorted(literals, key=lambda v: (-len(v), v))  # longest first
+        self.literal_count = len(ordered)
+        # Markers already in the text match first and stay as they are, so a secret that
+        # happens to be part of a marker ("private-") cannot make redaction non-idempotent.
+        self._literal_re = (
+            re.compile("|".join([f"(?P<marker>{MARKER_PATTERN})", *map(re.escape, ordered)]))
+            if ordered
+            else None
+        )
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, extra_names: Iterable[str] = ()
+    ) -> Redactor:
+        """A redactor for the secrets of `env` (default: this process's environment)."""
+        return cls(secrets_from_env(os.environ if env is None else env, extra_names))
+
+    def redact(self, text: str) -> str:
+        """`text` with every known secret replaced by a marker; idempotent."""
+        if self._literal_re is not None:
+            text = self._literal_re.sub(_literal_marker, text)
+        return _SHAPE_RE.sub(_shape_marker, text)
+
+    def redact_obj(self, obj: Any) -> Any:
+        """The same data with every string (dict keys included) redacted."""
+        if isinstance(obj, str):
+            return self.redact(obj)
+        if isinstance(obj, Mapping):
+            return {self.redact_obj(k): self.redact_obj(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.redact_obj(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.redact_obj(v) for v in obj)
+        return obj
+
+
+def _literal_marker(match: re.Match[str]) -> str:
+    return match.group(0) if match.group("marker") else REDACTED
+
+
+def _shape_marker(match: re.Match[str]) -> str:
+    # `lastgroup` is the outermost group that matched: the kind (its inner `keep` closes first).
+    kind = (match.lastgroup or "secret").replace("_", "-")
+    return f"{match.group('keep') or ''}[REDACTED:{kind}]"

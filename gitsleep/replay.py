@@ -1,0 +1,140 @@
+"""Replay: answer a split's tasks under one document version and judge the answers.
+
+The agent sees the skill (and memory) document as its system instructions and the task
+as the user message, with nothing added that competes with the skill. Scoring calls use
+temperature 0 and a fixed seed per sample, so a score is repeatable and cacheable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+from gitsleep import judges
+from gitsleep.backends.base import ModelCall
+from gitsleep.calls import CallRunner
+from gitsleep.errors import BackendError
+from gitsleep.models import (
+    EpochSettings,
+    GateSettings,
+    PassResult,
+    SampleResult,
+    Score,
+    Task,
+    TaskResult,
+)
+
+
+def documents_version(documents: Mapping[str, str | None]) -> str:
+    """A short digest naming one version of the documents."""
+    h = hashlib.sha256()
+    for name in sorted(documents):
+        h.update(name.encode())
+        h.update(b"\0")
+        h.update((documents[name] or "").encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def agent_messages(documents: Mapping[str, str | None], task: Task) -> tuple[tuple[str, str], ...]:
+    instructions = "\n\n".join(
+        doc for doc in (documents.get("skill"), documents.get("memory")) if doc
+    )
+    messages = [("system", instructions)]
+    if task.system:
+        messages.append(("system", task.system))
+    messages.append(("user", task.prompt))
+    return tuple(messages)
+
+
+def answer_call(
+    documents: Mapping[str, str | None], task: Task, model: str, sample: int
+) -> ModelCall:
+    docs = [doc for doc in (documents.get("skill"), documents.get("memory")) if doc]
+    return ModelCall(
+        purpose="answer",
+        model=model,
+        messages=agent_messages(documents, task),
+        temperature=0.0,
+        seed=sample,
+        sample=sample,
+        context={"documents": docs},
+    )
+
+
+def metric_value(score: Score, gate: GateSettings) -> float:
+    """The gate metric of one judged answer."""
+    if gate.metric == "hard":
+        return score.hard
+    if gate.metric == "soft":
+        return score.soft
+    w = min(1.0, max(0.0, gate.mixed_weight))
+    return (1.0 - w) * score.hard + w * score.soft
+
+
+def _summarise(result: TaskResult, gate: GateSettings) -> TaskResult:
+    scored = [s.score for s in result.samples if s.score is not None]
+    if scored:
+        result.hard = sum(s.hard for s in scored) / len(scored)
+        result.soft = sum(s.soft for s in scored) / len(scored)
+        result.value = sum(metric_value(s, gate) for s in scored) / len(scored)
+    return result
+
+
+def score_split(
+    runner: CallRunner,
+    tasks: Sequence[Task],
+    documents: Mapping[str, str | None],
+    settings: EpochSettings,
+    *,
+    label: str,
+    split: str,
+) -> PassResult:
+    """Score every task `repeats` times; failed calls are recorded, never scored.
+
+    Raises BackendError when more than `max_error_rate` of the pass's calls failed:
+    a night of errors must never read as a night of zeros.
+    """
+    repeats = max(1, settings.gate.repeats)
+    jobs = [(task, s) for task in tasks for s in range(repeats)]
+    answers = runner.map([answer_call(documents, t, settings.model, s) for t, s in jobs])
+    samples: list[SampleResult] = []
+    rubric_jobs: list[int] = []
+    for i, ((task, s), answer) in enumerate(zip(jobs, answers, strict=True)):
+        if not answer.ok:
+            samples.append(SampleResult(s, None, answer.error, None))
+            continue
+        text = answer.text or ""
+        samples.append(SampleResult(s, text, None, judges.score_local(task.judge, text)))
+        if task.judge.kind == "rubric":
+            rubric_jobs.append(i)
+    if rubric_jobs:
+        calls = [
+            judges.rubric_call(
+                settings.judge_model,
+                jobs[i][0].prompt,
+                jobs[i][0].judge.rubric or "",
+                samples[i].answer or "",
+                jobs[i][1],
+            )
+            for i in rubric_jobs
+        ]
+        for i, reply in zip(rubric_jobs, runner.map(calls), strict=True):
+            parsed = judges.parse_rubric_reply(reply.text or "") if reply.ok else None
+            if parsed is None:
+                why = reply.error if not reply.ok else "judge reply had no readable score"
+                samples[i].error = f"rubric judge: {why}"
+            samples[i].score = parsed
+    results: list[TaskResult] = []
+    for t_index, task in enumerate(tasks):
+        mine = samples[t_index * repeats : (t_index + 1) * repeats]
+        results.append(_summarise(TaskResult(task.id, split, mine), settings.gate))
+    outcome = PassResult(label, split, documents_version(documents), results)
+    total = len(samples) + len(rubric_jobs)
+    if total and outcome.errors / total > settings.max_error_rate:
+        first = next(s.error for t in results for s in t.samples if s.error)
+        raise BackendError(
+            f"{outcome.errors} of {total} model calls failed while scoring {split} "
+            f"({label}), over max_error_rate {settings.max_error_rate:.0%}; first error: {first}"
+        )
+    return outcome

@@ -1,0 +1,632 @@
+"""What an epoch says to people: commit message, diagnostics.json, PR body, summaries.
+
+Everything here renders from an `EpochResult` (plus a few git facts the caller passes
+in); no number is recomputed. Every string that came from a task file or a model is
+untrusted: it is redacted first, then made harmless for where it goes (one line in a
+commit body, escaped in Markdown), so it can neither leak a secret, forge a trailer,
+nor break the pull-request page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gitsleep import documents as docs
+from gitsleep import markdown as md
+from gitsleep.errors import EXIT_GIT, GitsleepError, UsageError
+from gitsleep.models import (
+    EditOutcome,
+    EpochResult,
+    PassResult,
+    SplitSummary,
+    TaskDelta,
+    TaskResult,
+    to_dict,
+)
+from gitsleep.redact import Redactor
+
+DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
+DIAGNOSTICS_VERSION = 1
+RESPONSE_HEAD_CHARS = 500
+PR_BODY_LIMIT = 65536
+TRAILER_KEYS = (
+    "Gitsleep-Skill",
+    "Gitsleep-Decision",
+    "Gitsleep-Metric",
+    "Gitsleep-Val",
+    "Gitsleep-Test",
+    "Gitsleep-Base",
+    "Gitsleep-Tasks",
+    "Gitsleep-Model",
+    "Gitsleep-Inputs",
+)
+SPLIT_NAMES = {"train": "train", "val": "val", "test": "held-out"}
+COMMIT_TASK_LINES = 50  # per split: the rest is in diagnostics.json
+_TRAILER_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\Z")
+_STATUS_ORDER = {"regressed": 0, "improved": 1, "missing": 2, "unchanged": 3}
+
+
+class ReportWriteError(GitsleepError):
+    """diagnostics.json could not be written (disk full, read-only, no permission): exit 4,
+    like other failures that keep the local work."""
+
+    exit_code = EXIT_GIT
+
+
+# -- small shared pieces ---------------------------------------------------------------
+
+
+def fmt_score(value: float | None) -> str:
+    """A score with 3 decimals; `n/a` when there is none."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:.3f}"
+
+
+def _change(summary: SplitSummary) -> str:
+    return f"{fmt_score(summary.baseline)} -> {fmt_score(summary.candidate)}"
+
+
+def _default_redactor(redactor: Redactor | None) -> Redactor:
+    return redactor if redactor is not None else Redactor.from_env()
+
+
+def split_passes(result: EpochResult, split: str) -> tuple[PassResult | None, PassResult | None]:
+    """(baseline pass, final pass) of a split; final is None when nothing was re-scored.
+
+    The baseline is the pass labelled `baseline` (else the split's first pass). The final
+    pass is the one labelled `final` (held-out); for val it is the pass of the last
+    accepted gate trial, since each trial scores exactly one val pass, in order.
+    """
+    passes = [p for p in result.passes if p.split == split]
+    if not passes:
+        return None, None
+    before = next((p for p in passes if p.label == "baseline"), passes[0])
+    if result.decision == "aborted" or not result.changed:
+        return before, None
+    final = next((p for p in reversed(passes) if p.label == "final"), None)
+    if final is None and split == "val":
+        trial_passes = [p for p in passes if p is not before]
+        accepted = [i for i, t in enumerate(result.trials) if t.accepted]
+        if accepted and len(trial_passes) == len(result.trials):
+            final = trial_passes[accepted[-1]]
+    return before, final
+
+
+def task_changes(result: EpochResult, split: str) -> list[TaskDelta]:
+    """Per-task baseline -> final scores of a split: regressions first, then gains."""
+    before, after = split_passes(result, split)
+    if before is None or after is None:
+        return []
+    prior = before.by_id()
+    rows = [
+        TaskDelta(t.task_id, prior[t.task_id].value if t.task_id in prior else None, t.value)
+        for t in after.tasks
+    ]
+    return sorted(rows, key=lambda d: _STATUS_ORDER.get(d.status, 9))
+
+
+def _outcome_dict(outcome: EditOutcome) -> dict[str, str]:
+    edit = outcome.edit
+    return {
+        "op": edit.op,
+        "content": edit.content,
+        "anchor": edit.anchor,
+        "rationale": edit.rationale,
+        "target": edit.target,
+        "reason": outcome.reason,
+    }
+
+
+def _block_lines(text: str) -> list[str]:
+    """The learned block's lines (markers included); the whole text if it is corrupt."""
+    lines = docs.split_lines(text)
+    try:
+        block = docs.find_block(text)
+    except UsageError:
+        return lines
+    if block is None:
+        return []
+    return lines[block.start : block.end + 1]
+
+
+def block_diff(before: str, after: str, target: str) -> str:
+    """A unified diff of the learned block only: the rest of the document never changes."""
+    old = [line.rstrip("\r\n") for line in _block_lines(before)]
+    new = [line.rstrip("\r\n") for line in _block_lines(after)]
+    return "\n".join(
+        difflib.unified_diff(
+            old, new, f"{target} (before)", f"{target} (after)", lineterm=""
+        )
+    )
+
+
+# -- commit message --------------------------------------------------------------------
+
+
+def commit_subject(result: EpochResult) -> str:
+    """`gitsleep(<skill>): val <b> -> <c>, held-out <b> -> <c>` on one line."""
+    skill = md.one_line(result.skill)
+    return f"gitsleep({skill}): val {_change(result.val)}, held-out {_change(result.test)}"
+
+
+def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str, str]:
+    """The commit's trailers in their fixed order (extra keys from `trailers` follow).
+
+    Base, Tasks, Model and Inputs come from `trailers`; a missing one reads `unknown`
+    (Model defaults to `<agent> / <optimizer>`). Values are folded to one line.
+    """
+    values = {
+        "Gitsleep-Skill": result.skill,
+        "Gitsleep-Decision": result.decision,
+        "Gitsleep-Metric": result.metric,
+        "Gitsleep-Val": _change(result.val),
+        "Gitsleep-Test": _change(result.test),
+        "Gitsleep-Base": trailers.get("Gitsleep-Base", "unknown"),
+        "Gitsleep-Tasks": trailers.get("Gitsleep-Tasks", "unknown"),
+        "Gitsleep-Model": trailers.get(
+            "Gitsleep-Model", f"{result.agent_model} / {result.optimizer_model}"
+        ),
+        "Gitsleep-Inputs": trailers.get("Gitsleep-Inputs", "unknown"),
+    }
+    for key, value in trailers.items():
+        if key in values:
+            continue
+        if not _TRAILER_KEY.match(key):
+            raise ValueError(f"not a git trailer key: {key!r}")
+        values[key] = value
+    # git drops or mis-reads empty and multi-line values: fold, and never leave one empty.
+    return {k: " ".join(md.one_line(v).split()) or "unknown" for k, v in values.items()}
+
+
+def commit_message(
+    result: EpochResult, trailers: Mapping[str, str], redactor: Redactor
+) -> str:
+    """Subject, body (edits, gate reasons, per-task changes) and the Gitsleep-* trailers.
+
+    Every body line we do not write ourselves is indented and folded to one line, so
+    untrusted text can neither start a `Key: value` trailer line, a `#` comment that git
+    strips, nor a `---` line that ends the message for `git interpret-trailers`.
+    """
+
+    def line(text: str, limit: int = 300) -> str:
+        return md.clip(" ".join(md.one_line(redactor.redact(text)).split()), limit)
+
+    body: list[str] = [f"Decision: {line(result.decision, 40)} (metric {line(result.metric, 40)})"]
+    if result.reason:
+        body.append(f"  {line(result.reason, 500)}")
+    if result.backend == "offline":
+        body.append("Simulated: scored by gitsleep's offline simulator (backend offline), "
+                    "not a real model.")
+    sections = (
+        ("Applied edits", result.applied, "why"),
+        ("Rejected by the gate", result.rejected, "gate"),
+        ("Unmatched edits", result.unmatched, "reason"),
+    )
+    for title, outcomes, label in sections:
+        if not outcomes:
+            continue
+        body.append(f"{title} ({len(outcomes)}):")
+        for outcome in outcomes:
+            edit = outcome.edit
+            body.append(f"  - [{line(edit.target, 20)}] {line(edit.summary())}")
+            why = edit.rationale if label == "why" else outcome.reason
+            if why:
+                body.append(f"    {label}: {line(why)}")
+    for split in ("val", "test"):
+        changes = task_changes(result, split)
+        moved = [d for d in changes if d.status != "unchanged"]
+        if not changes:
+            continue
+        body.append(f"Per-task changes on {SPLIT_NAMES[split]} "
+                    f"({len(moved)} changed, {len(changes) - len(moved)} unchanged):")
+        for delta in moved[:COMMIT_TASK_LINES]:
+            body.append(f"  {line(delta.task_id, 120)}: "
+                        f"{fmt_score(delta.before)} -> {fmt_score(delta.after)}")
+        if len(moved) > COMMIT_TASK_LINES:
+            body.append(f"  ... {len(moved) - COMMIT_TASK_LINES} more in diagnostics.json")
+    # The trailer block: its own last paragraph, one `Key: value` per line.
+    block = [f"{k}: {line(v, 200)}" for k, v in trailer_values(result, trailers).items()]
+    message = "\n".join([commit_subject(result), "", *body, "", *block]) + "\n"
+    # A last line-by-line pass: a shape that somehow survived can still not span lines.
+    return "\n".join(redactor.redact(part) for part in message.split("\n"))
+
+
+# -- diagnostics.json ------------------------------------------------------------------
+
+
+def _task_dict(task: TaskResult, redactor: Redactor) -> dict[str, Any]:
+    samples = []
+    for s in task.samples:
+        answer = redactor.redact(s.answer) if s.answer is not None else None
+        samples.append({
+            "sample": s.sample,
+            "error": s.error,
+            "response_head": answer[:RESPONSE_HEAD_CHARS] if answer is not None else None,
+            "response_chars": len(s.answer) if s.answer is not None else 0,
+            "hard": s.score.hard if s.score else None,
+            "soft": s.score.soft if s.score else None,
+            "reason": s.score.reason if s.score else None,
+            "failed_checks": [c.label() for c in s.score.failed] if s.score else [],
+        })
+    return {
+        "task_id": task.task_id,
+        "hard": task.hard,
+        "soft": task.soft,
+        "value": task.value,
+        "errors": task.errors,
+        "samples": samples,
+    }
+
+
+def diagnostics(
+    result: EpochResult, extra: Mapping[str, Any], *, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """The full, redacted record of an epoch, ready for `json.dumps`.
+
+    Response heads are redacted before they are cut to 500 characters, so a cut can
+    never leave half a secret that no longer matches. `redactor` defaults to one built
+    from this process's environment.
+    """
+    redactor = _default_redactor(redactor)
+    data: dict[str, Any] = {
+        "schema": DIAGNOSTICS_SCHEMA,
+        "schema_version": DIAGNOSTICS_VERSION,
+        "skill": result.skill,
+        "decision": result.decision,
+        "reason": result.reason,
+        "abort_code": result.abort_code,
+        "metric": result.metric,
+        "decided_by": result.decided_by,
+        "pr_eligible": result.pr_eligible,
+        "backend": result.backend,
+        "simulated": result.backend == "offline",
+        "models": {
+            "agent": result.agent_model,
+            "optimizer": result.optimizer_model,
+            "judge": result.judge_model,
+        },
+        "splits": {name: to_dict(getattr(result, name)) for name in ("train", "val", "test")},
+        "documents": {
+            target: {
+                "changed": before != after,
+                "learned_block_diff": block_diff(
+                    redactor.redact(before), redactor.redact(after), target
+                ),
+            }
+            for target, (before, after) in result.documents.items()
+        },
+        "edits": {
+            "applied": [_outcome_dict(o) for o in result.applied],
+            "rejected": [_outcome_dict(o) for o in result.rejected],
+            "unmatched": [_outcome_dict(o) for o in result.unmatched],
+        },
+        "passes": [
+            {
+                "label": p.label,
+                "split": p.split,
+                "version": p.version,
+                "mean": p.mean,
+                "errors": p.errors,
+                "tasks": [_task_dict(t, redactor) for t in p.tasks],
+            }
+            for p in result.passes
+        ],
+        "proposals": [to_dict(p) for p in result.proposals],
+        "trials": [to_dict(t) for t in result.trials],
+        "call_errors": list(result.errors),
+        "cost": to_dict(result.cost),
+        "extra": to_dict(dict(extra)),
+    }
+    return redactor.redact_obj(to_dict(data))
+
+
+def dumps_diagnostics(data: Mapping[str, Any]) -> str:
+    """The exact text of diagnostics.json (also used for the git note)."""
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def write_diagnostics(path: Path, data: Mapping[str, Any]) -> None:
+    """Write diagnostics.json atomically: readers see the old file or the new, never half.
+
+    Any OSError (disk full, read-only directory) becomes a one-line ReportWriteError.
+    """
+    path = Path(path)
+    text = dumps_diagnostics(data)
+    tmp_name: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+        tmp_name = None
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise ReportWriteError(f"cannot write diagnostics to {path}: {why}") from exc
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+# -- pull request ----------------------------------------------------------------------
+
+
+def pr_title(result: EpochResult) -> str:
+    """`gitsleep(<skill>): held-out <b> -> <c>` (val when it decided)."""
+    skill = " ".join(md.one_line(result.skill).split())
+    if result.decided_by == "val":
+        return f"gitsleep({skill}): val {_change(result.val)}"
+    return f"gitsleep({skill}): held-out {_change(result.test)}"
+
+
+def _interval(summary: SplitSummary) -> str:
+    if summary.ci_low is None or summary.ci_high is None:
+        return "n/a"
+    return f"{fmt_score(summary.ci_low)} to {fmt_score(summary.ci_high)}"
+
+
+def _sample_reason(task: TaskResult | None) -> str:
+    if task is None:
+        return ""
+    for sample in task.samples:
+        if sample.error:
+            return f"error: {sample.error}"
+        if sample.score is not None:
+            return sample.score.reason
+    return ""
+
+
+class _Prose:
+    """Redact, clip, then escape: the one road from untrusted text into Markdown."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+
+    def text(self, value: str, limit: int = 300) -> str:
+        return md.escape(md.clip(md.one_line(self.redactor.redact(value)), limit))
+
+    def code(self, value: str, limit: int = 300) -> str:
+        return md.code_span(md.clip(md.one_line(self.redactor.redact(value)), limit))
+
+
+def _edit_items(outcomes: list[EditOutcome], prose: _Prose, why_label: str) -> list[str]:
+    items = []
+    for outcome in outcomes:
+        edit = outcome.edit
+        if edit.op == "add":
+            what = f"add {prose.code(edit.content)}"
+        elif edit.op == "delete":
+            what = f"delete {prose.code(edit.anchor)}"
+        else:
+            what = f"replace {prose.code(edit.anchor)} with {prose.code(edit.content)}"
+        why = edit.rationale if why_label == "why" else outcome.reason
+        item = f"- **{prose.text(edit.op, 20)}** ({prose.text(edit.target, 20)}): {what}"
+        if why:
+            item += f"  \n  _{why_label}:_ {prose.text(why, 500)}"
+        items.append(item)
+    return items
+
+
+def _task_rows(result: EpochResult, split: str, prose: _Prose) -> list[str]:
+    """One Markdown table row per task of a split, regressions first."""
+    _, after = split_passes(result, split)
+    final = after.by_id() if after is not None else {}
+    rows = []
+    for delta in task_changes(result, split):
+        cells = [
+            prose.text(delta.task_id, 120),
+            fmt_score(delta.before),
+            fmt_score(delta.after),
+            delta.status,
+            prose.text(_sample_reason(final.get(delta.task_id)), 160),
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+_LEFT_OUT = "_Left out to keep this body under the size limit; see diagnostics.json._"
+_TASK_HEADER = md.table(["task", "baseline", "candidate", "change", "why (candidate)"], [],
+                        "lrrll")
+
+
+def pr_body(
+    result: EpochResult,
+    *,
+    diff_hint: str = "",
+    rerun: str,
+    redactor: Redactor,
+    limit: int = PR_BODY_LIMIT,
+) -> str:
+    """The pull-request body: scores first, then the learned-block diff, the edits, the
+    per-task tables, models, cost and a footer on how to re-run or stop gitsleep.
+
+    At most `limit` characters: per-task rows go first (with a note of how many), then
+    whole lower sections; the score table is never cut. `rerun` is the command to show
+    (default `gitsleep consolidate --skill <skill>`); `diff_hint` is one plain-text line
+    under the diff (e.g. where to see the full diff).
+    """
+    prose = _Prose(redactor)
+    skill = prose.code(result.skill, 100)
+    decision = f"**Decision:** {prose.text(result.decision, 40)}. {prose.text(result.reason, 500)}"
+    head = [f"## gitsleep: {skill}", "", decision]
+    if result.decided_by == "val":
+        head += ["", "> [!NOTE]", "> No task is in the held-out `test` split, so the val split "
+                 "decided whether to open this pull request. Val also chose the edits, so its "
+                 "gain overstates how well they generalise: add held-out tasks for a fair check."]
+    if result.backend == "offline":
+        head += ["", "> [!WARNING]", "> These scores come from gitsleep's offline simulator "
+                 "(`backend: offline`), which follows directives literally. They say nothing "
+                 "about how a real model would do."]
+    head += [
+        "",
+        f"### Scores ({prose.code(result.metric, 40)} metric, 0 to 1)",
+        "",
+        md.table(
+            ["split", "baseline", "candidate", "n", "95% interval (paired bootstrap)"],
+            [
+                [name, fmt_score(s.baseline), fmt_score(s.candidate), str(s.n), _interval(s)]
+                for name, s in (("val", result.val), ("held-out (test)", result.test))
+            ],
+            "lrrrl",
+        ),
+    ]
+
+    diff_parts: list[str] = []
+    for target, (before, after) in result.documents.items():
+        if before == after:
+            continue
+        text = redactor.redact(block_diff(redactor.redact(before), redactor.redact(after), target))
+        diff_parts += [f"**{prose.text(target, 20)} document**", "", md.fence(
+            md.clip(text, 20000), "diff"), ""]
+    if diff_hint:
+        diff_parts.append(prose.text(diff_hint, 500))
+    # Optional sections, least important last: they are dropped from the end when the
+    # body would not fit even without per-task rows.
+    optional: list[tuple[str, list[str]]] = []
+    if diff_parts:
+        optional.append(("Learned block diff", diff_parts))
+    for title, outcomes, label in (
+        ("Applied edits", result.applied, "why"),
+        ("Rejected by the gate", result.rejected, "gate"),
+        ("Unmatched edits (changed nothing)", result.unmatched, "reason"),
+    ):
+        if outcomes:
+            optional.append((f"{title} ({len(outcomes)})", _edit_items(outcomes, prose, label)))
+
+    cost = result.cost
+    tail = [
+        "### Models and cost",
+        "",
+        f"- agent {prose.code(result.agent_model, 100)}, optimizer "
+        f"{prose.code(result.optimizer_model, 100)}, judge {prose.code(result.judge_model, 100)}"
+        f" (backend {prose.code(result.backend, 40)})",
+        f"- {cost.calls} model calls, {cost.cache_hits} cache hits, {cost.errors} failed calls; "
+        f"{cost.prompt_tokens} prompt and {cost.completion_tokens} completion tokens",
+        "",
+        "---",
+        f"**Re-run:** {prose.code(rerun or f'gitsleep consolidate --skill {result.skill}', 200)}"
+        " (or re-run the workflow); later epochs update this pull request in place.  ",
+        "**Stop:** close this pull request and delete its branch to drop this proposal; remove "
+        f"the skill {skill} from `.gitsleep.yml` to stop gitsleep for it.",
+    ]
+
+    tables = [(split, _task_rows(result, split, prose)) for split in ("test", "val")]
+
+    def render(sections: list[tuple[str, list[str]]], kept: dict[str, int]) -> str:
+        out = [*head]
+        for title, lines in sections:
+            out += ["", f"### {title}", "", *lines]
+        for split in ("val", "test"):
+            rows = dict(tables)[split]
+            if not rows:
+                continue
+            out += ["", f"### Per-task changes: {SPLIT_NAMES[split]}", "", _TASK_HEADER,
+                    *rows[: kept[split]]]
+            if kept[split] < len(rows):
+                out += ["", f"_{len(rows) - kept[split]} of {len(rows)} rows left out to keep "
+                        "this body under the size limit; diagnostics.json has them all._"]
+        out += ["", *tail]
+        return "\n".join(redactor.redact(x) for x in "\n".join(out).split("\n")) + "\n"
+
+    full = {split: len(rows) for split, rows in tables}
+    body = render(optional, full)
+    if len(body) <= limit:
+        return body
+    # Without any row it must fit: failing that, replace whole sections, last first.
+    sections = list(optional)
+    empty = {split: 0 for split in full}
+    index = len(sections)
+    while len(render(sections, empty)) > limit and index > 0:
+        index -= 1
+        sections[index] = (sections[index][0], [_LEFT_OUT])
+    # Then fill rows, held-out first, into the room left by everything else.
+    room = limit - len(render(sections, empty))
+    kept = dict(empty)
+    for split, rows in tables:
+        for row in rows:
+            if len(row) + 1 > room:
+                break
+            room -= len(row) + 1
+            kept[split] += 1
+    body = render(sections, kept)
+    while len(body) > limit and any(kept.values()):  # the note grew with a wider count
+        split = next(s for s in ("val", "test") if kept[s])
+        kept[split] -= 1
+        body = render(sections, kept)
+    return body if len(body) <= limit else md.clip(body, limit)
+
+
+# -- terminal and --json ---------------------------------------------------------------
+
+
+def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> str:
+    """One line for the terminal: skill, decision, scores, edit counts, reason."""
+    redactor = _default_redactor(redactor)
+    parts = [
+        f"{result.skill}: {result.decision}",
+        f"val {_change(result.val)}, held-out {_change(result.test)}",
+        f"{len(result.applied)} applied, {len(result.rejected)} rejected, "
+        f"{len(result.unmatched)} unmatched edit(s)",
+    ]
+    if result.backend == "offline":
+        parts.append("offline simulator")
+    text = " | ".join(parts) + (f" — {result.reason}" if result.reason else "")
+    return " ".join(md.one_line(redactor.redact(text)).split())
+
+
+def json_summary(
+    result: EpochResult,
+    *,
+    branch: str | None,
+    commit: str | None,
+    pr: Mapping[str, Any],
+    diagnostics_path: str | Path | None,
+    redactor: Redactor | None = None,
+) -> dict[str, Any]:
+    """The `consolidate --json` object of the interface contract, redacted."""
+
+    def scores(summary: SplitSummary) -> dict[str, Any]:
+        return {"baseline": summary.baseline, "candidate": summary.candidate, "n": summary.n}
+
+    cost = result.cost
+    data = {
+        "skill": result.skill,
+        "decision": result.decision,
+        "reason": result.reason,
+        "metric": result.metric,
+        "val": scores(result.val),
+        "test": scores(result.test),
+        "edits": {
+            "applied": [_outcome_dict(o) for o in result.applied],
+            "rejected": [_outcome_dict(o) for o in result.rejected],
+            "unmatched": [_outcome_dict(o) for o in result.unmatched],
+        },
+        "branch": branch,
+        "commit": commit,
+        "pr": {
+            "operation": pr.get("operation") or "none",
+            "number": pr.get("number"),
+            "url": pr.get("url"),
+        },
+        "cost": {
+            "calls": cost.calls,
+            "cache_hits": cost.cache_hits,
+            "prompt_tokens": cost.prompt_tokens,
+            "completion_tokens": cost.completion_tokens,
+        },
+        "diagnostics": str(diagnostics_path) if diagnostics_path is not None else None,
+    }
+    return _default_redactor(redactor).redact_obj(to_dict(data))

@@ -1,0 +1,347 @@
+"""One skill, end to end: lock -> worktree -> epoch -> commit -> note -> push -> PR.
+
+This is the only module that knows the order of those steps. The epoch itself is pure
+(`gitsleep.epoch`); git and the forge are thin edges around it.
+
+Where things are read from:
+- the config comes from the file given (default `<repo>/.gitsleep.yml` in the working tree);
+- with git (`consolidate`), documents and task files come from the base commit, checked
+  out in a temporary worktree, so the result is reproducible from the commit alone;
+- with `--dry-run` and `eval`, they come from the working tree as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gitsleep import __version__, report
+from gitsleep.backends import create_backend
+from gitsleep.cache import ResponseCache
+from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
+from gitsleep.epoch import run_epoch
+from gitsleep.errors import GitError, GitsleepError, UsageError
+from gitsleep.models import EpochResult, Task
+from gitsleep.redact import Redactor
+from gitsleep.tasks import load_skill_tasks, task_files_digest
+
+ALGORITHM = "gitsleep-epoch-v1"  # part of the inputs digest: a new algorithm re-runs
+NOTES_REF = "refs/notes/gitsleep"
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Setup:
+    """What every command needs: where the repo is, its config, env, redactor, output."""
+
+    repo: Path
+    config_file: Path
+    config: Config
+    env: Mapping[str, str]
+    redactor: Redactor
+    progress: Progress
+
+    @classmethod
+    def load(
+        cls,
+        repo: str | Path,
+        config: str | None,
+        *,
+        env: Mapping[str, str] | None = None,
+        backend: str | None = None,
+        model: str | None = None,
+        progress: Progress | None = None,
+    ) -> Setup:
+        env = dict(os.environ if env is None else env)
+        path = config_path(repo, config)
+        loaded = apply_overrides(load_config(path), env, backend=backend, model=model)
+        redactor = Redactor.from_env(env, [loaded.api_key_env])
+        return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr)
+
+    def skills(self, names: tuple[str, ...] | list[str] | None) -> list[SkillConfig]:
+        if not names:
+            return list(self.config.skills)
+        return [self.config.skill(n) for n in names]
+
+    def say(self, line: str) -> None:
+        self.progress(self.redactor.redact(line))
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass
+class SkillOutcome:
+    """What one skill's run produced, for the CLI to print and turn into an exit code."""
+
+    skill: str
+    summary: dict[str, Any]
+    exit_code: int = 0
+    result: EpochResult | None = None
+    commit_message: str | None = None
+    pr_body: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# -- reading inputs -----------------------------------------------------------------------
+
+
+def read_document(root: Path, relative: str, *, field_name: str) -> str:
+    """A document's exact text (bytes decoded as UTF-8, line endings untouched)."""
+    path = root / relative
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise UsageError(f"{relative}: {field_name} points outside the repository "
+                         "(a symlink or '..'); keep documents inside the repo")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{relative}: {field_name} does not exist; fix the path in "
+                         ".gitsleep.yml or create the file") from None
+    except OSError as exc:
+        raise UsageError(f"{relative}: cannot read {field_name}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{relative}: {field_name} is not UTF-8 (byte {exc.start}); "
+                         "save it as UTF-8") from None
+
+
+def read_inputs(root: Path, skill: SkillConfig) -> tuple[list[Task], dict[str, str | None]]:
+    tasks = load_skill_tasks(root, skill)
+    documents: dict[str, str | None] = {
+        "skill": read_document(root, skill.skill, field_name="skill document"),
+        "memory": read_document(root, skill.memory, field_name="memory document")
+        if skill.memory else None,
+    }
+    return tasks, documents
+
+
+def inputs_digest(config: Config, skill: SkillConfig, root: Path,
+                  documents: Mapping[str, str | None]) -> str:
+    """sha256 of what decides an epoch: documents, task files and the effective config."""
+    h = hashlib.sha256(ALGORITHM.encode())
+    for name in ("skill", "memory"):
+        h.update(f"\0{name}\0".encode())
+        h.update((documents.get(name) or "").encode("utf-8"))
+    h.update(task_files_digest(root, skill).encode())
+    effective = config.model_dump(mode="json")
+    effective["skills"] = [s for s in effective["skills"] if s["name"] == skill.name]
+    h.update(json.dumps(effective, sort_keys=True).encode())
+    return "sha256:" + h.hexdigest()
+
+
+def default_output_dir(repo: Path, skill: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return repo / ".gitsleep" / "runs" / f"{skill}-{stamp}"
+
+
+def make_backend(setup: Setup):  # noqa: ANN201 - Backend, imported lazily by name
+    c = setup.config
+    return create_backend(
+        c.backend, env=setup.env, api_key_env=c.api_key_env, base_url=c.base_url,
+        timeout=c.timeout, max_retries=c.max_retries,
+        azure=c.azure.model_dump() if c.azure else None,
+    )
+
+
+def make_cache(setup: Setup) -> ResponseCache:
+    if not setup.config.cache:
+        return ResponseCache()
+    return ResponseCache(setup.repo / ".gitsleep" / "cache")
+
+
+def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
+              documents: dict[str, str | None]) -> EpochResult:
+    settings = setup.config.epoch_settings()
+    backend = make_backend(setup)
+    setup.say(f"{skill.name}: {len(tasks)} tasks; at most {settings.max_calls} model calls "
+              f"({settings.rounds} round(s) x {settings.proposals} proposal(s), backend "
+              f"{backend.name}{' (simulated)' if backend.simulated else ''})")
+    return run_epoch(tasks, documents, settings, backend, skill=skill.name,
+                     cache=make_cache(setup), progress=setup.say)
+
+
+def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
+                 extra: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
+    out = output_dir or default_output_dir(setup.repo, result.skill)
+    data = report.diagnostics(result, {"gitsleep_version": __version__, **extra},
+                              redactor=setup.redactor)
+    path = out / "diagnostics.json"
+    report.write_diagnostics(path, data)
+    return path, data
+
+
+def rerun_command(skill: str) -> str:
+    return f"gitsleep consolidate --skill {skill}"
+
+
+# -- dry run ------------------------------------------------------------------------------
+
+
+def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillOutcome:
+    """The epoch on the working files: no commit, no push, no PR."""
+    tasks, documents = read_inputs(setup.repo, skill)
+    result = epoch_for(setup, skill, tasks, documents)
+    path, _ = write_report(setup, result, output_dir, {"dry_run": True})
+    summary = report.json_summary(result, branch=None, commit=None, pr={"operation": "none"},
+                                  diagnostics_path=path, redactor=setup.redactor)
+    return SkillOutcome(skill.name, summary, result.abort_code, result,
+                        pr_body=report.pr_body(result, rerun=rerun_command(skill.name),
+                                               redactor=setup.redactor))
+
+
+# -- the git-native run -------------------------------------------------------------------
+
+
+@dataclass
+class GitOptions:
+    base: str | None = None
+    push: bool | None = None  # None: push when a remote exists
+    pr: bool | None = None  # None: open PRs when a forge token is available
+    output_dir: Path | None = None
+
+
+def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillOutcome:
+    """One skill through git: returns its outcome; raises GitsleepError for bad input."""
+    from gitsleep import gitops
+    from gitsleep.lock import RepoLock
+
+    repo = gitops.open_repo(setup.repo)
+    base = gitops.resolve_base(repo, options.base)
+    branch = f"{setup.config.branch_prefix}{skill.name}"
+    remote = base.remote or gitops.default_remote(repo, base.branch)
+    with RepoLock(repo, skill.name):
+        state = gitops.inspect_branch(repo, branch, base.sha, remote)
+        gitops.check_shallow(repo, base.sha, [t for t in (state.local_tip, state.remote_tip) if t])
+        gitops.ensure_only_gitsleep_commits(state)
+        for relative in filter(None, (skill.skill, skill.memory)):
+            require_tracked(repo, base.sha, relative)
+        # Every epoch starts from the base: an earlier gitsleep commit on the branch is
+        # superseded, so the branch is always the base plus one reviewed-sized commit.
+        with gitops.temporary_worktree(repo, branch, base.sha) as tree:
+            tree = Path(tree)
+            tasks, documents = read_inputs(tree, skill)
+            digests = {
+                "Gitsleep-Base": base.sha,
+                "Gitsleep-Tasks": task_files_digest(tree, skill),
+                "Gitsleep-Model": _models(setup),
+                "Gitsleep-Inputs": inputs_digest(setup.config, skill, tree, documents),
+            }
+            if gitops.is_up_to_date(
+                state.last_trailers, base_sha=base.sha, tasks_digest=digests["Gitsleep-Tasks"],
+                inputs_digest=digests["Gitsleep-Inputs"],
+            ):
+                return _up_to_date(setup, skill, branch, state)
+            result = epoch_for(setup, skill, tasks, documents)
+            extra = {"base": base.sha, "branch": branch, **digests}
+            path, data = write_report(setup, result, options.output_dir, extra)
+            message = report.commit_message(result, digests, setup.redactor)
+            outcome = SkillOutcome(skill.name, {}, result.abort_code, result,
+                                   commit_message=message)
+            commit = None
+            if result.decision == "accepted" and result.changed:
+                for target, (_, after) in result.documents.items():
+                    relative = skill.skill if target == "skill" else skill.memory
+                    (tree / relative).write_bytes(after.encode("utf-8"))
+                paths = [p for p in (skill.skill, skill.memory) if p]
+                commit = gitops.commit_documents(repo, tree, branch, paths, message)
+                gitops.add_note(repo, commit, report.dumps_diagnostics(data), NOTES_REF)
+                setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
+        pushed = False
+        if commit and remote and options.push is not False:
+            gitops.push(repo, remote, branch, state.remote_tip)
+            pushed = True
+            setup.say(f"{skill.name}: pushed {branch} to {remote}")
+        pr = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote, repo, options,
+                      pushed=pushed, outcome=outcome)
+    outcome.summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
+                                          diagnostics_path=path, redactor=setup.redactor)
+    return outcome
+
+
+def require_tracked(repo: Any, base_sha: str, relative: str) -> None:
+    """A document must be committed at the base: gitsleep commits on top of it."""
+    if not repo.git.ls_tree("--name-only", base_sha, "--", relative).strip():
+        raise UsageError(f"{relative}: not tracked by git at the base commit {base_sha[:12]}; "
+                         "commit it first (git add + git commit)")
+
+
+def _models(setup: Setup) -> str:
+    agent, optimizer, _ = setup.config.models()
+    return f"{agent} / {optimizer}"
+
+
+def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any) -> SkillOutcome:
+    setup.say(f"{skill.name}: up to date: {branch} already records this base, these tasks "
+              "and these documents; nothing to do")
+    trailers = state.last_trailers
+    summary = {
+        "skill": skill.name,
+        "decision": trailers.get("Gitsleep-Decision", "accepted"),
+        "reason": "up to date: the branch already holds the result for these inputs",
+        "metric": trailers.get("Gitsleep-Metric", setup.config.gate.metric),
+        "val": _scores_from_trailer(trailers.get("Gitsleep-Val")),
+        "test": _scores_from_trailer(trailers.get("Gitsleep-Test")),
+        "edits": {"applied": [], "rejected": [], "unmatched": []},
+        "branch": branch,
+        "commit": state.last_gitsleep_commit,
+        "pr": {"operation": "none", "number": None, "url": None},
+        "cost": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0},
+        "diagnostics": None,
+        "up_to_date": True,
+    }
+    return SkillOutcome(skill.name, summary)
+
+
+def _scores_from_trailer(value: str | None) -> dict[str, Any]:
+    try:
+        before, after = (None if p.strip() == "n/a" else float(p) for p in
+                         (value or "").split("->"))
+    except ValueError:
+        before = after = None
+    return {"baseline": before, "candidate": after, "n": None}
+
+
+def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
+             base_name: str, remote: str | None, repo: Any, options: GitOptions, *,
+             pushed: bool, outcome: SkillOutcome) -> dict[str, Any]:
+    """Create, update or close the skill's PR per the rules; never without a push."""
+    none = {"operation": "none", "number": None, "url": None}
+    if options.pr is False or result.decision == "aborted" or remote is None:
+        return none
+    from gitsleep import forge
+
+    remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None
+    hub = forge.forge_from_env(setup.env, remote_url)
+    if hub is None:
+        if options.pr:
+            raise UsageError("--pr needs a token: set GITHUB_TOKEN or GH_TOKEN")
+        setup.say(f"{skill.name}: no GITHUB_TOKEN/GH_TOKEN: skipping the pull request")
+        return none
+    improved = result.pr_eligible and result.decision == "accepted"
+    if improved and not pushed:
+        setup.say(f"{skill.name}: not pushed, so no pull request")
+        return none
+    body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor)
+    outcome.pr_body = body
+    pr_cfg = setup.config.pr
+    try:
+        done = forge.sync_pull_request(
+            hub, head=branch, base=pr_cfg.base or base_name, title=report.pr_title(result),
+            body=body, labels=list(pr_cfg.labels), draft=pr_cfg.draft, improved=improved,
+            branch_changed=pushed, close_reason=result.reason, redact=setup.redactor.redact,
+        )
+    except GitsleepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a forge library error must be one line
+        raise GitError(f"GitHub API error: {setup.redactor.redact(str(exc))[:300]}") from None
+    return done.to_json()

@@ -1,0 +1,647 @@
+"""Task files: read three formats, build `Task` records, and find every problem.
+
+Formats are detected by content, not by file name:
+
+1. gitsleep's own records `{"id", "prompt", "split"?, "judge", "system"?, "tags"?}`, as a
+   JSON list, a `{"tasks": [...]}` object, JSON Lines or YAML;
+2. gbrain-evals lines `{"task_id", "task", "judge"}`;
+3. SkillOpt-Sleep `skillopt_sleep.tasks.v1` records (`id`, `intent`, `reference_kind`,
+   `reference`, `judge`, `split`, ...), with legacy splits replay -> train, holdout -> val.
+
+Loading never stops at the first problem: `check_skill_tasks` returns every problem with
+its file and line so `gitsleep validate` can list them all, and `load_skill_tasks` turns
+the first error into one usage error for the commands that spend money.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gitsleep.config import SkillConfig
+from gitsleep.errors import UsageError
+from gitsleep.models import RULE_OPS, SPLITS, Check, Judge, Task
+from gitsleep.problems import (
+    ERROR,
+    WARNING,
+    FileProblem,
+    Problem,
+    compose_yaml,
+    construct_yaml,
+    read_text,
+)
+
+SPLIT_SEED = "gitsleep-split-v1:"
+VAL_PERCENT = 34  # share of unlabelled tasks that `split: auto` puts in val
+LEGACY_SPLITS = {"replay": "train", "holdout": "val"}
+OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags")
+JUDGE_KINDS = ("rule", "exact", "rubric")
+TEXT_OPS = ("contains", "not_contains", "section_present", "section_contains", "equals")
+BOUND_OPS = ("max_chars", "min_chars")
+
+Report = Callable[[str, str, str], None]  # (severity, code, message)
+
+
+def split_for(task_id: str) -> str:
+    """The split `auto` gives an unlabelled task: a stable hash of its id alone.
+
+    Adding or removing other tasks never moves this one.
+    """
+    digest = hashlib.sha256(f"{SPLIT_SEED}{task_id}".encode()).hexdigest()
+    return "val" if int(digest, 16) % 100 < VAL_PERCENT else "train"
+
+
+# --- one file ---------------------------------------------------------------------------
+
+
+def parse_task_file(
+    path: Path, source: str, file_split: str = "auto"
+) -> tuple[list[Task], list[Problem]]:
+    """Tasks and problems of one file. `source` is the repo-relative name used in messages."""
+    problems: list[Problem] = []
+    try:
+        text = read_text(path)
+    except FileProblem as exc:
+        return [], [Problem(source, exc.line, exc.code, ERROR, exc.message)]
+    records = _records(text, source, path.suffix.lower(), problems)
+    tasks: list[Task] = []
+    for index, (record, line) in enumerate(records):
+
+        def report(severity: str, code: str, message: str, line: int | None = line) -> None:
+            problems.append(Problem(source, line, code, severity, message))
+
+        task = _task_from_record(record, index, source, line, file_split, report)
+        if task is not None:
+            tasks.append(task)
+    if not records and not any(p.is_error for p in problems):
+        problems.append(Problem(source, None, "GS107", WARNING, "holds no tasks"))
+    return tasks, problems
+
+
+def _records(
+    text: str, source: str, suffix: str, problems: list[Problem]
+) -> list[tuple[Any, int | None]]:
+    """The raw task records of a file with the line each starts on, by detected format."""
+    start = text.lstrip()
+    if not start:
+        return []
+    try:
+        if start[0] in "[{":
+            try:
+                data, lines, top_line = _json_document(text)
+            except json.JSONDecodeError as exc:
+                if suffix == ".jsonl" or _looks_like_jsonl(text):
+                    return _jsonl_records(text, source, problems)
+                if suffix in (".yaml", ".yml"):
+                    return _yaml_records(text, source, problems)
+                problems.append(
+                    Problem(source, exc.lineno, "GS101", ERROR,
+                            f"JSON does not parse: {exc.msg} (column {exc.colno})")
+                )
+                return []
+        else:
+            return _yaml_records(text, source, problems)
+    except RecursionError:
+        problems.append(Problem(source, None, "GS104", ERROR, "is nested too deeply to read"))
+        return []
+    return _shape(data, lines, top_line, source, problems)
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    try:
+        return isinstance(json.loads(first), dict)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+
+
+def _jsonl_records(
+    text: str, source: str, problems: list[Problem]
+) -> list[tuple[Any, int | None]]:
+    records: list[tuple[Any, int | None]] = []
+    # split on "\n" only: str.splitlines would also split on U+2028 inside JSON strings
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((json.loads(line), number))
+        except json.JSONDecodeError as exc:
+            problems.append(
+                Problem(source, number, "GS101", ERROR,
+                        f"JSON Lines record does not parse: {exc.msg} (column {exc.colno})")
+            )
+        except RecursionError:
+            problems.append(
+                Problem(source, number, "GS104", ERROR, "record is nested too deeply to read")
+            )
+    return records
+
+
+def _yaml_records(
+    text: str, source: str, problems: list[Problem]
+) -> list[tuple[Any, int | None]]:
+    try:
+        node = compose_yaml(text)
+        if node is None:
+            return []
+        data = construct_yaml(node)
+    except FileProblem as exc:
+        problems.append(Problem(source, exc.line, exc.code, ERROR, exc.message))
+        return []
+    items = node
+    if isinstance(node, yaml.MappingNode):
+        items = next((v for k, v in node.value if getattr(k, "value", None) == "tasks"), node)
+    lines = (
+        [child.start_mark.line + 1 for child in items.value]
+        if isinstance(items, yaml.SequenceNode)
+        else []
+    )
+    return _shape(data, lines, node.start_mark.line + 1, source, problems)
+
+
+def _shape(
+    data: Any, lines: list[int], top_line: int, source: str, problems: list[Problem]
+) -> list[tuple[Any, int | None]]:
+    """Records from a parsed document: a list, `{"tasks": [...]}`, or one bare record."""
+    if isinstance(data, dict) and "tasks" in data:
+        data = data["tasks"]
+        if not isinstance(data, list):
+            problems.append(
+                Problem(source, top_line, "GS105", ERROR,
+                        "'tasks' must be a list of task objects")
+            )
+            return []
+    elif isinstance(data, dict) and data.keys() & {"id", "prompt", "task", "task_id", "intent"}:
+        return [(data, top_line)]
+    if not isinstance(data, list):
+        problems.append(
+            Problem(source, top_line, "GS105", ERROR,
+                    "must hold a list of tasks, an object with a 'tasks' list, "
+                    "or one JSON object per line")
+        )
+        return []
+    if len(lines) != len(data):
+        lines = [top_line] * len(data)  # positions unknown: point at the document
+    return list(zip(data, lines, strict=True))
+
+
+# JSON with line numbers: the standard decoder does the work, element by element.
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODE = json.JSONDecoder().raw_decode
+
+
+class _LineCounter:
+    """1-based line numbers for increasing offsets, counted incrementally."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 1
+
+    def at(self, pos: int) -> int:
+        self.line += self.text.count("\n", self.pos, pos)
+        self.pos = pos
+        return self.line
+
+
+def _json_document(text: str) -> tuple[Any, list[int], int]:
+    """Parse JSON; also return the line where each element of the task list starts."""
+    counter = _LineCounter(text)
+    pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    top_line = counter.at(pos)
+    lines: list[int] = []
+    if text.startswith("[", pos):
+        data, pos = _json_array(text, pos, counter, lines)
+    elif text.startswith("{", pos):
+        data, pos = _json_object(text, pos, counter, lines)
+    else:
+        data, pos = _DECODE(text, pos)
+    pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+    if pos != len(text):
+        raise json.JSONDecodeError("Extra data", text, pos)
+    return data, lines, top_line
+
+
+def _skip(text: str, pos: int) -> int:
+    return _WS.match(text, pos).end()  # type: ignore[union-attr]
+
+
+def _json_array(
+    text: str, pos: int, counter: _LineCounter, lines: list[int]
+) -> tuple[list[Any], int]:
+    items: list[Any] = []
+    pos = _skip(text, pos + 1)
+    if text.startswith("]", pos):
+        return items, pos + 1
+    while True:
+        lines.append(counter.at(pos))
+        value, pos = _DECODE(text, pos)
+        items.append(value)
+        pos = _skip(text, pos)
+        if text.startswith(",", pos):
+            pos = _skip(text, pos + 1)
+        elif text.startswith("]", pos):
+            return items, pos + 1
+        else:
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+
+
+def _json_object(
+    text: str, pos: int, counter: _LineCounter, lines: list[int]
+) -> tuple[dict[str, Any], int]:
+    obj: dict[str, Any] = {}
+    pos = _skip(text, pos + 1)
+    if text.startswith("}", pos):
+        return obj, pos + 1
+    while True:
+        if not text.startswith('"', pos):
+            raise json.JSONDecodeError(
+                "Expecting property name enclosed in double quotes", text, pos
+            )
+        key, pos = _DECODE(text, pos)
+        pos = _skip(text, pos)
+        if not text.startswith(":", pos):
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)
+        pos = _skip(text, pos + 1)
+        if key == "tasks" and text.startswith("[", pos):
+            lines.clear()
+            obj[key], pos = _json_array(text, pos, counter, lines)
+        else:
+            obj[key], pos = _DECODE(text, pos)
+        pos = _skip(text, pos)
+        if text.startswith(",", pos):
+            pos = _skip(text, pos + 1)
+        elif text.startswith("}", pos):
+            return obj, pos + 1
+        else:
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+
+
+# --- one record -------------------------------------------------------------------------
+
+
+def _task_from_record(
+    record: Any,
+    index: int,
+    source: str,
+    line: int | None,
+    file_split: str,
+    report: Report,
+) -> Task | None:
+    """A Task, or None after reporting why this record cannot be one."""
+    if not isinstance(record, dict):
+        report(ERROR, "GS105",
+               f"task #{index + 1} must be an object with id, prompt and judge, "
+               f"not {type(record).__name__}")
+        return None
+    if "intent" in record:
+        fmt, id_key, prompt_key = "skillopt", "id", "intent"
+    elif "prompt" not in record and ("task" in record or "task_id" in record):
+        fmt, id_key, prompt_key = "gbrain", "task_id", "task"
+    else:
+        fmt, id_key, prompt_key = "gitsleep", "id", "prompt"
+
+    raw_id = record.get(id_key, record.get("id"))
+    if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        raw_id = str(raw_id)
+    if not isinstance(raw_id, str) or not raw_id.strip():
+        report(ERROR, "GS110",
+               f"task #{index + 1} has no {id_key!r}: give every task a unique string id")
+        return None
+    task_id = raw_id.strip()
+    name = f"task {task_id!r}"
+    ok = True
+
+    if fmt == "gitsleep":
+        for key in record:
+            close = difflib.get_close_matches(str(key), OWN_KEYS, n=1, cutoff=0.75)
+            if key not in OWN_KEYS and close:
+                report(WARNING, "GS106",
+                       f"{name}: unknown key {key!r} is ignored; did you mean {close[0]!r}?")
+
+    prompt = record.get(prompt_key)
+    if not isinstance(prompt, str) or not prompt.strip():
+        report(ERROR, "GS111", f"{name}: {prompt_key!r} is missing or empty: write the prompt")
+        ok = False
+
+    if fmt == "skillopt":
+        judge = _skillopt_judge(record, name, report)
+    else:
+        judge = parse_judge(record.get("judge"), name, report)
+    ok = ok and judge is not None
+
+    label = record.get("split")
+    split: str | None = None
+    if label not in (None, ""):
+        normal = label.strip().lower() if isinstance(label, str) else None
+        split = LEGACY_SPLITS.get(normal or "", normal)
+        if split not in SPLITS:
+            report(ERROR, "GS114",
+                   f"{name}: split must be train, val or test (got {label!r})")
+            ok = False
+    if file_split != "auto":
+        split = file_split
+
+    system = record.get("system")
+    if system is not None and not isinstance(system, str):
+        report(ERROR, "GS118", f"{name}: 'system' must be a string")
+        ok = False
+    tags = record.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        report(ERROR, "GS118", f"{name}: 'tags' must be a list of strings")
+        ok = False
+
+    if not ok or judge is None:
+        return None
+    return Task(
+        id=task_id,
+        prompt=prompt,
+        split=split or split_for(task_id),
+        judge=judge,
+        system=system or None,
+        tags=tuple(tags),
+        source=source,
+        line=line,
+    )
+
+
+def _skillopt_judge(record: dict[str, Any], name: str, report: Report) -> Judge | None:
+    """A judge from a SkillOpt-Sleep record: its reference_kind decides which one."""
+    kind = record.get("reference_kind") or "none"
+    reference = record.get("reference")
+    if kind in ("exact", "answer", "rubric"):
+        text = str(reference) if isinstance(reference, (int, float, str)) else ""
+        if not text.strip():
+            report(ERROR, "GS127",
+                   f"{name}: reference_kind {kind!r} needs a non-empty 'reference'")
+            return None
+        if kind == "rubric":
+            return Judge(kind="rubric", rubric=text)
+        return Judge(kind="exact", answer=text)
+    if kind in ("rule", "none"):
+        if kind == "none" and not record.get("judge"):
+            report(ERROR, "GS120",
+                   f"{name}: reference_kind 'none' and no judge: nothing can score it; "
+                   "add a judge or a reference")
+            return None
+        return parse_judge(record.get("judge"), name, report)
+    report(ERROR, "GS121",
+           f"{name}: unknown reference_kind {kind!r}: use exact, rubric or rule")
+    return None
+
+
+def parse_judge(raw: Any, name: str, report: Report) -> Judge | None:
+    """A Judge from its JSON form, or None after reporting every problem in it."""
+    if raw is None or raw == {}:
+        report(ERROR, "GS120",
+               f"{name}: no judge: add {{\"kind\": \"rule\", \"checks\": [...]}}, "
+               "an exact answer or a rubric")
+        return None
+    if not isinstance(raw, dict):
+        report(ERROR, "GS120", f"{name}: 'judge' must be an object with a 'kind'")
+        return None
+    kind = raw.get("kind")
+    if kind is None:  # infer from the one field that says it
+        kind = next((k for k, f in (("rule", "checks"), ("exact", "answer"),
+                                    ("rubric", "rubric")) if f in raw), None)
+        if kind is None:
+            report(ERROR, "GS120",
+                   f"{name}: judge needs a 'kind': rule (with checks), exact (with answer) "
+                   "or rubric (with rubric)")
+            return None
+    if kind not in JUDGE_KINDS:
+        report(ERROR, "GS121", f"{name}: unknown judge kind {kind!r}: use rule, exact or rubric")
+        return None
+    if kind in ("exact", "rubric"):
+        field = "answer" if kind == "exact" else "rubric"
+        text = raw.get(field)
+        if isinstance(text, (int, float)) and not isinstance(text, bool):
+            text = str(text)
+        if not isinstance(text, str) or not text.strip():
+            report(ERROR, "GS127", f"{name}: {kind} judge needs a non-empty {field!r}")
+            return None
+        return Judge(kind=kind, answer=text) if kind == "exact" else Judge(kind=kind, rubric=text)
+
+    checks_raw = raw.get("checks")
+    if not isinstance(checks_raw, list) or not checks_raw:
+        report(ERROR, "GS126",
+               f"{name}: rule judge needs a non-empty 'checks' list of {{\"op\", \"arg\"}}")
+        return None
+    checks: list[Check] = []
+    for number, item in enumerate(checks_raw, start=1):
+        check = _parse_check(item, f"{name}: check {number}", report)
+        if check is not None:
+            checks.append(check)
+    if len(checks) != len(checks_raw):
+        return None
+    judge = Judge(kind="rule", checks=tuple(checks))
+    if judge.format_only:
+        report(WARNING, "GS128",
+               f"{name}: judge only checks the answer's shape "
+               f"({', '.join(sorted({c.op for c in checks}))}); add a content check "
+               "(contains, regex, equals) so edits cannot pass by formatting alone")
+    return judge
+
+
+def _parse_check(item: Any, where: str, report: Report) -> Check | None:
+    if not isinstance(item, dict) or "op" not in item:
+        report(ERROR, "GS125", f"{where} must be an object like {{\"op\": \"contains\", "
+               "\"arg\": \"...\"}")
+        return None
+    op, arg = item["op"], item.get("arg")
+    if not isinstance(op, str) or op not in RULE_OPS:
+        close = difflib.get_close_matches(str(op), RULE_OPS, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        report(ERROR, "GS122",
+               f"{where}: unknown op {op!r}: {hint}known ops: {', '.join(RULE_OPS)}")
+        return None
+    if op == "no_refusal":
+        if arg not in (None, ""):
+            report(ERROR, "GS125", f"{where}: no_refusal takes no arg (got {arg!r}): remove it")
+            return None
+        return Check(op=op)
+    if op in BOUND_OPS:
+        bound = char_bound(arg)
+        if bound is None:
+            report(ERROR, "GS124",
+                   f"{where}: {op} needs a non-negative whole number of characters "
+                   f"(got {arg!r})")
+            return None
+        if op == "min_chars" and bound == 0:
+            report(WARNING, "GS124", f"{where}: min_chars 0 always passes: raise it or remove it")
+        return Check(op=op, arg=bound)
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool) and op != "regex":
+        arg = str(arg)
+    if not isinstance(arg, str) or not arg.strip():
+        report(ERROR, "GS125", f"{where}: {op} needs a non-empty text arg")
+        return None
+    if op == "regex":
+        try:
+            re.compile(arg)
+        except re.error as exc:
+            report(ERROR, "GS123",
+                   f"{where}: invalid regex {arg!r}: {exc.msg} at position {exc.pos}")
+            return None
+        except (RecursionError, OverflowError):
+            report(ERROR, "GS123", f"{where}: regex too complex to compile")
+            return None
+    return Check(op=op, arg=arg)
+
+
+def char_bound(value: Any) -> int | None:
+    """A character bound: an int, a whole float, or a digit string; anything else is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and value >= 0:
+            return int(value)
+        return None
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
+        return int(value.strip())
+    return None
+
+
+# --- one skill --------------------------------------------------------------------------
+
+
+def check_skill_tasks(repo_root: Path, skill: SkillConfig) -> tuple[list[Task], list[Problem]]:
+    """Every valid task of a skill and every problem found, across all its files."""
+    tasks: list[Task] = []
+    problems: list[Problem] = []
+    seen_files: set[str] = set()
+    for entry in skill.tasks:
+        if entry.path in seen_files:
+            problems.append(Problem(entry.path, None, "GS001", ERROR,
+                                    f"listed twice for skill {skill.name!r}: remove one entry"))
+            continue
+        seen_files.add(entry.path)
+        file_tasks, file_problems = parse_task_file(repo_root / entry.path, entry.path,
+                                                    entry.split)
+        tasks.extend(file_tasks)
+        problems.extend(file_problems)
+    tasks = _drop_duplicates(tasks, problems)
+    _check_prompt_leaks(tasks, problems)
+    _check_split_sizes(skill, tasks, problems)
+    return tasks, problems
+
+
+def load_skill_tasks(repo_root: Path, skill: SkillConfig) -> list[Task]:
+    """The tasks of a skill, or a UsageError naming the first error (warnings are fine)."""
+    tasks, problems = check_skill_tasks(repo_root, skill)
+    errors = [p for p in problems if p.is_error]
+    if errors:
+        first = errors[0]
+        more = (f" (and {len(errors) - 1} more: run `gitsleep validate`)"
+                if len(errors) > 1 else "")
+        raise UsageError(f"{first.location()}: {first.message}{more}")
+    return tasks
+
+
+def task_files_digest(repo_root: Path, skill: SkillConfig) -> str:
+    """`sha256:<hex>` of the skill's task files in config order (the Gitsleep-Tasks trailer).
+
+    Each file's path and length go in before its bytes, so moving a task from one file
+    to another changes the digest.
+    """
+    digest = hashlib.sha256()
+    for entry in skill.tasks:
+        try:
+            data = (repo_root / entry.path).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{entry.path}: cannot be read ({exc.strerror or exc})") from None
+        digest.update(f"{entry.path}\0{len(data)}\0".encode())
+        digest.update(data)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _where(task: Task) -> str:
+    return f"{task.source}:{task.line}" if task.line else task.source
+
+
+def _drop_duplicates(tasks: list[Task], problems: list[Problem]) -> list[Task]:
+    """Keep the first task of each id; a later one is a duplicate, or a leak across splits."""
+    first: dict[str, Task] = {}
+    kept: list[Task] = []
+    for task in tasks:
+        earlier = first.get(task.id)
+        if earlier is None:
+            first[task.id] = task
+            kept.append(task)
+            continue
+        if (earlier.split == "test") != (task.split == "test"):
+            problems.append(Problem(
+                task.source, task.line, "GS113", ERROR,
+                f"task {task.id!r} is in {task.split} here and in {earlier.split} at "
+                f"{_where(earlier)}: held-out tasks must never be used for selection; "
+                "keep it in one split"))
+        elif earlier.split != task.split:
+            problems.append(Problem(
+                task.source, task.line, "GS112", ERROR,
+                f"task {task.id!r} is in {task.split} here and in {earlier.split} at "
+                f"{_where(earlier)}: a task belongs to exactly one split; rename or remove one"))
+        else:
+            problems.append(Problem(
+                task.source, task.line, "GS112", ERROR,
+                f"duplicate task id {task.id!r} (first at {_where(earlier)}): ids must be "
+                "unique within a skill; rename one"))
+    return kept
+
+
+def _prompt_key(task: Task) -> str:
+    return " ".join(f"{task.system or ''}\n{task.prompt}".split()).casefold()
+
+
+def _check_prompt_leaks(tasks: list[Task], problems: list[Problem]) -> None:
+    """The same prompt in test and in train/val leaks the held-out split (error);
+    in train and val it lets the gate re-test what reflection saw (warning)."""
+    seen: dict[str, dict[str, Task]] = {split: {} for split in SPLITS}
+    for task in tasks:
+        key = _prompt_key(task)
+        if task.split == "test":
+            other = seen["train"].get(key) or seen["val"].get(key)
+        else:
+            other = seen["test"].get(key)
+        if other is not None:
+            problems.append(Problem(
+                task.source, task.line, "GS113", ERROR,
+                f"task {task.id!r} ({task.split}) has the same prompt as task {other.id!r} "
+                f"({other.split}, {_where(other)}): the held-out split would leak into "
+                "selection; reword or remove one"))
+        elif task.split != "test":
+            twin = seen["val" if task.split == "train" else "train"].get(key)
+            if twin is not None:
+                problems.append(Problem(
+                    task.source, task.line, "GS117", WARNING,
+                    f"task {task.id!r} ({task.split}) has the same prompt as task {twin.id!r} "
+                    f"({twin.split}, {_where(twin)}): the gate would re-test what reflection "
+                    "saw"))
+        seen[task.split].setdefault(key, task)
+
+
+def _check_split_sizes(skill: SkillConfig, tasks: list[Task], problems: list[Problem]) -> None:
+    where = skill.tasks[0].path
+    counts = {split: sum(1 for t in tasks if t.split == split) for split in SPLITS}
+    if not tasks:
+        if not any(p.is_error for p in problems):
+            problems.append(Problem(where, None, "GS107", ERROR,
+                                    f"skill {skill.name!r} has no tasks: add some"))
+        return
+    if counts["val"] == 0:
+        problems.append(Problem(
+            where, None, "GS115", ERROR,
+            f"skill {skill.name!r} has no val tasks: the gate needs some; label tasks "
+            "\"split\": \"val\" or use `split: auto` on a file with unlabelled tasks"))
+    if counts["train"] == 0:
+        problems.append(Problem(
+            where, None, "GS116", WARNING,
+            f"skill {skill.name!r} has no train tasks: reflection has no failures to learn from"))

@@ -1,0 +1,275 @@
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gitsleep import documents as d
+from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.backends.offline import OfflineBackend
+from gitsleep.cache import ResponseCache
+from gitsleep.epoch import run_epoch
+from gitsleep.errors import BackendError, UsageError
+from gitsleep.models import Answer, Check, EpochSettings, GateSettings, Judge, Task, to_dict
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "brief-writer"
+SKILL = "# Brief writer\n\nWrite plainly.\n"
+
+
+def rule(*checks: tuple) -> Judge:
+    return Judge("rule", tuple(Check(*c) for c in checks))
+
+
+def example_tasks() -> list[Task]:
+    """The bundled demo's tasks, read directly (the loader is tested elsewhere)."""
+    tasks = []
+    for name, default in (("tasks.jsonl", None), ("held-out.jsonl", "test")):
+        for line in (EXAMPLE / "evals" / "brief-writer" / name).read_text().splitlines():
+            raw = json.loads(line)
+            checks = tuple(Check(c["op"], c.get("arg")) for c in raw["judge"]["checks"])
+            tasks.append(Task(raw["id"], raw["prompt"], default or raw["split"],
+                              Judge("rule", checks)))
+    return tasks
+
+
+def settings(**overrides: object) -> EpochSettings:
+    base = EpochSettings(model="offline", optimizer_model="offline", judge_model="offline")
+    return replace(base, **overrides)
+
+
+def skill_text() -> str:
+    return (EXAMPLE / "skills" / "brief-writer" / "SKILL.md").read_text()
+
+
+class SpyBackend(Backend):
+    """The offline simulator, recording every call it is asked to make."""
+
+    name = "offline"
+    simulated = True
+
+    def __init__(self, inner: Backend | None = None) -> None:
+        self.inner = inner or OfflineBackend()
+        self.calls: list[ModelCall] = []
+        self._lock = threading.Lock()
+
+    def complete(self, call: ModelCall) -> Answer:
+        with self._lock:
+            self.calls.append(call)
+        return self.inner.complete(call)
+
+
+def test_demo_example_gains_on_held_out_and_rejects_a_train_only_edit() -> None:
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                       settings(), OfflineBackend(), skill="brief-writer")
+    assert result.decision == "accepted", result.reason
+    assert result.val.candidate > result.val.baseline
+    assert result.test.baseline < 0.5 and result.test.candidate == 1.0
+    assert result.pr_eligible
+    rules = d.learned_rules(result.documents["skill"][1])
+    assert 'Use the heading "## Key Risks"' in rules
+    assert 'Always include "Internal only"' not in rules
+    rejected = [o for o in result.rejected if "Internal only" in o.edit.content]
+    assert rejected and "worse than the current best" in rejected[0].reason
+    assert result.documents["skill"][1].startswith(skill_text())
+    json.dumps(to_dict(result))  # diagnostics are JSON-ready
+
+
+def test_test_split_is_never_shown_to_the_optimizer_nor_used_to_choose() -> None:
+    tasks = example_tasks()
+    spy = SpyBackend()
+    result = run_epoch(tasks, {"skill": skill_text(), "memory": None}, settings(), spy,
+                       skill="brief-writer")
+    test_tasks = [t for t in tasks if t.split == "test"]
+    proposals = [c for c in spy.calls if c.purpose == "propose"]
+    assert proposals
+    for call in proposals:
+        blob = json.dumps([call.messages, dict(call.context or {})])
+        for task in test_tasks:
+            assert task.id not in blob and task.prompt not in blob
+    # Changing every held-out task changes no decision about edits.
+    altered = [
+        replace(t, judge=rule(("contains", "zzz-unreachable"))) if t.split == "test" else t
+        for t in tasks
+    ]
+    again = run_epoch(altered, {"skill": skill_text(), "memory": None}, settings(),
+                      OfflineBackend(), skill="brief-writer")
+    assert again.documents == result.documents
+    assert [t.reason for t in again.trials] == [t.reason for t in result.trials]
+    assert again.test.candidate == 0.0 and not again.pr_eligible
+
+
+def test_second_epoch_on_unchanged_inputs_makes_no_backend_call() -> None:
+    cache = ResponseCache()
+    first = SpyBackend()
+    run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(), first,
+              skill="brief-writer", cache=cache)
+    second = SpyBackend()
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(),
+                       second, skill="brief-writer", cache=cache)
+    assert first.calls and second.calls == []
+    assert result.cost.calls == 0 and result.cost.cache_hits > 0
+
+
+def test_every_answer_call_is_distinct_within_an_epoch() -> None:
+    spy = SpyBackend()
+    run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(), spy,
+              skill="brief-writer")
+    keys = [c.cache_key() for c in spy.calls]
+    assert len(keys) == len(set(keys))
+
+
+def test_repeats_sample_each_task_and_average() -> None:
+    spy = SpyBackend()
+    tasks = [
+        Task("t1", "p1", "train", rule(("contains", "Confidence"))),
+        Task("v1", "p2", "val", rule(("contains", "Confidence"))),
+    ]
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(gate=GateSettings(repeats=3), proposals=1), spy, skill="s")
+    baseline = [p for p in result.passes if p.label == "baseline"]
+    assert all(len(t.samples) == 3 for p in baseline for t in p.tasks)
+    samples = {c.sample for c in spy.calls if c.purpose == "answer"}
+    assert samples == {0, 1, 2}
+
+
+def test_no_train_failure_means_no_edits_and_no_optimizer_call() -> None:
+    spy = SpyBackend()
+    tasks = [
+        Task("t1", "p", "train", rule(("min_chars", 1))),
+        Task("v1", "p", "val", rule(("min_chars", 1))),
+    ]
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None}, settings(), spy, skill="s")
+    assert result.decision == "no_edits"
+    assert "nothing to learn" in result.reason
+    assert not [c for c in spy.calls if c.purpose == "propose"]
+
+
+def test_unfixable_failures_give_no_edits_with_an_explanation() -> None:
+    tasks = [
+        Task("t1", "p", "train", rule(("min_chars", 10_000))),
+        Task("v1", "p", "val", rule(("min_chars", 10_000))),
+    ]
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None}, settings(), OfflineBackend(),
+                       skill="s")
+    assert result.decision == "no_edits"
+    assert "gave no applicable edit" in result.reason
+    assert result.documents["skill"] == (SKILL, SKILL)
+
+
+def test_edit_that_does_not_help_val_is_rejected_and_not_proposed_again() -> None:
+    spy = SpyBackend()
+    tasks = [
+        Task("t1", "p", "train", rule(("contains", "Only for train"))),
+        Task("v1", "p", "val", rule(("contains", "Something else"))),
+    ]
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(rounds=3, proposals=1), spy, skill="s")
+    assert result.decision == "rejected"
+    assert "tie" in result.trials[0].reason
+    assert len(result.trials) == 1  # rounds 2 and 3 did not retry the rejected edit
+    assert [o.edit.content for o in result.rejected] == ['Always include "Only for train"']
+    assert result.documents["skill"] == (SKILL, SKILL)
+
+
+def test_memory_is_consolidated_after_the_skill() -> None:
+    tasks = [
+        Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"))),
+        Task("t2", "q", "train", rule(("contains", "Alpha"))),
+        Task("v1", "p", "val", rule(("contains", "Alpha"), ("contains", "Beta"))),
+    ]
+    memory = "# Team memory\n"
+    result = run_epoch(tasks, {"skill": SKILL, "memory": memory},
+                       settings(rounds=1, proposals=1, edit_budget=1), OfflineBackend(),
+                       skill="s")
+    assert result.decision == "accepted"
+    assert d.learned_rules(result.documents["skill"][1]) == ['Always include "Alpha"']
+    assert d.learned_rules(result.documents["memory"][1]) == ['Always include "Beta"']
+    assert [t.target for t in result.trials] == ["skill", "memory"]
+
+
+def test_several_proposals_best_one_wins_ties_to_smaller_change() -> None:
+    tasks = [Task(f"t{i}", f"p{i}", "train",
+                  rule(("contains", "Alpha"), ("contains", "Gamma") if i % 2 else
+                       ("contains", "Alpha"))) for i in range(4)]
+    tasks.append(Task("v1", "p", "val", rule(("contains", "Alpha"))))
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=3), OfflineBackend(), skill="s")
+    # proposal 1 (all failures) adds Alpha and Gamma; proposal 2 (even tasks) adds Alpha only:
+    # both reach val 1.0, the smaller change wins.
+    assert d.learned_rules(result.documents["skill"][1]) == ['Always include "Alpha"']
+    chosen = [t for t in result.trials if t.accepted]
+    assert len(chosen) == 1 and chosen[0].proposal == 1
+    assert any("another candidate scored higher" in t.reason for t in result.trials)
+
+
+class FailingBackend(SpyBackend):
+    def __init__(self, fail: str, fatal: bool = False) -> None:
+        super().__init__()
+        self.fail, self.fatal = fail, fatal
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose == "answer" and self.fail in call.messages[-1][1]:
+            if self.fatal:
+                raise BackendError("authentication failed (HTTP 401): check OPENAI_API_KEY")
+            return Answer(text=None, error="HTTP 500: server error after 4 retries")
+        return super().complete(call)
+
+
+def test_failed_calls_are_errors_not_zero_scores() -> None:
+    tasks = [Task(f"v{i}", f"prompt {i}", "val", rule(("contains", "x"))) for i in range(10)]
+    tasks.append(Task("t1", "other", "train", rule(("contains", "x"))))
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(proposals=1, rounds=1),
+                       FailingBackend("prompt 1"), skill="s")  # matches only "prompt 1" of 10
+    assert result.decision != "aborted"
+    baseline = next(p for p in result.passes if p.split == "val")
+    failed = baseline.by_id()["v1"]
+    assert failed.value is None and failed.errors == 1
+    assert failed.samples[0].score is None
+    assert "HTTP 500" in failed.samples[0].error
+    assert len(baseline.scored) == 9
+
+
+def test_too_many_failed_calls_abort_with_exit_3_and_change_nothing() -> None:
+    tasks = [Task(f"v{i}", f"prompt {i}", "val", rule(("contains", "x"))) for i in range(3)]
+    tasks.append(Task("t1", "other", "train", rule(("contains", "x"))))
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None}, settings(),
+                       FailingBackend("prompt"), skill="s")
+    assert result.decision == "aborted" and result.abort_code == 3
+    assert "3 of 3 model calls failed" in result.reason
+    assert result.documents["skill"] == (SKILL, SKILL)
+
+
+def test_fatal_backend_error_aborts_at_once() -> None:
+    backend = FailingBackend("Write", fatal=True)
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(),
+                       backend, skill="brief-writer")
+    assert result.decision == "aborted" and result.abort_code == 3
+    assert "401" in result.reason
+    assert not result.applied and not result.pr_eligible
+
+
+def test_budget_exhausted_aborts_with_exit_6() -> None:
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                       settings(max_calls=30), OfflineBackend(), skill="brief-writer")
+    assert result.decision == "aborted" and result.abort_code == 6
+    assert "max_calls (30)" in result.reason
+    assert result.cost.calls == 30
+    assert result.documents["skill"][0] == result.documents["skill"][1]
+
+
+def test_empty_val_split_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="no task is in the val split"):
+        run_epoch([Task("t", "p", "train", rule(("contains", "x")))],
+                  {"skill": SKILL, "memory": None}, settings(), OfflineBackend(), skill="s")
+
+
+def test_without_test_tasks_val_decides() -> None:
+    tasks = [t for t in example_tasks() if t.split != "test"]
+    result = run_epoch(tasks, {"skill": skill_text(), "memory": None}, settings(),
+                       OfflineBackend(), skill="brief-writer")
+    assert result.decided_by == "val" and result.pr_eligible
+    assert result.test.n == 0 and result.test.baseline is None
