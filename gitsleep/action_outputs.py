@@ -127,10 +127,8 @@ def github_output_lines(outputs: Mapping[str, str]) -> str:
 
 
 def _cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell: one line, no pipes, no raw HTML."""
-    text = " ".join(str(value).split())
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
-        "|", "\\|")
+    """Text safe inside a Markdown table cell: one line, no pipes, no HTML tags."""
+    return " ".join(str(value).split()).replace("<", "&lt;").replace("|", "\\|")
 
 
 def _split_cell(split: Mapping[str, Any] | None) -> str:

@@ -69,6 +69,12 @@ class CallRunner:
         with self._lock:
             self.cost.prompt_tokens += answer.prompt_tokens
             self.cost.completion_tokens += answer.completion_tokens
+            used = self.cost.by_model.setdefault(
+                request.model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+            )
+            used["calls"] += 1
+            used["prompt_tokens"] += answer.prompt_tokens
+            used["completion_tokens"] += answer.completion_tokens
             if not answer.ok:
                 self.cost.errors += 1
                 self.errors.append(f"{request.purpose}: {answer.error}")

@@ -312,6 +312,24 @@ class Epoch:
                             f"gave no applicable edit ({dropped} dropped, {errors} failed)")
 
 
+def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bool) -> int:
+    """The most model calls an epoch can make, before the cache saves any.
+
+    baseline (train + val + test) + per target and round: each proposal's reflect call and
+    one parse retry, its val pass, the per-edit val passes of the ablation, a train re-score;
+    then the final test pass. Rubric tasks add one judge call per answer.
+    """
+    per_split = {s: 0 for s in ("train", "val", "test")}
+    for task in tasks:
+        per_split[task.split] += 2 if task.judge.kind == "rubric" else 1
+    r = max(1, settings.gate.repeats)
+    train, val, test = (per_split[s] * r for s in ("train", "val", "test"))
+    proposals = max(1, settings.proposals)
+    per_round = proposals * (2 + val) + settings.edit_budget * val + train
+    targets = 2 if with_memory else 1
+    return train + val + test + targets * settings.rounds * per_round + test
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 

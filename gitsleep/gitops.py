@@ -269,7 +269,7 @@ def resolve_base(repo: git.Repo, base: str | None) -> BaseRef:
     if not base.strip() or base.startswith("-"):
         raise UsageError(f"--base {base!r} is not a valid git revision")
     status, out, _ = _try_git(
-        repo.git, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{base}^{{commit}}"
+        repo.git, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"
     )
     if status != 0 or not out.strip():
         raise UsageError(
@@ -277,7 +277,7 @@ def resolve_base(repo: git.Repo, base: str | None) -> BaseRef:
             "(no such branch, tag or commit; fetch it first?)"
         )
     sha = out.strip()
-    _, full, _ = _try_git(repo.git, "rev-parse", "--symbolic-full-name", "--end-of-options", base)
+    _, full, _ = _try_git(repo.git, "rev-parse", "--symbolic-full-name", base)
     full = full.strip()
     if full.startswith("refs/heads/"):
         return BaseRef(name=base, sha=sha, branch=full.removeprefix("refs/heads/"))

@@ -169,6 +169,9 @@ class PassResult:
     split: str
     version: str  # digest of the documents scored
     tasks: list[TaskResult]
+    calls: int = 0  # model calls this pass made (cache hits excluded)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     @property
     def scored(self) -> list[TaskResult]:
@@ -261,6 +264,20 @@ class Cost:
     errors: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    by_model: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> tokens, calls
+
+    def estimate_usd(self, prices: dict[str, dict[str, float]]) -> float | None:
+        """Estimated spend from a {model: {prompt, completion}} USD-per-1M-token table."""
+        if not prices:
+            return None
+        total = 0.0
+        for model, used in self.by_model.items():
+            price = prices.get(model)
+            if price is None:
+                return None  # an unpriced model: no estimate rather than a wrong one
+            total += used.get("prompt_tokens", 0) * price.get("prompt", 0.0) / 1e6
+            total += used.get("completion_tokens", 0) * price.get("completion", 0.0) / 1e6
+        return round(total, 6)
 
 
 @dataclass

@@ -655,7 +655,7 @@ def _hygiene_problem(
     if edit.op in ("replace", "delete"):
         token = _angle_placeholder(edit.anchor, failing)
         if token or _contains_example(_words(edit.anchor), examples):
-            return edit, f"anchor is a placeholder ({token or edit.anchor!r}), not a learned rule"
+            return edit, f"anchor is a placeholder ({token or edit.anchor}), not a learned rule"
     if edit.op == "delete":
         return edit, ""
     content = edit.content

@@ -28,8 +28,9 @@ SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 # Base64url / token characters, and the characters of an HTTP credential.
 _TOKEN = r"[A-Za-z0-9_-]"
 _CRED = r"[A-Za-z0-9_.~+/=-]"
-# Not inside a longer word: "task-..." must not look like "sk-...".
-_START = r"(?<![A-Za-z0-9])"
+# Not inside a longer word ("task-..." must not look like "sk-..."), but right after an
+# escaped newline or tab, as in JSON text ("\\nsk-...").
+_START = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))"
 
 # (kind, pattern): each pattern matches exactly the text to mask. A `keep` group, when
 # present, is text before the secret that stays (the word "Bearer").

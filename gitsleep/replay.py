@@ -129,7 +129,12 @@ def score_split(
     for t_index, task in enumerate(tasks):
         mine = samples[t_index * repeats : (t_index + 1) * repeats]
         results.append(_summarise(TaskResult(task.id, split, mine), settings.gate))
-    outcome = PassResult(label, split, documents_version(documents), results)
+    fresh = [a for a in answers if not a.cached]
+    outcome = PassResult(
+        label, split, documents_version(documents), results, calls=len(fresh),
+        prompt_tokens=sum(a.prompt_tokens for a in fresh),
+        completion_tokens=sum(a.completion_tokens for a in fresh),
+    )
     total = len(samples) + len(rubric_jobs)
     if total and outcome.errors / total > settings.max_error_rate:
         first = next(s.error for t in results for s in t.samples if s.error)

@@ -407,13 +407,14 @@ def _edit_items(outcomes: list[EditOutcome], prose: _Prose, why_label: str) -> l
     for outcome in outcomes:
         edit = outcome.edit
         if edit.op == "add":
-            what = f"add {prose.code(edit.content)}"
+            what = f"**add** {prose.code(edit.content)}"
         elif edit.op == "delete":
-            what = f"delete {prose.code(edit.anchor)}"
+            what = f"**delete** {prose.code(edit.anchor)}"
         else:
-            what = f"replace {prose.code(edit.anchor)} with {prose.code(edit.content)}"
+            what = (f"**{prose.text(edit.op, 20)}** {prose.code(edit.anchor)} "
+                    f"with {prose.code(edit.content)}")
         why = edit.rationale if why_label == "why" else outcome.reason
-        item = f"- **{prose.text(edit.op, 20)}** ({prose.text(edit.target, 20)}): {what}"
+        item = f"- {what} ({prose.text(edit.target, 20)})"
         if why:
             item += f"  \n  _{why_label}:_ {prose.text(why, 500)}"
         items.append(item)
@@ -438,6 +439,8 @@ def _task_rows(result: EpochResult, split: str, prose: _Prose) -> list[str]:
 
 
 _LEFT_OUT = "_Left out to keep this body under the size limit; see diagnostics.json._"
+_REST_LEFT_OUT = ("_The rest of this report is left out to keep this body under the size limit; "
+                  "see diagnostics.json._")
 _TASK_HEADER = md.table(["task", "baseline", "candidate", "change", "why (candidate)"], [],
                         "lrrll")
 
@@ -501,7 +504,7 @@ def pr_body(
     for title, outcomes, label in (
         ("Applied edits", result.applied, "why"),
         ("Rejected by the gate", result.rejected, "gate"),
-        ("Unmatched edits (changed nothing)", result.unmatched, "reason"),
+        ("Edits that changed nothing", result.unmatched, "reason"),
     ):
         if outcomes:
             optional.append((f"{title} ({len(outcomes)})", _edit_items(outcomes, prose, label)))
@@ -525,6 +528,9 @@ def pr_body(
 
     tables = [(split, _task_rows(result, split, prose)) for split in ("test", "val")]
 
+    def finish(out: list[str]) -> str:
+        return "\n".join(redactor.redact(x) for x in "\n".join(out).split("\n")) + "\n"
+
     def render(sections: list[tuple[str, list[str]]], kept: dict[str, int]) -> str:
         out = [*head]
         for title, lines in sections:
@@ -538,8 +544,7 @@ def pr_body(
             if kept[split] < len(rows):
                 out += ["", f"_{len(rows) - kept[split]} of {len(rows)} rows left out to keep "
                         "this body under the size limit; diagnostics.json has them all._"]
-        out += ["", *tail]
-        return "\n".join(redactor.redact(x) for x in "\n".join(out).split("\n")) + "\n"
+        return finish([*out, "", *tail])
 
     full = {split: len(rows) for split, rows in tables}
     body = render(optional, full)
@@ -552,6 +557,12 @@ def pr_body(
     while len(render(sections, empty)) > limit and index > 0:
         index -= 1
         sections[index] = (sections[index][0], [_LEFT_OUT])
+    if len(render(sections, empty)) > limit:  # a tiny limit: scores, then what fits
+        for short in ([*head, "", _REST_LEFT_OUT, "", *tail], [*head, "", _REST_LEFT_OUT]):
+            body = finish(short)
+            if len(body) <= limit:
+                return body
+        return md.clip(body, limit)
     # Then fill rows, held-out first, into the room left by everything else.
     room = limit - len(render(sections, empty))
     kept = dict(empty)
@@ -566,7 +577,7 @@ def pr_body(
         split = next(s for s in ("val", "test") if kept[s])
         kept[split] -= 1
         body = render(sections, kept)
-    return body if len(body) <= limit else md.clip(body, limit)
+    return body
 
 
 # -- terminal and --json ---------------------------------------------------------------

@@ -26,7 +26,7 @@ from gitsleep import __version__, report
 from gitsleep.backends import create_backend
 from gitsleep.cache import ResponseCache
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
-from gitsleep.epoch import run_epoch
+from gitsleep.epoch import call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
 from gitsleep.models import EpochResult, Task
 from gitsleep.redact import Redactor
@@ -163,9 +163,11 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               documents: dict[str, str | None]) -> EpochResult:
     settings = setup.config.epoch_settings()
     backend = make_backend(setup)
-    setup.say(f"{skill.name}: {len(tasks)} tasks; at most {settings.max_calls} model calls "
-              f"({settings.rounds} round(s) x {settings.proposals} proposal(s), backend "
-              f"{backend.name}{' (simulated)' if backend.simulated else ''})")
+    ceiling = call_ceiling(settings, tasks, documents.get("memory") is not None)
+    setup.say(f"{skill.name}: {len(tasks)} tasks; this epoch needs at most "
+              f"{min(ceiling, settings.max_calls)} model calls (ceiling {ceiling}, "
+              f"budget.max_calls {settings.max_calls}; cache hits are free), backend "
+              f"{backend.name}{' (simulated)' if backend.simulated else ''}")
     return run_epoch(tasks, documents, settings, backend, skill=skill.name,
                      cache=make_cache(setup), progress=setup.say)
 
@@ -173,8 +175,12 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
 def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
                  extra: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
     out = output_dir or default_output_dir(setup.repo, result.skill)
-    data = report.diagnostics(result, {"gitsleep_version": __version__, **extra},
-                              redactor=setup.redactor)
+    prices = {m: p.model_dump() for m, p in (setup.config.prices or {}).items()}
+    usd = result.cost.estimate_usd(prices)
+    data = report.diagnostics(
+        result, {"gitsleep_version": __version__, "estimated_usd": usd, **extra},
+        redactor=setup.redactor,
+    )
     path = out / "diagnostics.json"
     report.write_diagnostics(path, data)
     return path, data

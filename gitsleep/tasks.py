@@ -70,7 +70,7 @@ def parse_task_file(
     try:
         text = read_text(path)
     except FileProblem as exc:
-        return [], [Problem(source, exc.line, exc.code, ERROR, exc.message)]
+        return [], [Problem(source, exc.line, exc.code, ERROR, f"task file {exc.message}")]
     records = _records(text, source, path.suffix.lower(), problems)
     tasks: list[Task] = []
     for index, (record, line) in enumerate(records):

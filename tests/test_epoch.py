@@ -273,3 +273,29 @@ def test_without_test_tasks_val_decides() -> None:
                        OfflineBackend(), skill="brief-writer")
     assert result.decided_by == "val" and result.pr_eligible
     assert result.test.n == 0 and result.test.baseline is None
+
+
+def test_calls_stay_under_the_announced_ceiling_and_tokens_add_up() -> None:
+    from gitsleep.epoch import call_ceiling
+
+    tasks = example_tasks()
+    for extra in ({}, {"rounds": 3, "proposals": 1}, {"gate": GateSettings(repeats=2)}):
+        s = settings(**extra)
+        result = run_epoch(tasks, {"skill": skill_text(), "memory": None}, s, OfflineBackend(),
+                           skill="brief-writer")
+        assert 0 < result.cost.calls <= call_ceiling(s, tasks, with_memory=False)
+        per_pass = sum(p.prompt_tokens for p in result.passes)
+        propose = result.cost.prompt_tokens - per_pass
+        assert per_pass > 0 and propose > 0  # passes and reflection are both accounted
+        assert result.cost.by_model["offline"]["calls"] == result.cost.calls
+
+
+def test_cost_estimate_needs_a_price_for_every_model() -> None:
+    from gitsleep.models import Cost
+
+    cost = Cost(by_model={"a": {"prompt_tokens": 1_000_000, "completion_tokens": 500_000},
+                          "b": {"prompt_tokens": 2_000_000, "completion_tokens": 0}})
+    prices = {"a": {"prompt": 1.0, "completion": 4.0}, "b": {"prompt": 0.5, "completion": 2.0}}
+    assert cost.estimate_usd(prices) == 4.0
+    assert cost.estimate_usd({"a": prices["a"]}) is None
+    assert cost.estimate_usd({}) is None

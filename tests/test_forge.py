@@ -210,6 +210,18 @@ def test_secondary_rate_limit_waits_for_retry_after(fake: FakeGitHub, forge: Git
     assert pull_creations(fake) == 2 and len(fake.pulls) == 1
 
 
+def test_secondary_rate_limit_is_recognised_by_its_message(fake: FakeGitHub,
+                                                          forge: GitHubForge):
+    # No Retry-After: PyGithub reads the message and waits `secondary_rate_wait` (0 here).
+    fake.fail_next(secondary_rate_limit(retry_after=None, method="GET", path_contains="/pulls"))
+
+    outcome = sync(forge)
+
+    assert outcome.operation == "created"
+    listings = [r for r in fake.requests if r.method == "GET" and r.path.endswith("/pulls")]
+    assert len(listings) == 2  # the refused one and its retry
+
+
 def test_bad_token_is_one_line_git_error_without_the_token(fake: FakeGitHub):
     wrong_token = "ghp_wrongTokenThatMustNeverBePrinted42"
     client = GitHubForge(ForgeSettings(fake.api_url, fake.repository, wrong_token),

@@ -285,4 +285,5 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
     else:
         summary = "no problems"
     click.echo(f"gitsleep validate: {summary} ({scope})", err=True)
-    ctx.exit(1 if report.errors else 0)
+    # SystemExit, not ctx.exit: click's non-standalone mode would swallow ctx.exit's code.
+    raise SystemExit(1 if report.errors else 0)

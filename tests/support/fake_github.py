@@ -57,10 +57,13 @@ def bad_credentials() -> Fault:
                        "documentation_url": "https://docs.github.com/rest"})
 
 
-def secondary_rate_limit(retry_after: int = 1, method: str | None = None) -> Fault:
+def secondary_rate_limit(retry_after: int | None = 1, method: str | None = None,
+                         path_contains: str = "") -> Fault:
+    """GitHub's 403 for too many requests; without Retry-After only the message tells."""
+    headers = {} if retry_after is None else {"Retry-After": str(retry_after)}
     return Fault(403, {"message": "You have exceeded a secondary rate limit. Please wait a "
-                                  "few minutes before you try again."},
-                 {"Retry-After": str(retry_after)}, method=method)
+                                  "few minutes before you try again."}, headers, method=method,
+                 path_contains=path_contains)
 
 
 def not_permitted(method: str | None = "POST", path_contains: str = "/pulls") -> Fault:

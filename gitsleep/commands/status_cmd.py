@@ -1,0 +1,84 @@
+"""`gitsleep status`: per skill, its branch, the last epoch's trailers and freshness."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gitsleep import gitops, run
+from gitsleep.commands.common import print_json, setup_from
+from gitsleep.config import SkillConfig
+
+
+def _export(repo: Any, sha: str, skill: SkillConfig, dest: Path) -> bool:
+    """Write the skill's documents and task files as they are at `sha` into `dest`."""
+    paths = [p for p in (skill.skill, skill.memory) if p] + [t.path for t in skill.tasks]
+    for relative in paths:
+        try:
+            data = repo.git.show(f"{sha}:{relative}", stdout_as_string=False,
+                                strip_newline_in_stdout=False)
+        except Exception:  # noqa: BLE001 - a file missing at the base: not up to date
+            return False
+        target = dest / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return True
+
+
+def skill_status(setup: run.Setup, repo: Any, base: gitops.BaseRef,
+                 skill: SkillConfig, tips: dict[str, gitops.BranchTip]) -> dict[str, Any]:
+    branch = f"{setup.config.branch_prefix}{skill.name}"
+    row: dict[str, Any] = {"skill": skill.name, "branch": branch, "exists": branch in tips,
+                           "base": base.sha, "up_to_date": False}
+    tip = tips.get(branch)
+    if tip is None:
+        row["note"] = "no gitsleep branch yet: run `gitsleep consolidate`"
+        return row
+    trailers = gitops.read_trailers(repo, tip.rev)
+    row["tip"] = tip.local_sha or tip.remote_sha
+    row["trailers"] = {k: v for k, v in trailers.items() if k.startswith("Gitsleep-")}
+    if not trailers.get("Gitsleep-Skill"):
+        row["note"] = "the branch tip was not made by gitsleep"
+        return row
+    with tempfile.TemporaryDirectory(prefix="gitsleep-status-") as tmp:
+        root = Path(tmp)
+        if _export(repo, base.sha, skill, root):
+            _, documents = run.read_inputs(root, skill)
+            from gitsleep.tasks import task_files_digest
+
+            row["up_to_date"] = gitops.is_up_to_date(
+                trailers, base_sha=base.sha, tasks_digest=task_files_digest(root, skill),
+                inputs_digest=run.inputs_digest(setup.config, skill, root, documents),
+            )
+    return row
+
+
+@click.command("status")
+@click.option("--base", default=None, help="Ref to compare against (default: current branch).")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
+    """Show each skill's gitsleep branch, last decision and scores, and freshness."""
+    setup = setup_from(ctx)
+    repo = gitops.open_repo(setup.repo)
+    base_ref = gitops.resolve_base(repo, base)
+    remote = base_ref.remote or gitops.default_remote(repo, base_ref.branch)
+    tips = {t.branch: t for t in gitops.list_gitsleep_branches(repo, setup.config.branch_prefix,
+                                                                 remote)}
+    rows = [skill_status(setup, repo, base_ref, s, tips) for s in setup.config.skills]
+    if as_json:
+        print_json(rows)
+        return
+    for row in rows:
+        t = row.get("trailers", {})
+        if not row["exists"] or "note" in row:
+            click.echo(f"{row['skill']}: {row['branch']}: {row.get('note', '')}")
+            continue
+        fresh = "up to date" if row["up_to_date"] else "stale (base, tasks or documents changed)"
+        base_sha = t.get("Gitsleep-Base", "?")[:12]
+        click.echo(f"{row['skill']}: {row['branch']} at {row['tip'][:12]}: "
+                   f"{t.get('Gitsleep-Decision', '?')}, val {t.get('Gitsleep-Val', '?')}, "
+                   f"held-out {t.get('Gitsleep-Test', '?')}; base {base_sha}; {fresh}")
