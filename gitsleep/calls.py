@@ -38,18 +38,23 @@ class CallRunner:
         self.errors: list[str] = []
         self.on_call = on_call
         self._lock = threading.Lock()
+        self._stopped: BaseException | None = None  # a fatal error: no further call starts
 
     def _reserve(self) -> None:
         with self._lock:
+            if self._stopped is not None:
+                raise self._stopped
             spent = self.cost.prompt_tokens + self.cost.completion_tokens
             if self.cost.calls >= self.max_calls:
-                raise BudgetExhausted(
+                self._stopped = BudgetExhausted(
                     f"budget.max_calls ({self.max_calls}) reached after {self.cost.calls} calls"
                 )
+                raise self._stopped
             if spent >= self.max_tokens:
-                raise BudgetExhausted(
+                self._stopped = BudgetExhausted(
                     f"budget.max_tokens ({self.max_tokens}) reached after {spent} tokens"
                 )
+                raise self._stopped
             self.cost.calls += 1
 
     def call(self, request: ModelCall) -> Answer:
@@ -64,8 +69,14 @@ class CallRunner:
                 completion_tokens=hit.completion_tokens,
                 cached=True,
             )
+        if self._stopped is not None:
+            raise self._stopped
         self._reserve()
-        answer = self.backend.complete(request)
+        try:
+            answer = self.backend.complete(request)
+        except BaseException as exc:
+            self._stopped = exc
+            raise
         with self._lock:
             self.cost.prompt_tokens += answer.prompt_tokens
             self.cost.completion_tokens += answer.completion_tokens

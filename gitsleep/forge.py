@@ -284,6 +284,11 @@ class GitHubForge:
                 f"GitHub refused to {action} in {self.settings.repository} "
                 f"({exc.status} {_error_message(exc)}){hint}"
             ) from None
+        except requests.exceptions.RetryError:
+            raise self._git_error(
+                f"GitHub kept failing (server errors or rate limits) while gitsleep tried "
+                f"to {action} in {self.settings.repository}: try again later"
+            ) from None
         except requests.RequestException as exc:
             raise self._git_error(
                 f"cannot reach the GitHub API at {self.settings.api_url} to {action}: "

@@ -177,17 +177,21 @@ def _last_line(text: str | bytes | None) -> str:
 
 
 def _try_git(
-    runner: git.Git, *args: str, config: dict[str, str] | None = None
+    runner: git.Git, *args: str, config: dict[str, str] | None = None, strip: bool = True
 ) -> tuple[int, str, str]:
     """Run `git <args>`; return (status, stdout, stderr) without raising.
 
     Every gitsleep git command runs with hooks disabled (see the module docstring).
+    `strip=False` keeps stdout's final newline (GitPython drops it by default).
     """
     command = ["git", "-c", f"core.hooksPath={os.devnull}"]
     for key, value in (config or {}).items():
         command += ["-c", f"{key}={value}"]
     status, out, err = runner.execute(
-        [*command, *args], with_extended_output=True, with_exceptions=False
+        [*command, *args],
+        with_extended_output=True,
+        with_exceptions=False,
+        strip_newline_in_stdout=strip,
     )
     return int(status or 0), str(out), str(err)
 
@@ -356,7 +360,7 @@ def _commits(repo: git.Repo, base_sha: str, tips: Iterable[str]) -> list[CommitI
     if not tips:
         return []
     fmt = f"%H%x1f%an%x1f%s%x1f%(trailers:key={SKILL_TRAILER},valueonly)%x1e"
-    out = _git(repo.git, "log", f"--format={fmt}", *tips, "--not", base_sha, "--")
+    out = _git(repo.git, "log", "--topo-order", f"--format={fmt}", *tips, "--not", base_sha, "--")
     commits = []
     for record in out.split("\x1e"):
         parts = record.strip("\n").split("\x1f")
@@ -666,13 +670,15 @@ def _repo_relative(path: str) -> str:
     return posix.as_posix()
 
 
-def _expected_branch_tip(tree: Path) -> str | None | Any:
+def _expected_branch_tip(tree: Path, branch: str) -> str | None | Any:
     """The branch tip recorded when `temporary_worktree` made this tree, if it did."""
     try:
         owner = json.loads(tree.with_name(tree.name + ".json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return _UNSET
-    return owner.get("branch_tip") if isinstance(owner, dict) else _UNSET
+    if not isinstance(owner, dict) or owner.get("branch") != branch:
+        return _UNSET
+    return owner.get("branch_tip")
 
 
 def commit_documents(
@@ -722,7 +728,7 @@ def commit_documents(
     new_sha = _git(runner, "rev-parse", "HEAD").strip()
 
     if expected_tip is _UNSET:
-        expected_tip = _expected_branch_tip(worktree)
+        expected_tip = _expected_branch_tip(worktree, branch)
     if expected_tip is _UNSET:
         expected_tip = _ref_sha(repo, f"refs/heads/{branch}")
     refuse_if_checked_out(repo, branch)
@@ -773,8 +779,10 @@ def add_note(repo: git.Repo, sha: str, text: str, ref: str = NOTES_REF) -> None:
 
 
 def read_note(repo: git.Repo, sha: str, ref: str = NOTES_REF) -> str | None:
-    """The note on `sha` under `ref`, or None."""
-    status, out, _ = _try_git(repo.git, "notes", f"--ref={_notes_ref(ref)}", "show", sha)
+    """The note on `sha` under `ref`, exactly as stored, or None."""
+    status, out, _ = _try_git(
+        repo.git, "notes", f"--ref={_notes_ref(ref)}", "show", sha, strip=False
+    )
     return out if status == 0 else None
 
 

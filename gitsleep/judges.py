@@ -10,6 +10,8 @@ import json
 import re
 from functools import lru_cache
 
+import regex
+
 from gitsleep.backends.base import ModelCall
 from gitsleep.models import Check, Judge, Score
 
@@ -31,9 +33,24 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 HARD_THRESHOLD = 0.8  # a rubric score at or above this counts as a hard pass
 
 
+REGEX_TIMEOUT = 0.25  # seconds one untrusted pattern may spend on one answer
+
+
 @lru_cache(maxsize=4096)
-def compile_pattern(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """Task regexes are untrusted: the `regex` engine avoids most catastrophic
+    backtracking that stalls `re`, and `search_untrusted` bounds the rest in time."""
+    return regex.compile(pattern)
+
+
+def search_untrusted(pattern: str, text: str) -> tuple[bool, str]:
+    """Whether `pattern` matches, and a problem note if it is invalid or too slow."""
+    try:
+        return compile_pattern(pattern).search(text, timeout=REGEX_TIMEOUT) is not None, ""
+    except regex.error as exc:
+        return False, f"invalid regex ({exc})"
+    except TimeoutError:
+        return False, f"regex took over {REGEX_TIMEOUT}s (catastrophic backtracking?)"
 
 
 def _headings(answer: str) -> list[str]:
@@ -80,10 +97,7 @@ def check_passes(check: Check, answer: str) -> tuple[bool, str]:
     if op == "not_contains":
         return text.casefold() not in answer.casefold(), ""
     if op == "regex":
-        try:
-            return compile_pattern(text).search(answer) is not None, ""
-        except re.error as exc:
-            return False, f"invalid regex ({exc})"
+        return search_untrusted(text, answer)
     if op == "section_present":
         return _section_present(answer, text), ""
     if op == "section_contains":

@@ -104,6 +104,7 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 # Aliases may add at most this many nodes beyond the document's own: a shared judge used by
 # a few thousand tasks is fine, a "billion laughs" document is refused.
 MAX_ALIAS_EXPANSION = 100_000
+MAX_YAML_DEPTH = 100  # task records need about 5 levels
 
 
 class FileProblem(Exception):
@@ -153,9 +154,13 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def compose_yaml(text: str) -> yaml.Node | None:
     """Parse YAML into nodes (which keep line numbers), refusing alias bombs and deep nesting."""
-    loader = _YAML_LOADER(text)
     try:
-        node = loader.get_single_node()
+        _check_depth(text)
+        loader = _YAML_LOADER(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -165,11 +170,26 @@ def compose_yaml(text: str) -> yaml.Node | None:
         raise FileProblem("GS101", f"YAML does not parse: {exc}") from None
     except RecursionError:
         raise FileProblem("GS104", "is nested too deeply to read") from None
-    finally:
-        loader.dispose()
     if node is not None:
         _check_alias_expansion(node)
     return node
+
+
+def _check_depth(text: str) -> None:
+    """Refuse deep nesting from the event stream, before the (recursive) composer sees it.
+
+    libyaml's composer recurses in C and can crash the interpreter on a few hundred
+    thousand nested brackets; the event parser is iterative and stops early here.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=_YAML_LOADER):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise FileProblem("GS104", f"is nested too deeply (over {MAX_YAML_DEPTH} levels): "
+                                  "refused", line=event.start_mark.line + 1)
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
 
 
 def construct_yaml(node: yaml.Node) -> Any:

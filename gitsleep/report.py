@@ -37,6 +37,7 @@ from gitsleep.redact import Redactor
 DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
 DIAGNOSTICS_VERSION = 1
 RESPONSE_HEAD_CHARS = 500
+_HEAD_WINDOW = 8192  # redacted beyond the head, so a secret across the cut is still whole
 PR_BODY_LIMIT = 65536
 TRAILER_KEYS = (
     "Gitsleep-Skill",
@@ -234,24 +235,37 @@ def commit_message(
                         f"{fmt_score(delta.before)} -> {fmt_score(delta.after)}")
         if len(moved) > COMMIT_TASK_LINES:
             body.append(f"  ... {len(moved) - COMMIT_TASK_LINES} more in diagnostics.json")
+    # A last pass, line by line so no match can span lines, over what we wrote around the
+    # untrusted text; trailer keys stay exactly as they are.
+    head = [redactor.redact(text) for text in [commit_subject(result), "", *body]]
     # The trailer block: its own last paragraph, one `Key: value` per line.
     block = [f"{k}: {line(v, 200)}" for k, v in trailer_values(result, trailers).items()]
-    message = "\n".join([commit_subject(result), "", *body, "", *block]) + "\n"
-    # A last line-by-line pass: a shape that somehow survived can still not span lines.
-    return "\n".join(redactor.redact(part) for part in message.split("\n"))
+    return "\n".join([*head, "", *block]) + "\n"
 
 
 # -- diagnostics.json ------------------------------------------------------------------
 
 
+def response_head(text: str, redactor: Redactor) -> str:
+    """The first 500 characters, redacted before the cut so a cut never splits a secret.
+
+    Only a window is redacted (answers can be long). If redaction shrank the window so
+    much that its cut edge comes near the head, the whole answer is redacted instead.
+    """
+    window = text[: RESPONSE_HEAD_CHARS + _HEAD_WINDOW]
+    clean = redactor.redact(window)
+    if len(window) < len(text) and len(clean) < RESPONSE_HEAD_CHARS + _HEAD_WINDOW // 2:
+        clean = redactor.redact(text)
+    return clean[:RESPONSE_HEAD_CHARS]
+
+
 def _task_dict(task: TaskResult, redactor: Redactor) -> dict[str, Any]:
     samples = []
     for s in task.samples:
-        answer = redactor.redact(s.answer) if s.answer is not None else None
         samples.append({
             "sample": s.sample,
             "error": s.error,
-            "response_head": answer[:RESPONSE_HEAD_CHARS] if answer is not None else None,
+            "response_head": response_head(s.answer, redactor) if s.answer is not None else None,
             "response_chars": len(s.answer) if s.answer is not None else 0,
             "hard": s.score.hard if s.score else None,
             "soft": s.score.soft if s.score else None,

@@ -322,21 +322,21 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
              pushed: bool, outcome: SkillOutcome) -> dict[str, Any]:
     """Create, update or close the skill's PR per the rules; never without a push."""
     none = {"operation": "none", "number": None, "url": None}
-    if options.pr is False or result.decision == "aborted" or remote is None:
+    if options.pr is False or options.push is False or result.decision == "aborted":
+        return none
+    if remote is None:
         return none
     from gitsleep import forge
 
     remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None
-    hub = forge.forge_from_env(setup.env, remote_url)
+    settings, why_not = forge.settings_from_env(setup.env, remote_url)
+    hub = forge.forge_from_env(setup.env, remote_url) if settings else None
     if hub is None:
         if options.pr:
-            raise UsageError("--pr needs a token: set GITHUB_TOKEN or GH_TOKEN")
-        setup.say(f"{skill.name}: no GITHUB_TOKEN/GH_TOKEN: skipping the pull request")
+            raise UsageError(f"--pr cannot open a pull request: {why_not}")
+        setup.say(f"{skill.name}: no pull request: {why_not}")
         return none
     improved = result.pr_eligible and result.decision == "accepted"
-    if improved and not pushed:
-        setup.say(f"{skill.name}: not pushed, so no pull request")
-        return none
     body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor)
     outcome.pr_body = body
     pr_cfg = setup.config.pr

@@ -291,7 +291,11 @@ STUB = r"""#!/usr/bin/env bash
   printf 'ENV key=%s token=%s author=%s\n' "${MY_KEY:-}" "${GITHUB_TOKEN:-}" "${GIT_AUTHOR_NAME:-}"
 } >> "$STUB_LOG"
 case " $* " in
-  *" plan "*) echo '{"include": [{"skill": "alpha"}, {"skill": "beta"}]}'; exit 0 ;;
+  *" plan "*)
+    if [ -n "${STUB_PLAN_EXIT:-}" ]; then
+      echo "gitsleep: error: bad config" >&2; exit "$STUB_PLAN_EXIT"
+    fi
+    echo '{"include": [{"skill": "alpha"}, {"skill": "beta"}]}'; exit 0 ;;
 esac
 skill="${*: -1}"
 cat <<JSON
@@ -304,8 +308,8 @@ if [ "$skill" = "${STUB_FAIL_SKILL:-}" ]; then echo "gitsleep: error: push rejec
 """
 
 
-def run_consolidate_step(tmp_path: Path, inputs: dict[str, str],
-                         fail_skill: str = "") -> tuple[subprocess.CompletedProcess[str], Path]:
+def run_consolidate_step(tmp_path: Path, inputs: dict[str, str], fail_skill: str = "",
+                         plan_exit: str = "") -> tuple[subprocess.CompletedProcess[str], Path]:
     bin_dir, work, runner_temp = tmp_path / "bin", tmp_path / "work", tmp_path / "runner"
     for folder in (bin_dir, work, runner_temp):
         folder.mkdir()
@@ -330,7 +334,7 @@ def run_consolidate_step(tmp_path: Path, inputs: dict[str, str],
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path),
         "GITSLEEP_BIN": str(bin_dir), "RUNNER_TEMP": str(runner_temp),
         "GITHUB_OUTPUT": str(tmp_path / "github_output"), "STUB_LOG": str(tmp_path / "log"),
-        "STUB_FAIL_SKILL": fail_skill,
+        "STUB_FAIL_SKILL": fail_skill, "STUB_PLAN_EXIT": plan_exit,
     }
     for variable, name in env_names.items():
         env[variable] = inputs.get(name, defaults.get(name, ""))
@@ -387,6 +391,17 @@ def test_consolidate_step_with_named_skills_and_no_options(tmp_path: Path):
     assert "ENV key= token= author=github-actions[bot]" in log
     assert "::add-mask::" not in completed.stdout
     assert read_outputs(root / "github_output") == {"exit-code": "0"}
+
+
+def test_consolidate_step_stops_with_plans_exit_code(tmp_path: Path):
+    completed, root = run_consolidate_step(tmp_path, {"skill": " all "}, plan_exit="2")
+
+    assert completed.returncode == 2
+    assert "bad config" in completed.stderr
+    assert [line for line in (root / "log").read_text().splitlines()
+            if line.startswith("ARGS")] == ["ARGS --config .gitsleep.yml plan --json"]
+    assert read_outputs(root / "github_output") == {"exit-code": "2"}
+    assert list((root / "runner" / "gitsleep-results").iterdir()) == []
 
 
 @pytest.mark.parametrize("config_text", ["version: 1\napi_key_env: OTHER_KEY\nskills: []\n",

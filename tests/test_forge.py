@@ -195,7 +195,8 @@ def test_persistent_server_errors_become_a_git_error(fake: FakeGitHub, forge: Gi
         sync(forge)
 
     assert caught.value.exit_code == 4
-    assert "GitHub" in str(caught.value) and "\n" not in str(caught.value)
+    assert "GitHub kept failing" in str(caught.value) and "\n" not in str(caught.value)
+    assert len(fake.requests) == 5  # the first try and Pacing's 4 retries
 
 
 def test_secondary_rate_limit_waits_for_retry_after(fake: FakeGitHub, forge: GitHubForge):
@@ -250,6 +251,15 @@ def test_missing_permission_names_the_setting_to_change(fake: FakeGitHub, forge:
     assert "pull-requests: write" in message
     assert fake.token not in message
     assert fake.pulls == {}
+
+
+def test_unreachable_api_is_a_git_error():
+    with FakeGitHub() as stopped:
+        api_url = stopped.api_url
+    client = GitHubForge(ForgeSettings(api_url, "octo/skills", "ghs_x"), pacing=Pacing.none())
+
+    with pytest.raises(GitError, match="cannot reach the GitHub API"):
+        client.find_open_pr(HEAD)
 
 
 def test_unknown_repository_is_a_git_error(fake: FakeGitHub):

@@ -80,13 +80,15 @@ def gitsleep_commit(
     base_sha = repo.head.commit.hexsha
     with gitops.temporary_worktree(repo, branch, start or base_sha) as tree:
         skill = tree / SKILL_PATH
-        skill.write_text(skill.read_text(encoding="utf-8") + text, encoding="utf-8")
+        learned = f"{text}({branch})\n"  # two skills' commits must differ, even in one second
+        skill.write_text(skill.read_text(encoding="utf-8") + learned, encoding="utf-8")
         return gitops.commit_documents(repo, tree, branch, [SKILL_PATH], message(base_sha))
 
 
 def worktree_paths(work: Path) -> list[str]:
     out = run_git(work, "worktree", "list", "--porcelain")
-    return [line.removeprefix("worktree ") for line in out.splitlines() if line.startswith("worktree ")]
+    prefix = "worktree "
+    return [line.removeprefix(prefix) for line in out.splitlines() if line.startswith(prefix)]
 
 
 # --- open_repo, resolve_base, default_remote ----------------------------------------------
@@ -209,6 +211,19 @@ def test_commit_leaves_a_rebase_in_progress_alone(work: Path) -> None:
     assert (work / ".git" / "rebase-merge").is_dir()
 
 
+def test_a_leaked_git_index_file_cannot_reach_the_users_index(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _make_checkout_messy(work)
+    monkeypatch.setenv("GIT_INDEX_FILE", str(work / ".git" / "index"))  # as inside a hook
+    repo = gitops.open_repo(work)
+    before = snapshot(work)
+    sha = gitsleep_commit(repo)
+    assert snapshot(work) == before
+    changed = run_git(work, "diff-tree", "--no-commit-id", "--name-only", "-r", sha)
+    assert changed == SKILL_PATH
+
+
 def test_commit_changes_only_the_given_paths(work: Path) -> None:
     repo = gitops.open_repo(work)
     base = repo.head.commit.hexsha
@@ -303,7 +318,7 @@ def test_reused_branch_moves_from_its_old_tip(work: Path) -> None:
     first = gitsleep_commit(repo)
     second = gitsleep_commit(repo, start=first, text="more\n")
     assert run_git(work, "rev-parse", f"{second}^") == first
-    third = gitsleep_commit(repo)  # reset to the base: replaces gitsleep's own commits
+    third = gitsleep_commit(repo, text="third\n")  # from the base: replaces gitsleep's commits
     assert run_git(work, "rev-parse", BRANCH) == third
     assert run_git(work, "rev-parse", f"{third}^") == repo.head.commit.hexsha
 
@@ -375,7 +390,8 @@ def test_worktree_left_by_a_killed_run_is_cleaned_by_the_next(work: Path) -> Non
         assert not leftover.exists()
         assert worktree_paths(work) == [str(work), str(tree)]
     assert worktree_paths(work) == [str(work)]
-    assert list((work / ".git" / "worktrees").iterdir()) == []
+    admin_root = work / ".git" / "worktrees"
+    assert not admin_root.exists() or list(admin_root.iterdir()) == []
     assert list((work / ".git" / "gitsleep" / "worktrees").iterdir()) == []
 
 
@@ -503,20 +519,24 @@ def test_inspect_with_an_unreachable_remote_is_a_git_error(work: Path, tmp_path:
 def test_note_is_stored_byte_for_byte_and_pushed(work: Path, origin: Path) -> None:
     repo = gitops.open_repo(work)
     sha = gitsleep_commit(repo)
-    note = json.dumps({"tasks": [{"id": "t1", "response": "line\n\n\nwith gaps  "}]}, indent=2)
+    diagnostics = json.dumps({"tasks": [{"id": "t1", "response": "ok"}]}, indent=2)
+    note = f"{diagnostics}\n\n\n  raw reply with gaps and trailing spaces  \n\n"
     gitops.add_note(repo, sha, note)
     assert gitops.read_note(repo, sha) == note
     result = gitops.push(repo, "origin", BRANCH, None)
     assert result == gitops.PushResult(branch_sha=sha, notes_pushed=True)
-    on_origin = run_git(origin, "notes", "--ref=gitsleep", "show", sha)
-    assert json.loads(on_origin) == json.loads(note)
+    on_origin = subprocess.run(
+        ["git", "notes", "--ref=gitsleep", "show", sha], cwd=origin, capture_output=True,
+        check=True,
+    ).stdout
+    assert on_origin == note.encode("utf-8")
 
 
 def test_push_with_lease_replaces_gitsleeps_own_commit(work: Path, origin: Path) -> None:
     repo = gitops.open_repo(work)
     first = gitsleep_commit(repo)
     gitops.push(repo, "origin", BRANCH, None)
-    second = gitsleep_commit(repo)  # from the base again: not a fast-forward
+    second = gitsleep_commit(repo, text="second\n")  # from the base: not a fast-forward
     gitops.push(repo, "origin", BRANCH, first)
     assert run_git(origin, "rev-parse", BRANCH) == second
 
@@ -570,34 +590,38 @@ def test_rejected_notes_push_merges_the_remote_notes(
     assert result.notes_pushed
     assert run_git(origin, "notes", "--ref=gitsleep", "show", a) == "note a"
     assert run_git(origin, "notes", "--ref=gitsleep", "show", b) == "note b"
+    merge = run_git(origin, "rev-list", "--parents", "-n", "1", gitops.NOTES_REF).split()
+    assert len(merge) == 3  # the second runner merged the first runner's notes
 
 
-def test_two_processes_pushing_notes_at_once_both_land(
-    work: Path, origin: Path, tmp_path: Path
+@pytest.mark.parametrize("same_clone", [False, True], ids=["two-runners", "one-clone"])
+def test_two_processes_noting_and_pushing_at_once_both_land(
+    work: Path, origin: Path, tmp_path: Path, same_clone: bool
 ) -> None:
-    runners = {"a": work, "b": clone(origin, tmp_path / "second-runner")}
-    shas = {}
-    for skill, path in runners.items():
-        repo = gitops.open_repo(path)
-        shas[skill] = gitsleep_commit(repo, branch=f"gitsleep/{skill}")
-        gitops.add_note(repo, shas[skill], f"note {skill}")
+    runners = {"a": work, "b": work if same_clone else clone(origin, tmp_path / "runner-b")}
+    shas = {
+        skill: gitsleep_commit(gitops.open_repo(path), branch=f"gitsleep/{skill}")
+        for skill, path in runners.items()
+    }
     go = tmp_path / "go"
     script = textwrap.dedent(
         """
         import sys, time
         from pathlib import Path
         from gitsleep import gitops
-        repo = gitops.open_repo(sys.argv[1])
+        path, skill, sha, go = sys.argv[1:]
+        repo = gitops.open_repo(path)
         print("ready", flush=True)
-        while not Path(sys.argv[3]).exists():
+        while not Path(go).exists():
             time.sleep(0.002)
-        result = gitops.push(repo, "origin", sys.argv[2], None)
+        gitops.add_note(repo, sha, f"note {skill}")
+        result = gitops.push(repo, "origin", f"gitsleep/{skill}", None)
         print("notes", result.notes_pushed, result.notes_error, flush=True)
         """
     )
     children = [
         subprocess.Popen(
-            [sys.executable, "-c", script, str(path), f"gitsleep/{skill}", str(go)],
+            [sys.executable, "-c", script, str(path), skill, shas[skill], str(go)],
             stdout=subprocess.PIPE, text=True,
         )
         for skill, path in runners.items()
@@ -610,6 +634,7 @@ def test_two_processes_pushing_notes_at_once_both_land(
     assert all("notes True None" in out for out in outputs), outputs
     for skill, sha in shas.items():
         assert run_git(origin, "notes", "--ref=gitsleep", "show", sha) == f"note {skill}"
+        assert run_git(origin, "rev-parse", f"gitsleep/{skill}") == sha
 
 
 def test_two_skills_in_one_clone_keep_both_notes(work: Path, origin: Path) -> None:
@@ -705,6 +730,16 @@ def test_configure_identity_is_local_to_the_repository(work: Path, tmp_path: Pat
     configure_identity(work, "Other", "other@example.com")
     assert run_git(work, "config", "--local", "user.name") == "Other"
     assert run_git(tmp_path, "config", "--global", "user.name", check=False) == ""
+
+
+def test_push_to_an_unreachable_remote_keeps_the_commit(work: Path, tmp_path: Path) -> None:
+    run_git(work, "remote", "add", "gone", str(tmp_path / "no-such-repo.git"))
+    repo = gitops.open_repo(work)
+    sha = gitsleep_commit(repo)
+    with pytest.raises(GitError, match="failed") as caught:
+        gitops.push(repo, "gone", BRANCH, None)
+    assert sha[:12] in str(caught.value)
+    assert run_git(work, "rev-parse", BRANCH) == sha
 
 
 def test_push_of_a_missing_branch_is_a_git_error(work: Path) -> None:

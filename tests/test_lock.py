@@ -171,5 +171,8 @@ def test_lock_of_a_process_killed_with_sigkill_is_taken_over(repo: git.Repo) -> 
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
+        for stream in (holder.stdin, holder.stdout):
+            if stream is not None:
+                stream.close()
     with RepoLock(repo, "brief-writer") as lock:
         assert json.loads(lock.path.read_text(encoding="utf-8"))["pid"] == os.getpid()

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gitsleep.redact import MARKER_PATTERN, REDACTED, Redactor, is_secret_name, secrets_from_env
+from gitsleep.redact import (
+    MARKER_PATTERN,
+    REDACTED,
+    Redactor,
+    is_secret_name,
+    secrets_from_env,
+    trie_pattern,
+)
 
 ALNUM = string.ascii_letters + string.digits
 B64URL = ALNUM + "_-"
@@ -177,7 +184,7 @@ def test_one_megabyte_with_hundreds_of_literals_is_quick() -> None:
     text = ("ordinary log line with numbers 12345 and words\n" * 20000) + secrets[250]
     started = time.perf_counter()
     out = redactor.redact(text)
-    assert time.perf_counter() - started < 5.0
+    assert time.perf_counter() - started < 2.0
     assert out.endswith(REDACTED) and secrets[250] not in out
 
 
@@ -251,3 +258,13 @@ PROSE = st.lists(
 def test_text_without_secrets_is_unchanged(text: str, secret: str) -> None:
     assume(secret not in text)
     assert Redactor([secret]).redact(text) == text
+
+
+@settings(max_examples=150, deadline=None)
+@given(words=st.lists(st.text(alphabet="ab.|(c", min_size=1, max_size=6), min_size=1, max_size=8),
+       text=st.text(alphabet="ab.|(cx", max_size=40))
+def test_the_trie_matches_like_a_longest_first_alternation(words: list[str], text: str) -> None:
+    reference = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+    trie = re.compile(trie_pattern(words))
+    assert trie.sub("#", text) == reference.sub("#", text)
+    assert all(trie.fullmatch(w) for w in words)

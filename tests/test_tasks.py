@@ -226,7 +226,7 @@ def test_yaml_parse_error_has_line(tmp_path: Path) -> None:
         ("[" * 100_000 + "]" * 100_000, "t.json"),
         ('{"id": "a", "prompt": "p", "judge": ' + "[" * 100_000 + "]" * 100_000 + "}\n" * 2,
          "t.jsonl"),
-        ("a: " + "[" * 10_000 + "]" * 10_000, "t.yaml"),
+        ("a: " + "[" * 1_000_000 + "]" * 1_000_000, "t.yaml"),  # crashed libyaml once
     ],
 )
 def test_deep_nesting_is_a_problem_not_a_crash(tmp_path: Path, text: str, name: str) -> None:

@@ -57,7 +57,9 @@ def git(cwd: Path, *args: str, check: bool = True) -> str:
     return done.stdout.rstrip("\n")
 
 
-def configure_identity(path: Path, name: str = "Test Person", email: str = "test@example.com"):
+def configure_identity(
+    path: Path, name: str = "Test Person", email: str = "test@example.com"
+) -> None:
     """Set a committer identity in the repository's own config (never globally)."""
     git(path, "config", "user.name", name)
     git(path, "config", "user.email", email)

@@ -1,0 +1,389 @@
+"""Sections 1 and 2: the model calls an epoch makes against the floor, and a re-run's cost.
+
+The floor is what the epoch's own decisions required, counted from its `EpochResult`
+alone (never from `cost.calls`):
+
+- one answer call per distinct (document version, task id, sample) over every scoring
+  pass: the same version scored twice must come from the cache;
+- one judge call per distinct (task id, sample, answer text) of a rubric task: the judge
+  sees only the task and the answer, so the same answer is judged once;
+- one reflect call per proposal, plus one when its reply needed the parse retry.
+
+A ratio of calls to floor above 1.00 means the cache or the schedule paid twice for
+something it already knew.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gitsleep.backends.base import Backend
+from gitsleep.backends.offline import OfflineBackend
+from gitsleep.cache import ResponseCache
+from gitsleep.config import load_config
+from gitsleep.epoch import run_epoch
+from gitsleep.models import EpochResult, EpochSettings, Task
+from gitsleep.paths import examples_dir
+from gitsleep.tasks import load_skill_tasks
+
+from benchmarks import generate
+
+OFFLINE = "offline"
+UNLIMITED_CALLS = 10**9  # the benchmark measures calls; it must never hit the budget
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The fewest calls an epoch's passes and proposals could have cost."""
+
+    answers: int
+    judges: int
+    proposals: int
+
+    @property
+    def total(self) -> int:
+        return self.answers + self.judges + self.proposals
+
+
+def floor_of(result: EpochResult, tasks: Sequence[Task]) -> Floor:
+    """Count the floor from the passes and proposals of `result` (see module docstring)."""
+    rubric_ids = {t.id for t in tasks if t.judge.kind == "rubric"}
+    answers: set[tuple[str, str, int]] = set()
+    judged: set[tuple[str, int, str]] = set()
+    for scoring in result.passes:
+        for task in scoring.tasks:
+            for sample in task.samples:
+                answers.add((scoring.version, task.task_id, sample.sample))
+                if task.task_id in rubric_ids and sample.answer is not None:
+                    judged.add((task.task_id, sample.sample, sample.answer))
+    proposals = sum(1 + (1 if p.parse_failures else 0) for p in result.proposals)
+    return Floor(len(answers), len(judged), proposals)
+
+
+# -- SkillOpt-Sleep's schedule, modelled -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RoundOutcome:
+    """What one target's round did in our epoch, read as one SkillOpt-Sleep night's step."""
+
+    failures: bool  # train had failures, so the optimizer was asked
+    replied: bool  # some reply held edits (SkillOpt-Sleep asks again after an empty one)
+    trial: bool  # an edit applied, so a candidate was scored on val
+    accepted: bool  # a candidate was accepted
+
+
+def round_outcomes(result: EpochResult, target: str, rounds: int) -> list[RoundOutcome]:
+    """Our epoch's outcome of each round `1..rounds` for `target`.
+
+    Our epoch stops a target early when train has no failures or the optimizer has
+    nothing new; a later night would see the same documents, so it repeats that outcome
+    (asked again with failures left, or not asked at all without them).
+    """
+    outcomes: list[RoundOutcome] = []
+    for round_no in range(1, rounds + 1):
+        proposals = [p for p in result.proposals if p.target == target and p.round == round_no]
+        trials = [t for t in result.trials if t.target == target and t.round == round_no]
+        if proposals:
+            outcomes.append(RoundOutcome(
+                failures=True,
+                replied=any(p.edits or p.dropped for p in proposals),
+                trial=bool(trials),
+                accepted=any(t.accepted for t in trials),
+            ))
+        elif outcomes and outcomes[-1].failures and not outcomes[-1].trial:
+            outcomes.append(RoundOutcome(True, outcomes[-1].replied, False, False))
+        else:
+            outcomes.append(RoundOutcome(False, False, False, False))
+    return outcomes
+
+
+def skillopt_calls(
+    outcomes: Mapping[str, Sequence[RoundOutcome]],
+    sizes: Mapping[str, int],
+    *,
+    nights: int,
+    cache_across_nights: bool,
+) -> int:
+    """The calls SkillOpt-Sleep's consolidation schedule makes for the same work.
+
+    Our model of its schedule (reference: its design brief, sections 6.2 and 1.6):
+    one reflect->gate step per target per night, so our `rounds` become that many
+    nights. Each night, in order:
+
+    1. replay val under the current documents (the gate baseline);
+    2. replay train under them (failures for reflection);
+    3. skill: reflect once (asked again when the reply holds no edit), then, when an
+       edit applied, replay val under the candidate (the trial);
+    4. memory (when there is a memory document): re-replay train under the skill as it
+       now stands, reflect once (again after an empty reply), replay val under the
+       candidate when an edit applied;
+    5. a final replay of val under the final documents;
+    6. the held-out test split, replayed under the final documents.
+
+    The held-out baseline (test under the original documents) is scored once before the
+    first night. Its response cache is keyed by (kind, task, documents, sample) and lives
+    in the process only: a replay already made in the same process is free, so step 5 is
+    always a cache hit and step 4's train re-replay is free unless the skill changed.
+    With `cache_across_nights` False each night is a new process (how its nightly cycle
+    runs): nothing carries over. With True, one process runs every night (its best case).
+    Which steps produce an edit and which candidates are accepted are taken from our
+    epoch's rounds (`round_outcomes`), so both schedules do the same work; the rubric
+    judge calls are folded into `sizes` (an answer plus a judge call per rubric task).
+    Reflect replies are assumed to parse first time (the offline optimizer's do).
+    """
+    cache: set[tuple[str, tuple[int, int]]] = set()
+    total = 0
+    next_version = 0
+
+    def replay(split: str, documents: tuple[int, int]) -> None:
+        nonlocal total
+        if (split, documents) not in cache:
+            cache.add((split, documents))
+            total += sizes[split]
+
+    def new_version() -> int:
+        nonlocal next_version
+        next_version += 1
+        return next_version
+
+    documents = (0, 0)
+    replay("test", documents)  # the held-out baseline, before night 1
+    for night in range(nights):
+        if not cache_across_nights:
+            cache.clear()
+        replay("val", documents)
+        replay("train", documents)
+        for target in outcomes:
+            step = outcomes[target][night]
+            if target == "memory":
+                replay("train", documents)  # train under the skill as it now stands
+            if not step.failures:
+                continue
+            total += 1 if step.replied else 2
+            if step.trial:
+                candidate = ((new_version(), documents[1]) if target == "skill"
+                             else (documents[0], new_version()))
+                replay("val", candidate)
+                if step.accepted:
+                    documents = candidate
+        replay("val", documents)  # the final val replay
+        replay("test", documents)
+    return total
+
+
+def call_sizes(tasks: Sequence[Task], repeats: int) -> dict[str, int]:
+    """Calls one replay of each split costs: answers, plus judge calls for rubric tasks."""
+    sizes = {"train": 0, "val": 0, "test": 0}
+    for task in tasks:
+        sizes[task.split] += (2 if task.judge.kind == "rubric" else 1) * max(1, repeats)
+    return sizes
+
+
+# -- running epochs ------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    """An example to consolidate: its tasks, documents and settings."""
+
+    name: str
+    tasks: list[Task]
+    documents: dict[str, str | None]
+    settings: EpochSettings
+
+    @property
+    def split_counts(self) -> dict[str, int]:
+        return {s: sum(1 for t in self.tasks if t.split == s) for s in ("train", "val", "test")}
+
+
+def demo_workload() -> Workload:
+    """The bundled brief-writer example, with its own config's settings."""
+    root = examples_dir() / "brief-writer"
+    config = load_config(root / ".gitsleep.yml")
+    skill = config.skill("brief-writer")
+    tasks = load_skill_tasks(root, skill)
+    documents: dict[str, str | None] = {
+        "skill": (root / skill.skill).read_text(encoding="utf-8"),
+        "memory": (root / skill.memory).read_text(encoding="utf-8") if skill.memory else None,
+    }
+    return Workload("demo (brief-writer)", tasks, documents, config.epoch_settings())
+
+
+def offline_settings(**changes: Any) -> EpochSettings:
+    """The defaults of `.gitsleep.yml` (rounds 2, proposals 3, edit_budget 4, workers 4)."""
+    base = EpochSettings(model=OFFLINE, optimizer_model=OFFLINE, judge_model=OFFLINE)
+    return dataclasses.replace(base, **changes)
+
+
+def generated_workload(
+    n_train: int = 100, n_val: int = 50, n_test: int = 50, *, rubric_share: float = 0.0
+) -> Workload:
+    tasks = generate.make_tasks(n_train, n_val, n_test, rubric_share=rubric_share)
+    total = n_train + n_val + n_test
+    return Workload(
+        f"generated {total}",
+        tasks,
+        {"skill": generate.SKILL_DOCUMENT, "memory": generate.MEMORY_DOCUMENT},
+        offline_settings(),
+    )
+
+
+@dataclass
+class CallsRow:
+    """One epoch of section 1, measured and modelled."""
+
+    example: str
+    splits: dict[str, int]
+    rounds: int
+    proposals: int
+    calls: int
+    cache_hits: int
+    floor: Floor
+    skillopt_nightly: int
+    skillopt_one_process: int
+    decision: str
+    seconds: float
+    # per target and round that ran: (candidates gated on val, accepted or not)
+    rounds_run: list[tuple[str, int, int, bool]] = field(default_factory=list)
+    changed: bool = False
+
+    @property
+    def ratio(self) -> float:
+        return self.calls / self.floor.total if self.floor.total else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "example": self.example, "splits": self.splits, "rounds": self.rounds,
+            "proposals": self.proposals, "calls": self.calls, "cache_hits": self.cache_hits,
+            "floor": {**dataclasses.asdict(self.floor), "total": self.floor.total},
+            "calls_over_floor": round(self.ratio, 4),
+            "skillopt_nightly": self.skillopt_nightly,
+            "skillopt_nightly_over_ours": round(self.skillopt_nightly / self.calls, 4),
+            "skillopt_one_process": self.skillopt_one_process,
+            "skillopt_one_process_over_ours": round(self.skillopt_one_process / self.calls, 4),
+            "decision": self.decision, "seconds": round(self.seconds, 4),
+            "rounds_run": [
+                {"target": t, "round": r, "candidates": k, "accepted": a}
+                for t, r, k, a in self.rounds_run
+            ],
+            "documents_changed": self.changed,
+        }
+
+
+def measure_epoch(
+    workload: Workload,
+    rounds: int,
+    *,
+    backend_factory: Callable[[], Backend] = OfflineBackend,
+    cache: ResponseCache | None = None,
+) -> tuple[CallsRow, EpochResult]:
+    """Run one epoch and account for every call it made."""
+    settings = dataclasses.replace(workload.settings, rounds=rounds, max_calls=UNLIMITED_CALLS)
+    started = time.perf_counter()
+    result = run_epoch(workload.tasks, workload.documents, settings, backend_factory(),
+                       skill="bench", cache=cache if cache is not None else ResponseCache())
+    seconds = time.perf_counter() - started
+    targets = ["skill"] + (["memory"] if workload.documents.get("memory") is not None else [])
+    outcomes = {t: round_outcomes(result, t, rounds) for t in targets}
+    sizes = call_sizes(workload.tasks, settings.gate.repeats)
+    ran = sorted({(p.target, p.round) for p in result.proposals},
+                 key=lambda tr: (targets.index(tr[0]), tr[1]))
+    rounds_run = [
+        (t, r, sum(1 for g in result.trials if g.target == t and g.round == r),
+         any(g.accepted for g in result.trials if g.target == t and g.round == r))
+        for t, r in ran
+    ]
+    row = CallsRow(
+        example=workload.name,
+        splits=workload.split_counts,
+        rounds=rounds,
+        proposals=settings.proposals,
+        calls=result.cost.calls,
+        cache_hits=result.cost.cache_hits,
+        floor=floor_of(result, workload.tasks),
+        skillopt_nightly=skillopt_calls(outcomes, sizes, nights=rounds,
+                                        cache_across_nights=False),
+        skillopt_one_process=skillopt_calls(outcomes, sizes, nights=rounds,
+                                            cache_across_nights=True),
+        decision=result.decision,
+        seconds=seconds,
+        rounds_run=rounds_run,
+        changed=result.changed,
+    )
+    return row, result
+
+
+def calls_section(workloads: Sequence[Workload], rounds: Sequence[int] = (1, 2, 3)) -> list[CallsRow]:
+    """Section 1: every workload at every round count."""
+    return [measure_epoch(w, r)[0] for w in workloads for r in rounds]
+
+
+# -- section 2: the same epoch again, from the persistent cache ------------------------------
+
+
+@dataclass
+class RerunResult:
+    example: str
+    rounds: int
+    first_calls: int
+    first_seconds: float
+    rerun_calls: int
+    rerun_cache_hits: int
+    rerun_seconds: float
+    same_decision: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def rerun_section(workload: Workload, rounds: int = 3, directory: Path | None = None) -> RerunResult:
+    """Run an epoch with an on-disk cache, then again with a fresh process's (empty) memory."""
+    with tempfile.TemporaryDirectory(prefix="gitsleep-bench-cache-") as tmp:
+        where = directory or Path(tmp)
+        first, first_result = measure_epoch(workload, rounds, cache=ResponseCache(where))
+        again, again_result = measure_epoch(workload, rounds, cache=ResponseCache(where))
+    return RerunResult(
+        example=workload.name,
+        rounds=rounds,
+        first_calls=first.calls,
+        first_seconds=first.seconds,
+        rerun_calls=again.calls,
+        rerun_cache_hits=again.cache_hits,
+        rerun_seconds=again.seconds,
+        same_decision=(first_result.decision == again_result.decision
+                       and first_result.documents == again_result.documents),
+    )
+
+
+# -- the cost formula -------------------------------------------------------------------------
+
+
+@dataclass
+class CostModel:
+    """Per-round averages measured in section 1, for the calls-per-night formula."""
+
+    candidates_per_round: float  # k: candidate documents gated on val per round that ran
+    accept_rate: float  # a: share of rounds that accepted an edit (then train is re-scored)
+
+    def epoch_calls(self, train: int, val: int, test: int, *, rounds: int, proposals: int,
+                    targets: int = 1, changed: float = 1.0) -> float:
+        per_round = proposals + self.candidates_per_round * val + self.accept_rate * train
+        return train + val + test + targets * rounds * per_round + changed * test
+
+
+def cost_model(rows: Sequence[CallsRow]) -> CostModel:
+    ran = [entry for row in rows for entry in row.rounds_run]
+    if not ran:
+        return CostModel(0.0, 0.0)
+    return CostModel(
+        candidates_per_round=sum(k for _, _, k, _ in ran) / len(ran),
+        accept_rate=sum(1 for *_, a in ran if a) / len(ran),
+    )
+

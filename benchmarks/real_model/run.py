@@ -1,0 +1,267 @@
+"""Real small models on the bundled examples: does an epoch help, and what does it cost?
+
+Opt-in. It needs an OpenAI-compatible server (see README.md in this folder) and its URL:
+
+    GITSLEEP_TEST_LLM_URL=http://127.0.0.1:8765/v1 .venv/bin/python benchmarks/real_model/run.py
+
+Without that variable it prints why it skipped and exits 0, so it is safe anywhere.
+
+Each run is one epoch of the pure core (`gitsleep.epoch.run_epoch`) on an example's
+tasks and documents, read from the working tree, with the 0.5B model answering and the
+1.5B model proposing. Runs differ only in the optimizer's seed: the reflection prompt
+fixes its seed per proposal, so a thin backend wrapper shifts the seed of `propose`
+calls by the run seed. Agent answers are greedy (temperature 0), so they are memoised
+across runs: a document version is answered once, whichever seed first needs it.
+`calls` is what the epoch counted; `server calls` is what reached the server.
+
+Results go to `results.json` and `results.md` (rewritten after every run, so a stopped
+benchmark still leaves its numbers) and every raw optimizer reply to `raw/`, with the
+context it was given, ready to become a test fixture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.backends.openai_compat import OpenAIBackend
+from gitsleep.config import Config, load_config
+from gitsleep.epoch import run_epoch
+from gitsleep.models import Answer, EpochResult, Task
+from gitsleep.paths import examples_dir
+from gitsleep.run import read_inputs
+
+URL_ENV = "GITSLEEP_TEST_LLM_URL"
+HERE = Path(__file__).resolve().parent
+EXAMPLES = ("brief-writer", "incident-notes")
+SEED_STRIDE = 7919  # a prime: shifted seeds of different runs never meet
+
+
+@dataclass
+class ServerLog:
+    """What actually reached the server, shared by every run."""
+
+    answers: dict[str, Answer] = field(default_factory=dict)  # greedy agent answers
+    calls: int = 0
+    replies: list[dict[str, Any]] = field(default_factory=list)  # propose replies, this run
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class SeededBackend(Backend):
+    """A real backend with the optimizer's seed shifted and greedy answers memoised."""
+
+    name = "openai"
+
+    def __init__(self, inner: Backend, run_seed: int, log: ServerLog,
+                 tasks: dict[str, Task]) -> None:
+        self.inner = inner
+        self.run_seed = run_seed
+        self.log = log
+        self.tasks = tasks
+
+    def complete(self, call: ModelCall) -> Answer:
+        memo_key = call.cache_key() if call.purpose == "answer" and call.temperature == 0 else ""
+        if memo_key:
+            with self.log.lock:
+                hit = self.log.answers.get(memo_key)
+            if hit is not None:
+                return Answer(hit.text, None, 0, 0)  # tokens were counted when first spent
+        sent = call
+        if call.purpose == "propose" and call.seed is not None:
+            sent = replace(call, seed=call.seed + SEED_STRIDE * self.run_seed)
+        answer = self.inner.complete(sent)
+        with self.log.lock:
+            self.log.calls += 1
+            if memo_key and answer.ok:
+                self.log.answers[memo_key] = answer
+            if call.purpose == "propose":
+                self.log.replies.append(self._reply_record(sent, answer))
+        return answer
+
+    def _reply_record(self, call: ModelCall, answer: Answer) -> dict[str, Any]:
+        context = dict(call.context or {})
+        shown = [f["task_id"] for f in context.get("failures", [])]
+        return {
+            "model": call.model,
+            "seed": call.seed,
+            "retry": len(call.messages) > 2,
+            "text": answer.text,
+            "error": answer.error,
+            "completion_tokens": answer.completion_tokens,
+            "context": {**context, "task_prompts": [self.tasks[t].prompt for t in shown]},
+        }
+
+    def close(self) -> None:
+        """The epoch closes its backend; the shared client stays open for the next run."""
+
+
+def bench_config(example: str, args: argparse.Namespace, url: str) -> Config:
+    """The example's config with the real models and benchmark-sized settings."""
+    config = load_config(examples_dir() / example / ".gitsleep.yml")
+    data = config.model_dump()
+    data.update(
+        backend="openai", base_url=url, model=args.agent_model,
+        optimizer_model=args.optimizer_model, judge_model=args.optimizer_model,
+        rounds=args.rounds, proposals=args.proposals, edit_budget=args.edit_budget,
+        workers=1,  # a llama.cpp server answers one request at a time anyway
+        timeout=args.timeout, max_retries=1, cache=False,
+        budget={"max_calls": args.max_calls, "max_tokens": 2_000_000},
+    )
+    return Config.model_validate(data)
+
+
+def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: Backend,
+            log: ServerLog) -> tuple[dict[str, Any], EpochResult]:
+    config = bench_config(example, args, url)
+    skill = config.skills[0]
+    tasks, documents = read_inputs(examples_dir() / example, skill)
+    backend = SeededBackend(inner, seed, log, {t.id: t for t in tasks})
+    calls_before = log.calls
+    log.replies = []
+    started = time.monotonic()
+    result = run_epoch(tasks, documents, config.epoch_settings(), backend, skill=skill.name,
+                       progress=lambda line: print(f"  [{example} seed {seed}] {line}",
+                                                   flush=True))
+    wall = time.monotonic() - started
+    proposals = result.proposals
+    row = {
+        "example": example,
+        "seed": seed,
+        "decision": result.decision,
+        "reason": result.reason,
+        "val": {"baseline": result.val.baseline, "candidate": result.val.candidate,
+                "n": result.val.n},
+        "test": {"baseline": result.test.baseline, "candidate": result.test.candidate,
+                 "n": result.test.n},
+        "accepted_edits": [o.edit.summary() for o in result.applied],
+        "rejected_edits": [f"{o.edit.summary()}: {o.reason}" for o in result.rejected],
+        "dropped_edits": [f"{o.edit.summary()}: {o.reason}" for o in result.unmatched],
+        "proposals": len(proposals),
+        "parse_failures": sum(p.parse_failures for p in proposals),
+        "proposal_errors": [p.error for p in proposals if p.error],
+        "edits_parsed": sum(len(p.edits) for p in proposals),
+        "calls": result.cost.calls,
+        "server_calls": log.calls - calls_before,
+        "call_errors": result.cost.errors,
+        "prompt_tokens": result.cost.prompt_tokens,
+        "completion_tokens": result.cost.completion_tokens,
+        "wall_seconds": round(wall, 1),
+        "errors": result.errors[:10],
+    }
+    save_replies(args.out / "raw", example, seed, log.replies)
+    return row, result
+
+
+def save_replies(folder: Path, example: str, seed: int, replies: Sequence[dict[str, Any]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, reply in enumerate(replies, start=1):
+        stem = f"{example}-seed{seed}-{number:02d}{'-retry' if reply['retry'] else ''}"
+        (folder / f"{stem}.txt").write_text(reply["text"] or "", encoding="utf-8")
+        meta = {k: v for k, v in reply.items() if k != "text"}
+        (folder / f"{stem}.context.json").write_text(
+            json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Agent `{meta['agent_model']}`, optimizer `{meta['optimizer_model']}`, "
+        f"{meta['rounds']} round(s) x {meta['proposals']} proposal(s), edit budget "
+        f"{meta['edit_budget']}, max_calls {meta['max_calls']}, metric mixed.",
+        "",
+        "| example | seed | decision | val before -> after | held-out before -> after "
+        "| accepted edits | parse failures | calls (server) | wall |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        edits = "<br>".join(e.replace("|", "\\|") for e in r["accepted_edits"]) or "none"
+        lines.append(
+            f"| {r['example']} | {r['seed']} | {r['decision']} "
+            f"| {_score(r['val']['baseline'])} -> {_score(r['val']['candidate'])} "
+            f"| {_score(r['test']['baseline'])} -> {_score(r['test']['candidate'])} "
+            f"| {edits} | {r['parse_failures']} | {r['calls']} ({r['server_calls']}) "
+            f"| {r['wall_seconds'] / 60:.1f} min |"
+        )
+    if meta.get("skipped"):
+        lines += ["", f"Not run (time limit reached): {', '.join(meta['skipped'])}."]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--examples", nargs="+", default=list(EXAMPLES), choices=EXAMPLES)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--agent-model", default=os.environ.get("GITSLEEP_TEST_LLM_AGENT",
+                                                                "qwen0.5b"))
+    parser.add_argument("--optimizer-model", default=os.environ.get(
+        "GITSLEEP_TEST_LLM_OPTIMIZER", "qwen1.5b"))
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--proposals", type=int, default=2)
+    parser.add_argument("--edit-budget", type=int, default=4)
+    # baseline 27 + 2 proposals (with retries) + 2 val gates + single-edit gates + train
+    # re-score + held-out: about 90 for one round of two proposals.
+    parser.add_argument("--max-calls", type=int, default=120)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per call")
+    parser.add_argument("--time-limit", type=float, default=75.0,
+                        help="minutes; no new run starts after this")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    url = os.environ.get(URL_ENV, "").strip()
+    if not url:
+        print(f"skipped: set {URL_ENV} to an OpenAI-compatible endpoint, for example "
+              "http://127.0.0.1:8765/v1 (see benchmarks/real_model/README.md)")
+        return 0
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    inner = OpenAIBackend(api_key="local-server-needs-no-key", base_url=url,
+                          timeout=args.timeout, max_retries=1)
+    log = ServerLog()
+    meta: dict[str, Any] = {
+        "url": url, "agent_model": args.agent_model, "optimizer_model": args.optimizer_model,
+        "rounds": args.rounds, "proposals": args.proposals, "edit_budget": args.edit_budget,
+        "max_calls": args.max_calls, "seeds": args.seeds, "skipped": [],
+    }
+    rows: list[dict[str, Any]] = []
+    started = time.monotonic()
+    plan = [(example, seed) for seed in args.seeds for example in args.examples]
+    for example, seed in plan:
+        if time.monotonic() - started > args.time_limit * 60:
+            meta["skipped"].append(f"{example} seed {seed}")
+            continue
+        print(f"{example} seed {seed}: starting", flush=True)
+        row, _ = one_run(example, seed, args, url, inner, log)
+        rows.append(row)
+        print(f"{example} seed {seed}: {row['decision']}: {row['reason']}", flush=True)
+        meta["total_wall_seconds"] = round(time.monotonic() - started, 1)
+        write_results(args.out, rows, meta)
+    meta["total_wall_seconds"] = round(time.monotonic() - started, 1)
+    write_results(args.out, rows, meta)
+    inner.close()
+    print(markdown(rows, meta))
+    return 0
+
+
+def write_results(out: Path, rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> None:
+    (out / "results.json").write_text(
+        json.dumps({"meta": meta, "runs": list(rows)}, indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8")
+    (out / "results.md").write_text(markdown(rows, meta), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Real optimizer replies, recorded from Qwen2.5-Coder 1.5B on a local llama.cpp server.
+
+Each `tests/fixtures/replies/recorded/<name>.txt` is one raw reply, byte for byte, from
+`benchmarks/real_model/run.py`; `<name>.json` beside it holds the context the optimizer
+was given (failing checks, task prompts, current rules, budget) and, written by hand
+after reading the reply, what a person would take from it: the edits, which of them are
+real rules, and why the others are not. The test runs the same two steps an epoch runs
+(`parse_reply`, then `check_hygiene`) and compares.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitsleep.models import Check
+from gitsleep.proposals import check_hygiene, parse_reply
+
+RECORDED = Path(__file__).parent / "fixtures" / "replies" / "recorded"
+NAMES = sorted(p.stem for p in RECORDED.glob("*.txt"))
+
+
+def load(name: str) -> tuple[str, dict[str, Any]]:
+    raw = (RECORDED / f"{name}.txt").read_text(encoding="utf-8")
+    spec = json.loads((RECORDED / f"{name}.json").read_text(encoding="utf-8"))
+    return raw, spec
+
+
+def failing_checks(context: dict[str, Any]) -> list[Check]:
+    """The distinct failed checks of the failures shown, as reflect computes them."""
+    seen: list[Check] = []
+    for failure in context["failures"]:
+        for op, arg in failure["failed"]:
+            check = Check(op, arg)
+            if check not in seen:
+                seen.append(check)
+    return seen
+
+
+def edit_fields(edit: Any) -> dict[str, str]:
+    return {"op": edit.op, "content": edit.content, "anchor": edit.anchor}
+
+
+def test_there_are_enough_recorded_replies_and_each_has_its_expectations():
+    assert len(NAMES) >= 8
+    for name in NAMES:
+        _raw, spec = load(name)
+        assert {"source", "context", "expect"} <= spec.keys(), name
+        assert spec["expect"].get("why"), f"{name}: say what a reader sees in the reply"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parse_reply_reads_what_a_person_reads(name: str) -> None:
+    raw, spec = load(name)
+    context, expect = spec["context"], spec["expect"]
+    parsed = parse_reply(raw, target=context["target"], budget=context["budget"])
+    if expect["parse_error"]:
+        assert parsed.error, f"{name}: expected no readable edits"
+        assert parsed.edits == []
+    else:
+        assert parsed.error is None, f"{name}: {parsed.error}"
+    assert [edit_fields(e) for e in parsed.edits] == [
+        {"op": e["op"], "content": e.get("content", ""), "anchor": e.get("anchor", "")}
+        for e in expect["edits"]
+    ]
+    assert len(parsed.dropped) == expect.get("dropped_by_parser", 0), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hygiene_keeps_the_real_rules_and_names_what_is_wrong_with_the_rest(name: str) -> None:
+    raw, spec = load(name)
+    context, expect = spec["context"], spec["expect"]
+    parsed = parse_reply(raw, target=context["target"], budget=context["budget"])
+    kept, rejected = check_hygiene(
+        parsed.edits,
+        failing_checks=failing_checks(context),
+        task_prompts=context["task_prompts"],
+        current_rules=context["rules"],
+        max_chars=500,
+    )
+    assert [e.content for e in kept] == expect["kept"], name
+    reasons = {o.edit.content: o.reason for o in rejected}
+    assert set(reasons) == set(expect["rejected"]), name
+    for content, words in expect["rejected"].items():
+        assert words in reasons[content], f"{name}: {content!r} rejected for {reasons[content]!r}"

@@ -1,0 +1,377 @@
+"""`gitsleep validate`: every check, output formats, exit codes, offline and fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gitsleep.cli import main
+
+START = "<!-- gitsleep:learned:start -->"
+END = "<!-- gitsleep:learned:end -->"
+TASKS = "evals/writer/tasks.jsonl"
+HELD_OUT = "evals/writer/held-out.jsonl"
+SKILL = "skills/writer/SKILL.md"
+CONFIG = f"""\
+version: 1
+backend: offline
+skills:
+  - name: writer
+    skill: {SKILL}
+    memory: AGENTS.md
+    tasks:
+      - path: {TASKS}
+        split: auto
+      - path: {HELD_OUT}
+        split: test
+"""
+SKILL_TEXT = f"""\
+---
+name: writer
+description: Writes short briefs.
+---
+
+# Writer
+
+Write plainly.
+
+{START}
+## Learned rules
+- Always include "Risks"
+{END}
+"""
+
+
+def rule(*checks: tuple[str, object]) -> dict:
+    return {"kind": "rule", "checks": [{"op": op, "arg": arg} for op, arg in checks]}
+
+
+GOOD = rule(("contains", "Risks"), ("max_chars", 400))
+
+
+def record(tid: str, split: str | None = None, judge: dict | None = None,
+           prompt: str | None = None) -> str:
+    data = {"id": tid, "prompt": prompt or f"Write a brief about {tid}.", "judge": judge or GOOD}
+    if split:
+        data["split"] = split
+    return json.dumps(data) + "\n"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository whose gitsleep setup is clean."""
+    files = {
+        ".gitsleep.yml": CONFIG,
+        SKILL: SKILL_TEXT,
+        "AGENTS.md": "# Agents\n\nBe kind.\n",
+        TASKS: record("t1", "train") + record("v1", "val") + record("t2", "train"),
+        HELD_OUT: record("h1") + record("h2"),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
+    """Run the real CLI entry point in-process: (exit code, stdout, stderr)."""
+    try:
+        main(["--repo", str(repo), *args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_clean_repo_passes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, repo, "validate")
+    assert (code, out) == (0, "")
+    assert "gitsleep validate: no problems (1 skill(s), 5 task(s), 4 file(s))" in err
+
+
+def test_problem_lines_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / TASKS).write_text(record("t1", "train")
+                              + record("v1", "val", rule(("regex", "[Cc]onfidence(")))
+                              + record("t2", "val"))
+    code, out, err = run(capsys, repo, "validate")
+    assert code == 1
+    assert out.splitlines() == [
+        f"{TASKS}:2: GS123 task 'v1': check 1: invalid regex '[Cc]onfidence(': "
+        "missing ), unterminated subpattern at position 13"
+    ]
+    assert "1 error(s), 0 warning(s)" in err
+
+
+def test_json_format(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / TASKS).write_text(record("t1", "train") + record("v1", "val")
+                              + record("t1", "train", prompt="again"))
+    code, out, _ = run(capsys, repo, "validate", "--format", "json")
+    assert code == 1
+    assert json.loads(out) == [{
+        "path": TASKS, "line": 3, "code": "GS112", "severity": "error",
+        "message": f"duplicate task id 't1' (first at {TASKS}:1): ids must be unique within a "
+                   "skill; rename one",
+    }]
+
+
+def test_warnings_alone_are_clean(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / TASKS).write_text(record("t1", "train", rule(("max_chars", 10)))
+                              + record("v1", "val"))
+    code, out, err = run(capsys, repo, "validate")
+    assert code == 0
+    assert f"{TASKS}:1: GS128 warning: task 't1': judge only checks the answer's shape" in out
+    assert "0 error(s), 1 warning(s)" in err
+
+
+def test_no_config_or_bad_config_cannot_run(
+    tmp_path: Path, repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, tmp_path / "empty", "validate")
+    assert code == 2 and "gitsleep: error:" in err and "not found" in err
+    (repo / ".gitsleep.yml").write_text(CONFIG + "gate:\n  metrc: hard\n")
+    code, _, err = run(capsys, repo, "validate")
+    assert code == 2
+    assert ".gitsleep.yml:13: gate.metrc: unknown key: did you mean 'metric'?" in err
+
+
+def test_paths_limit_the_report(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / TASKS).write_text(record("t1", "train") + record("v1", "val", {"kind": "x"}))
+    (repo / HELD_OUT).write_text(record("h1", judge={"kind": "y"}))
+    code, out, _ = run(capsys, repo, "validate", str(repo / HELD_OUT))
+    assert code == 1 and out.startswith(f"{HELD_OUT}:1: GS121") and TASKS not in out
+    code, out, _ = run(capsys, repo, "validate", str(repo / SKILL))
+    assert (code, out) == (0, "")
+
+
+# --- documents -------------------------------------------------------------------------------
+
+
+def test_missing_documents(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / SKILL).unlink()
+    (repo / "AGENTS.md").unlink()
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1
+    assert out.splitlines() == [
+        f"{SKILL}: GS200 document not found: create it or fix the path",
+        "AGENTS.md: GS200 document not found: create it or fix the path",
+    ]
+
+
+def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "AGENTS.md").write_bytes(b"# Agents\n\ncaf\xe9\n")
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1 and out.startswith("AGENTS.md:3: GS201 document is not valid UTF-8")
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "expected"),
+    [
+        ("---\nname: writer\n", ":1: GS202 frontmatter opens with '---' but never closes"),
+        ("---\nname: [writer\n---\n", ":3: GS202 frontmatter: YAML does not parse"),
+        ("---\n- a\n---\n", ":2: GS202 frontmatter must be a mapping"),
+        ("---\ndescription: d\n---\n", ":1: GS203 frontmatter has no 'name'"),
+        ("---\nname: Writer_Bot\ndescription: d\n---\n",
+         ":2: GS203 frontmatter name 'Writer_Bot' must be 1-64 lowercase letters"),
+        ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", ":2: GS203"),
+        ("---\nname: writer\n---\n", ":1: GS204 frontmatter has no 'description'"),
+        ("---\nname: writer\ndescription: ''\n---\n", ":3: GS204 frontmatter description must"),
+        ("---\nname: writer\ndescription: " + "d" * 1025 + "\n---\n", ":3: GS204"),
+    ],
+)
+def test_frontmatter_problems(
+    repo: Path, capsys: pytest.CaptureFixture[str], frontmatter: str, expected: str
+) -> None:
+    (repo / SKILL).write_text(frontmatter + "\n# Writer\n")
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1 and out.startswith(SKILL + expected)
+
+
+def test_documents_without_frontmatter_are_fine(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / SKILL).write_text("# Writer\n\nNo frontmatter here.\n")
+    assert run(capsys, repo, "validate")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (f"{START}\n- a\n{START}\n- b\n{END}\n", ":3: GS210 nested learned-block markers"),
+        (f"{START}\n- a\n{END}\n{START}\n{END}\n", ":4: GS210 duplicated learned-block markers"),
+        (f"{END}\n- a\n{START}\n", ":1: GS210 learned-block end marker comes before the start"),
+        (f"{START}\n- a\n", ":1: GS210 learned block has a start marker but no"),
+        (f"- a\n{END}\n", ":2: GS210 learned block has an end marker but no"),
+        (f"{START} - a\n{END}\n", ":1: GS210 learned-block marker must stand alone"),
+    ],
+)
+def test_corrupt_learned_block(
+    repo: Path, capsys: pytest.CaptureFixture[str], body: str, expected: str
+) -> None:
+    (repo / "AGENTS.md").write_text(body)
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1 and out.startswith("AGENTS.md" + expected)
+
+
+def test_block_over_its_configured_size(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / ".gitsleep.yml").write_text(CONFIG + "learned_block: {max_lines: 2, max_chars: 60}\n")
+    (repo / "AGENTS.md").write_text(f"# A\n{START}\n- one\n- two\n- three\n{END}\n")
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1
+    assert "AGENTS.md:2: GS210 learned block has 3 rules, over the limit of 2" in out
+
+
+def test_hand_edits_inside_a_sound_block_are_fine(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edited = SKILL_TEXT.replace('- Always include "Risks"',
+                                "- My own rule, typed by hand\n\nSome prose too.")
+    (repo / SKILL).write_text(edited)
+    assert run(capsys, repo, "validate")[0] == 0
+
+
+# --- secrets ---------------------------------------------------------------------------------
+
+TOKENS = {
+    "an OpenAI API key": "sk-" + "proj-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9",
+    "a GitHub token": "gh" + "p_" + "A1b2C3d4" * 5,
+    "a GitHub fine-grained token": "github" + "_pat_" + "11ABCDEFG0" * 4,
+    "an AWS access key id": "AKIA" + "IOSFODNN7EXAMPLE",
+    "a Slack token": "xox" + "b-" + "123456789012-abcdefABCDEF",
+    "a private key": "-----BEGIN RSA " + "PRIVATE KEY-----",
+    "a JSON Web Token": "eyJ" + "hbGciOiJIUzI1NiJ9.eyJ" + "zdWIiOiIxMjM0In0.abcDEF123_-xyz",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TOKENS))
+def test_token_shapes_in_task_files_are_errors(
+    repo: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    token = TOKENS[kind]
+    (repo / HELD_OUT).write_text(record("h1") + record("h2", prompt=f"Use {token} to log in."))
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1
+    assert out.startswith(f"{HELD_OUT}:2: GS300 contains what looks like")
+    assert "remove it from the task file" in out
+    assert token not in out and token[:12] not in out, "the secret is never printed"
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "GITHUB_TOKEN", "GH_TOKEN"])
+def test_values_of_credential_variables_are_errors(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    secret = "plainpassword42"
+    monkeypatch.setenv(name, secret)
+    (repo / TASKS).write_text(record("t1", "train") + record("v1", "val", prompt=secret))
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1 and out == f"{TASKS}:2: GS300 contains the value of ${name}: remove it " \
+                                "from the task file (and rotate the credential)\n"
+
+
+def test_custom_api_key_env_and_short_values(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / ".gitsleep.yml").write_text(CONFIG + "api_key_env: MY_LLM_KEY\n")
+    monkeypatch.setenv("MY_LLM_KEY", "hunter2-hunter2")
+    monkeypatch.setenv("GH_TOKEN", "short")  # under 8 characters: too common to look for
+    (repo / TASKS).write_text(record("t1", "train", prompt="short and hunter2-hunter2")
+                              + record("v1", "val"))
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1 and out.count("GS300") == 1 and "$MY_LLM_KEY" in out
+
+
+def test_ordinary_text_is_not_a_secret(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prompt = ("Compare sk-learn-pipeline-configuration with task-runner settings; the "
+              "AKIA prefix and eyJ strings are discussed; mention -----BEGIN PUBLIC KEY-----.")
+    (repo / TASKS).write_text(record("t1", "train", prompt=prompt) + record("v1", "val"))
+    assert run(capsys, repo, "validate")[:2] == (0, "")
+
+
+# --- the learned-block hook mode ---------------------------------------------------------------
+
+
+def test_learned_block_only_checks_configured_documents(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "README.md").write_text(f"Markers look like `{START}` and `{END}` reversed:\n{END}\n")
+    code, out, err = run(capsys, repo, "validate", "--learned-block-only", "README.md", SKILL)
+    assert (code, out) == (0, ""), "a README that quotes the markers is not a skill document"
+    assert "1 document(s)" in err
+    (repo / SKILL).write_text(SKILL_TEXT.replace(END, "<!-- gitsleep:learned:ned -->"))
+    code, out, _ = run(capsys, repo, "validate", "--learned-block-only", "README.md", SKILL)
+    assert code == 1 and out.startswith(f"{SKILL}:13: GS210 malformed learned-block marker")
+
+
+def test_learned_block_only_without_paths_checks_all_documents(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "AGENTS.md").write_text(f"{START}\n{START}\n{END}\n")
+    code, out, _ = run(capsys, repo, "validate", "--learned-block-only")
+    assert code == 1 and out.startswith("AGENTS.md:2: GS210")
+    (repo / TASKS).write_text("not even json")  # task files are not this mode's business
+    (repo / "AGENTS.md").write_text("# fine\n")
+    assert run(capsys, repo, "validate", "--learned-block-only")[0] == 0
+
+
+def test_learned_block_only_without_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "doc.md").write_text(f"{END}\n{START}\n")
+    (tmp_path / "ok.md").write_text(f"{START}\n- rule\n{END}\n")
+    code, out, _ = run(capsys, tmp_path, "validate", "--learned-block-only",
+                       str(tmp_path / "doc.md"), str(tmp_path / "ok.md"))
+    assert code == 1 and out.startswith("doc.md:1: GS210") and "ok.md" not in out
+    code, _, err = run(capsys, tmp_path, "validate", "--learned-block-only")
+    assert code == 2 and "pass the Markdown files to check" in err
+
+
+# --- offline and fast ------------------------------------------------------------------------
+
+
+def test_validate_opens_no_socket(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class NoSocket(socket.socket):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("validate opened a socket")
+
+    monkeypatch.setattr(socket, "socket", NoSocket)
+    monkeypatch.setattr(socket, "create_connection", NoSocket)
+    (repo / TASKS).write_text(record("t1", "train") + record("v1", "val", {"kind": "x"}))
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1 and "GS121" in out
+
+
+def test_500_tasks_validate_fast_without_heavy_imports(tmp_path: Path, repo: Path) -> None:
+    lines = [record(f"t{i}", judge=rule(("contains", "Risks"), ("regex", r"[Cc]onfidence\s*:"),
+                                        ("max_chars", 300), ("no_refusal", None)))
+             for i in range(400)]
+    (repo / TASKS).write_text("".join(lines).replace(', "arg": null', ""))
+    (repo / HELD_OUT).write_text("".join(record(f"h{i}") for i in range(100)))
+    probe = textwrap.dedent(f"""
+        import sys, time
+        start = time.perf_counter()
+        from gitsleep.cli import main
+        try:
+            main(["--repo", {str(repo)!r}, "validate"])
+        except SystemExit as exc:
+            code = exc.code
+        elapsed = time.perf_counter() - start
+        heavy = sorted({{m.split(".")[0] for m in sys.modules}}
+                       & {{"openai", "github", "git", "httpx", "httpx2", "requests"}})
+        print(code, round(elapsed, 3), heavy)
+    """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, check=True)
+    code, elapsed, heavy = result.stdout.split(" ", 2)
+    assert "500 task(s)" in result.stderr
+    assert code == "0", result.stderr
+    assert heavy.strip() == "[]", "validate must not import model, git or forge clients"
+    assert float(elapsed) < 1.0
