@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import generate
 from gitsleep.backends.base import Backend
 from gitsleep.backends.offline import OfflineBackend
 from gitsleep.cache import ResponseCache
@@ -32,10 +33,8 @@ from gitsleep.models import EpochResult, EpochSettings, Task
 from gitsleep.paths import examples_dir
 from gitsleep.tasks import load_skill_tasks
 
-from benchmarks import generate
-
 OFFLINE = "offline"
-UNLIMITED_CALLS = 10**9  # the benchmark measures calls; it must never hit the budget
+UNLIMITED = 10**12  # the benchmark measures calls and tokens; it must never hit a budget
 
 
 @dataclass(frozen=True)
@@ -285,7 +284,8 @@ def measure_epoch(
     cache: ResponseCache | None = None,
 ) -> tuple[CallsRow, EpochResult]:
     """Run one epoch and account for every call it made."""
-    settings = dataclasses.replace(workload.settings, rounds=rounds, max_calls=UNLIMITED_CALLS)
+    settings = dataclasses.replace(workload.settings, rounds=rounds, max_calls=UNLIMITED,
+                                   max_tokens=UNLIMITED)
     started = time.perf_counter()
     result = run_epoch(workload.tasks, workload.documents, settings, backend_factory(),
                        skill="bench", cache=cache if cache is not None else ResponseCache())

@@ -506,10 +506,10 @@ def pr_body(
         if before == after:
             continue
         text = redactor.redact(block_diff(redactor.redact(before), redactor.redact(after), target))
-        diff_parts += [f"**{prose.text(target, 20)} document**", "", md.fence(
-            md.clip(text, 20000), "diff"), ""]
+        diff_parts += [*([""] if diff_parts else []), f"**{prose.text(target, 20)} document**",
+                       "", md.fence(md.clip(text, 20000), "diff")]
     if diff_hint:
-        diff_parts.append(prose.text(diff_hint, 500))
+        diff_parts += [*([""] if diff_parts else []), prose.text(diff_hint, 500)]
     # Optional sections, least important last: they are dropped from the end when the
     # body would not fit even without per-task rows.
     optional: list[tuple[str, list[str]]] = []

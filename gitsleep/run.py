@@ -217,7 +217,12 @@ class GitOptions:
 
 
 def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillOutcome:
-    """One skill through git: returns its outcome; raises GitsleepError for bad input."""
+    """One skill through git: returns its outcome; raises GitsleepError for bad input.
+
+    A branch that already records these inputs is up to date: no model call, no commit.
+    If an earlier run was killed after its commit but before its push or its pull request,
+    the epoch is replayed from the response cache (no model call) to finish that work.
+    """
     from gitsleep import gitops
     from gitsleep.lock import RepoLock
 
@@ -232,7 +237,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
         for relative in filter(None, (skill.skill, skill.memory)):
             require_tracked(repo, base.sha, relative)
         # Every epoch starts from the base: an earlier gitsleep commit on the branch is
-        # superseded, so the branch is always the base plus one reviewed-sized commit.
+        # superseded, so the branch is always the base plus one reviewable commit.
         with gitops.temporary_worktree(repo, branch, base.sha) as tree:
             tree = Path(tree)
             tasks, documents = read_inputs(tree, skill)
@@ -242,36 +247,89 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                 "Gitsleep-Model": _models(setup),
                 "Gitsleep-Inputs": inputs_digest(setup.config, skill, tree, documents),
             }
-            if gitops.is_up_to_date(
+            done = gitops.is_up_to_date(
                 state.last_trailers, base_sha=base.sha, tasks_digest=digests["Gitsleep-Tasks"],
                 inputs_digest=digests["Gitsleep-Inputs"],
-            ):
+            )
+            unpushed = bool(remote and options.push is not False and state.local_tip
+                            and state.local_tip != state.remote_tip)
+            if done and not unpushed and not _pr_missing(setup, repo, remote, branch, state,
+                                                         options):
                 return _up_to_date(setup, skill, branch, state)
+            if done:
+                setup.say(f"{skill.name}: finishing an interrupted run (push / pull request); "
+                          "replaying the epoch from the cache")
             result = epoch_for(setup, skill, tasks, documents)
             extra = {"base": base.sha, "branch": branch, **digests}
             path, data = write_report(setup, result, options.output_dir, extra)
             message = report.commit_message(result, digests, setup.redactor)
             outcome = SkillOutcome(skill.name, {}, result.abort_code, result,
                                    commit_message=message)
-            commit = None
-            if result.decision == "accepted" and result.changed:
-                for target, (_, after) in result.documents.items():
-                    relative = skill.skill if target == "skill" else skill.memory
-                    (tree / relative).write_bytes(after.encode("utf-8"))
-                paths = [p for p in (skill.skill, skill.memory) if p]
-                commit = gitops.commit_documents(repo, tree, branch, paths, message)
-                gitops.add_note(repo, commit, report.dumps_diagnostics(data), NOTES_REF)
-                setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
+            if done:
+                commit = state.last_gitsleep_commit
+            else:
+                commit = _commit(setup, repo, tree, skill, branch, result, message, data)
         pushed = False
-        if commit and remote and options.push is not False:
+        if remote and options.push is not False and (commit and not done or unpushed):
             gitops.push(repo, remote, branch, state.remote_tip)
             pushed = True
             setup.say(f"{skill.name}: pushed {branch} to {remote}")
-        pr = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote, repo, options,
-                      pushed=pushed, outcome=outcome)
+        pr = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote, repo,
+                      options, pushed=pushed, outcome=outcome)
     outcome.summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
                                           diagnostics_path=path, redactor=setup.redactor)
     return outcome
+
+
+def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str,
+            result: EpochResult, message: str, data: Mapping[str, Any]) -> str | None:
+    """Write the accepted documents into the worktree, commit them, attach the note."""
+    from gitsleep import gitops
+
+    if result.decision != "accepted" or not result.changed:
+        return None
+    for target, (_, after) in result.documents.items():
+        relative = skill.skill if target == "skill" else skill.memory
+        (tree / relative).write_bytes(after.encode("utf-8"))
+    paths = [p for p in (skill.skill, skill.memory) if p]
+    commit = gitops.commit_documents(repo, tree, branch, paths, message)
+    gitops.add_note(repo, commit, report.dumps_diagnostics(data), NOTES_REF)
+    setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
+    return commit
+
+
+def _trailer_improved(trailers: Mapping[str, str], min_delta: float) -> bool:
+    """Whether the recorded epoch would open a PR: held-out, else val, strictly improved."""
+    for key in ("Gitsleep-Test", "Gitsleep-Val"):
+        scores = _scores_from_trailer(trailers.get(key))
+        before, after = scores["baseline"], scores["candidate"]
+        if before is not None and after is not None:
+            return after > before + min_delta
+    return False
+
+
+def _pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state: Any,
+                options: GitOptions) -> bool:
+    """An improving recorded epoch whose PR was never opened (a run killed before it)."""
+    if options.pr is False or options.push is False or remote is None:
+        return False
+    if not _trailer_improved(state.last_trailers, setup.config.gate.min_delta):
+        return False
+    hub, _ = _forge_for(setup, repo, remote)
+    if hub is None:
+        return False
+    return hub.find_open_pr(branch) is None and hub.find_closed_pr(branch) is None
+
+
+def _forge_for(setup: Setup, repo: Any, remote: str) -> tuple[Any, str]:
+    """The GitHub client for this remote, or None and the reason there is none."""
+    from gitsleep import forge
+
+    remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None
+    settings, why_not = forge.settings_from_env(setup.env, remote_url)
+    if settings is None:
+        return None, why_not
+    return forge.forge_from_env(setup.env, remote_url), ""
 
 
 def require_tracked(repo: Any, base_sha: str, relative: str) -> None:
@@ -328,9 +386,7 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
         return none
     from gitsleep import forge
 
-    remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None
-    settings, why_not = forge.settings_from_env(setup.env, remote_url)
-    hub = forge.forge_from_env(setup.env, remote_url) if settings else None
+    hub, why_not = _forge_for(setup, repo, remote)
     if hub is None:
         if options.pr:
             raise UsageError(f"--pr cannot open a pull request: {why_not}")

@@ -47,7 +47,7 @@ JUDGE_KINDS = ("rule", "exact", "rubric")
 TEXT_OPS = ("contains", "not_contains", "section_present", "section_contains", "equals")
 BOUND_OPS = ("max_chars", "min_chars")
 
-Report = Callable[[str, str, str], None]  # (severity, code, message)
+Reporter = Callable[[str, str, str], None]  # (severity, code, message)
 
 
 def split_for(task_id: str) -> str:
@@ -82,7 +82,7 @@ def parse_task_file(
         if task is not None:
             tasks.append(task)
     if not records and not any(p.is_error for p in problems):
-        problems.append(Problem(source, None, "GS107", WARNING, "holds no tasks"))
+        problems.append(Problem(source, None, "GS107", WARNING, "task file holds no tasks"))
     return tasks, problems
 
 
@@ -110,7 +110,8 @@ def _records(
         else:
             return _yaml_records(text, source, problems)
     except RecursionError:
-        problems.append(Problem(source, None, "GS104", ERROR, "is nested too deeply to read"))
+        problems.append(Problem(source, None, "GS104", ERROR,
+                                "task file is nested too deeply to read"))
         return []
     return _shape(data, lines, top_line, source, problems)
 
@@ -292,7 +293,7 @@ def _task_from_record(
     source: str,
     line: int | None,
     file_split: str,
-    report: Report,
+    report: Reporter,
 ) -> Task | None:
     """A Task, or None after reporting why this record cannot be one."""
     if not isinstance(record, dict):
@@ -373,7 +374,7 @@ def _task_from_record(
     )
 
 
-def _skillopt_judge(record: dict[str, Any], name: str, report: Report) -> Judge | None:
+def _skillopt_judge(record: dict[str, Any], name: str, report: Reporter) -> Judge | None:
     """A judge from a SkillOpt-Sleep record: its reference_kind decides which one."""
     kind = record.get("reference_kind") or "none"
     reference = record.get("reference")
@@ -398,7 +399,7 @@ def _skillopt_judge(record: dict[str, Any], name: str, report: Report) -> Judge 
     return None
 
 
-def parse_judge(raw: Any, name: str, report: Report) -> Judge | None:
+def parse_judge(raw: Any, name: str, report: Reporter) -> Judge | None:
     """A Judge from its JSON form, or None after reporting every problem in it."""
     if raw is None or raw == {}:
         report(ERROR, "GS120",
@@ -451,7 +452,7 @@ def parse_judge(raw: Any, name: str, report: Report) -> Judge | None:
     return judge
 
 
-def _parse_check(item: Any, where: str, report: Report) -> Check | None:
+def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
     if not isinstance(item, dict) or "op" not in item:
         report(ERROR, "GS125", f"{where} must be an object like {{\"op\": \"contains\", "
                "\"arg\": \"...\"}")

@@ -80,8 +80,9 @@ def make_result(
     lost = Edit("replace", p("Keep it short"), p("missing anchor"), p("tidy"), "skill")
 
     def passes(split: str, n: int, label: str, value: float | None) -> PassResult:
+        answer = " Plain words." * 50
         tasks = [task(p(f"{task_prefix}{split}-{i}"), split, value,
-                      p(f"Answer {i}: a brief.") + " Plain words." * 50, p(f"missing 'Confidence:' {i}"))
+                      p(f"Answer {i}: a brief.") + answer, p(f"missing 'Confidence:' {i}"))
                  for i in range(n)]
         return PassResult(label, split, p(f"v-{label}"), tasks)
 
@@ -191,6 +192,7 @@ def test_subject_has_both_splits_with_three_decimals_and_n_a_for_missing() -> No
 
 def test_git_parses_exactly_the_nine_trailers_in_order() -> None:
     message = report.commit_message(make_result(), TRAILERS, Redactor())
+    assert [key for key, _ in parsed_trailers(message)] == list(report.TRAILER_KEYS)
     assert parsed_trailers(message) == [
         ("Gitsleep-Skill", "brief-writer"),
         ("Gitsleep-Decision", "accepted"),

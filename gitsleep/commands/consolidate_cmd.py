@@ -7,7 +7,13 @@ from pathlib import Path
 import click
 
 from gitsleep import run
-from gitsleep.commands.common import exit_with, print_json, setup_from, worst_exit
+from gitsleep.commands.common import (
+    end_progress,
+    exit_with,
+    print_json,
+    setup_from,
+    worst_exit,
+)
 from gitsleep.errors import GitsleepError
 
 
@@ -49,6 +55,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             continue
         outcomes.append(outcome)
         codes.append(outcome.exit_code)
+        end_progress(setup)
         if not as_json:
             s = outcome.summary
             click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}")

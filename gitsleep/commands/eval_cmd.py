@@ -6,7 +6,7 @@ import click
 
 from gitsleep import replay, run
 from gitsleep.calls import CallRunner
-from gitsleep.commands.common import print_json, setup_from
+from gitsleep.commands.common import end_progress, print_json, setup_from
 from gitsleep.errors import BackendError
 
 
@@ -48,6 +48,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                               for t in result.tasks],
                 }
                 report.append(setup.redactor.redact_obj(row))
+                end_progress(setup)
                 if not as_json:
                     score = "n/a" if result.mean is None else f"{result.mean:.3f}"
                     click.echo(f"{skill.name} {name:5} n={len(chosen):<4} {settings.gate.metric}"

@@ -24,7 +24,7 @@ IGNORED = (".gitsleep/runs/", ".gitsleep/cache/")
 
 def template(name: str) -> bytes:
     """A file shipped in `gitsleep/templates/`."""
-    return resources.files("gitsleep").joinpath("templates", name).read_bytes()
+    return (resources.files("gitsleep") / "templates" / name).read_bytes()
 
 
 def workflow_template() -> bytes | None:

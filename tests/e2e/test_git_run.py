@@ -290,6 +290,36 @@ def test_secrets_in_task_text_never_reach_github(
         assert api_key not in text and token not in text
 
 
+def test_run_stopped_after_commit_before_push_is_finished_by_the_next(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, origin = repo
+    code, first = consolidate(capsys, work, "--no-push")  # what a kill before the push leaves
+    assert code == 0 and git(origin, "branch", "--list", BRANCH) == ""
+    code, data = consolidate(capsys, work)
+    assert code == 0
+    assert data["commit"] == first["commit"], "no second commit"
+    assert data["cost"]["calls"] == 0, "replayed from the cache"
+    assert git(origin, "rev-parse", BRANCH) == first["commit"]
+
+
+def test_run_stopped_before_the_pull_request_is_finished_by_the_next(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, _ = repo
+    code, first = consolidate(capsys, work)  # pushed, but no token: no PR yet
+    assert code == 0 and first["pr"]["operation"] == "none"
+    with FakeGitHub() as fake:
+        for key, value in fake.env().items():
+            monkeypatch.setenv(key, value)
+        code, data = consolidate(capsys, work)
+        assert code == 0 and data["pr"]["operation"] == "created"
+        assert data["commit"] == first["commit"] and data["cost"]["calls"] == 0
+        writes = len(fake.writes)
+        code, again = consolidate(capsys, work)
+        assert again.get("up_to_date") and len(fake.writes) == writes
+
+
 # -- processes: killed runs and concurrent skills -----------------------------------------
 
 
