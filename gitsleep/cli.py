@@ -43,7 +43,7 @@ def cli(ctx: click.Context, repo: str, config: str | None, verbose: int, quiet: 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every GitsleepError becomes one line on stderr and its exit code."""
     try:
-        cli.main(args=argv, prog_name="gitsleep", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="gitsleep", standalone_mode=False)
     except GitsleepError as exc:
         click.echo(f"gitsleep: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2 if exc.exit_code == 1 else exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

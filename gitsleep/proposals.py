@@ -43,7 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import json_repair
+import regex
 
+from gitsleep import judges
 from gitsleep.models import EDIT_OPS, Check, Edit, EditOutcome
 
 try:  # Python 3.11+
@@ -126,7 +128,12 @@ _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 # Where a JSON value plausibly starts: `[` before a value, `{` before a key or `}`.
 _JSON_START = re.compile(r"""\[\s*[\[{"'\]]|\{\s*(?:["'}]|[A-Za-z_$][\w$-]*\s*:)""")
 _MAX_STARTS = 25  # candidate start positions tried per text: keeps junk replies cheap
-_MAX_CHARS = 100_000  # longer replies are read up to here
+_MAX_CHARS = 50_000  # longer replies are read up to here
+# json-repair slows down sharply on long, badly broken input (seconds at 8k characters of
+# nested quotes); real edit lists are a few thousand characters, so longer values get our
+# own repairs only.
+_JSON_REPAIR_MAX = 8_000
+_MAX_SALVAGE_CALLS = 4  # json-repair calls per reply
 _CLOSER = {"[": "]", "{": "}"}
 _HINTS = {
     "Invalid \\escape": "write each backslash inside a JSON string as \\\\",
@@ -171,6 +178,12 @@ class _Found:
     complete: bool = False  # at least one edit-shaped value was read
     truncated: bool = False  # the reply ended inside a JSON value
     errors: list[str] = field(default_factory=list)  # why candidates did not read
+    salvage_calls: int = 0
+
+    def salvage(self) -> bool:
+        """Whether json-repair may still be tried: it is slow on long junk, so a few times."""
+        self.salvage_calls += 1
+        return self.salvage_calls <= _MAX_SALVAGE_CALLS
 
 
 def parse_reply(raw: str, *, target: str, budget: int) -> ParsedReply:
@@ -182,11 +195,16 @@ def parse_reply(raw: str, *, target: str, budget: int) -> ParsedReply:
     for block, offset in _fenced_json_blocks(text):
         _read_values(block, offset, text, found)
     if not found.complete and not found.truncated and not found.cut_off:
-        found = _Found(errors=found.errors)
+        found = _Found(errors=found.errors, salvage_calls=found.salvage_calls)
         _read_values(text, 0, text, found)
     result = ParsedReply(repairs=sorted(set(found.repairs)))
     if not found.complete:
         result.error = _no_edits_error(found, text)
+        if len(raw) > _MAX_CHARS:
+            result.error = (
+                f"the reply is longer than {_MAX_CHARS} characters and holds no readable "
+                "edit list near its start; reply with only the JSON edit list"
+            )
     seen: set[tuple[str, str, str, str]] = set()
     for item in found.items:
         edit, reason = _edit_from_item(item, target)
@@ -217,26 +235,32 @@ def _fenced_json_blocks(text: str) -> list[tuple[str, int]]:
 def _read_values(text: str, offset: int, reply: str, found: _Found) -> None:
     """Add the items of the first edit-shaped JSON value in `text` to `found`.
 
-    A run of single edit objects one after another (JSON lines) is read as a list.
+    A run of single edit objects one after another (JSON lines) is read as a list. A
+    value the text ends inside counts only when it holds a complete edit or nothing
+    else is found: an unclosed bracket in prose must not hide the real list after it.
     """
     pos, tries = 0, 0
     single_run = False
+    unfinished: str | None = None  # the first value the text ended inside, if any
     while tries < _MAX_STARTS:
         match = _JSON_START.search(text, pos)
         if match is None:
-            return
+            break
         tries += 1
         start = match.start()
         scan = _scan(text, start)
         if scan.end is None:
             if single_run:
                 found.cut_off.append(text[start:])
-            else:
-                _read_cut_off(text, start, scan, found)
-            return
-        candidate = text[start : scan.end]
-        value, repairs, error = _load(candidate)
-        items = _items_of(value)
+                return
+            if _read_cut_off(text, start, scan, found):
+                return
+            if unfinished is None:
+                unfinished = text[start:]
+            pos = start + 1
+            continue
+        value, repairs, error = _load(text[start : scan.end], salvage=found.salvage())
+        items = _items_of(value, salvaged="json-repair" in repairs)
         if single_run and not (isinstance(value, dict) and items == [value]):
             return  # the run of single edit objects ended
         if items is None:
@@ -255,6 +279,9 @@ def _read_values(text: str, offset: int, reply: str, found: _Found) -> None:
             return
         single_run = True
         pos = scan.end
+    if unfinished is not None and not found.complete:
+        found.truncated = True
+        found.cut_off.append(unfinished)
 
 
 def _scan(text: str, start: int) -> _Scan:
@@ -298,17 +325,16 @@ def _scan(text: str, start: int) -> _Scan:
     return _Scan(None, "".join(stack), tuple(opened), bool(quote), last_comma)
 
 
-def _read_cut_off(text: str, start: int, scan: _Scan, found: _Found) -> None:
+def _read_cut_off(text: str, start: int, scan: _Scan, found: _Found) -> bool:
     """Read the complete items of a value the reply ended inside; keep the rest aside.
 
     Items sit directly inside the outermost open list; the text is cut after the last
-    item that closed and the open brackets are closed for it.
+    item that closed and the open brackets are closed for it. False when no complete
+    edit was found (and nothing was added).
     """
-    found.truncated = True
     list_depth = scan.stack.find("[") + 1
-    if list_depth == 0:  # no list open: one object, cut off
-        found.cut_off.append(text[start:])
-        return
+    if list_depth == 0:  # no list open: at most one object, cut off
+        return False
     list_open = scan.opened_at[list_depth - 1]
     if len(scan.stack) == list_depth and not scan.in_string:
         cut = len(text)  # ended between items
@@ -316,19 +342,22 @@ def _read_cut_off(text: str, start: int, scan: _Scan, found: _Found) -> None:
         comma = scan.last_comma.get(list_depth, -1)
         cut = comma if comma > list_open else list_open + 1
     closers = "".join(_CLOSER[b] for b in reversed(scan.stack[:list_depth]))
-    value, repairs, _error = _load(text[start:cut].rstrip().rstrip(",") + closers)
-    items = _items_of(value)
+    complete_part = text[start:cut].rstrip().rstrip(",") + closers
+    value, repairs, _error = _load(complete_part, salvage=found.salvage())
+    items = _items_of(value, salvaged="json-repair" in repairs)
+    if not items:
+        return False
+    found.items.extend(items)
+    found.repairs.extend([*repairs, "cut-off reply"])
+    found.complete = found.truncated = True
     rest = text[cut:].lstrip(", \t\r\n")
     if rest.strip():
         found.cut_off.append(rest)
-    if items:
-        found.items.extend(items)
-        found.repairs.extend([*repairs, "cut-off reply"])
-        found.complete = True
+    return True
 
 
-def _load(text: str) -> tuple[Any, list[str], json.JSONDecodeError | None]:
-    """Parse JSON as written, then with our repairs, then with json-repair."""
+def _load(text: str, *, salvage: bool = True) -> tuple[Any, list[str], json.JSONDecodeError | None]:
+    """Parse JSON as written, then with our repairs, then (if `salvage`) with json-repair."""
     try:
         return json.loads(text, strict=False), [], None
     except json.JSONDecodeError as exc:
@@ -341,10 +370,12 @@ def _load(text: str) -> tuple[Any, list[str], json.JSONDecodeError | None]:
             return json.loads(repaired, strict=False), repairs, error
         except (json.JSONDecodeError, RecursionError):
             pass
-    try:
-        value = json_repair.repair_json(repaired, return_objects=True)
-    except Exception:  # a heuristic library must not take the whole parse down with it
-        value = None
+    value = None
+    if salvage and len(repaired) <= _JSON_REPAIR_MAX:
+        try:
+            value = json_repair.repair_json(repaired, return_objects=True)
+        except Exception:  # a heuristic library must not take the whole parse down with it
+            value = None
     if isinstance(value, (list, dict)):
         return value, [*repairs, "json-repair"], error
     return None, repairs, error
@@ -427,10 +458,21 @@ def _is_hex4(text: str, at: int) -> bool:
     return len(text) >= at + 4 and all(c in "0123456789abcdefABCDEF" for c in text[at : at + 4])
 
 
-def _items_of(value: Any) -> list[Any] | None:
-    """The raw edit items of a parsed value, or None when it is not edit-shaped."""
+def _is_edit_object(value: Any) -> bool:
+    return isinstance(value, dict) and bool(_EDIT_KEYS & {str(k).strip().lower() for k in value})
+
+
+def _items_of(value: Any, *, salvaged: bool = False) -> list[Any] | None:
+    """The raw edit items of a parsed value, or None when it is not edit-shaped.
+
+    A bare list counts when it is empty or holds an edit object or, unless json-repair
+    salvaged it (which turns bracketed prose into strings), a plain string.
+    """
     if isinstance(value, list):
-        if not value or any(isinstance(v, (dict, str)) for v in value):
+        if salvaged:
+            value = [v for v in value if isinstance(v, dict)]
+            return value if any(_is_edit_object(v) for v in value) else None
+        if not value or any(isinstance(v, str) or _is_edit_object(v) for v in value):
             return value
         return None
     if isinstance(value, dict):
@@ -441,7 +483,7 @@ def _items_of(value: Any) -> list[Any] | None:
                 return inner
             if isinstance(inner, (dict, str)):
                 return [inner]
-        if _EDIT_KEYS & keys.keys():
+        if _is_edit_object(value):
             return [value]
     return None
 
@@ -516,7 +558,7 @@ def _edit_from_item(item: Any, target: str) -> tuple[Edit, str]:
 
 def _partial_edit(text: str, target: str) -> Edit:
     """What can be read of an edit the reply ended inside, for the record only."""
-    value, _repairs, _error = _load(text)
+    value, _repairs, _error = _load(text[:2000])
     if isinstance(value, dict):
         fields = {str(k).strip().lower(): v for k, v in value.items()}
         return Edit(
@@ -550,7 +592,7 @@ def _describe_value(value: Any) -> str:
         keys = ", ".join(json.dumps(str(k)) for k in list(value)[:6])
         return f"found an object with keys {keys}" if keys else "found an empty object"
     if isinstance(value, list):
-        return f"found a list of {len(value)} items that are not edit objects"
+        return f"found a list of {len(value)} item(s), none of them an edit object"
     return f"found {type(value).__name__}"
 
 
@@ -813,11 +855,17 @@ def _satisfies(check: Check, text: str) -> bool:
     if check.op == "contains":
         return bool(arg) and arg.casefold() in text.casefold()
     if check.op == "regex":
-        try:
-            return re.search(arg, text) is not None
-        except re.error:
-            return False
+        return _search(arg, text) is not None
     return False
+
+
+def _search(pattern: str, text: str) -> Any:
+    """`pattern` searched in `text` as the judge does it: task regexes are untrusted, so
+    the search is bounded in time. None on no match, an invalid pattern or a timeout."""
+    try:
+        return judges.compile_pattern(pattern).search(text, timeout=judges.REGEX_TIMEOUT)
+    except (regex.error, TimeoutError):
+        return None
 
 
 def _polarity(before: str) -> str:
@@ -849,14 +897,11 @@ def _contradicts(line: str, check: Check) -> bool:
         if check.op == "min_chars":
             return any(int(m.group(1)) < bound for m in _UPPER_BOUND.finditer(line))
         return any(int(m.group(1)) > bound for m in _LOWER_BOUND.finditer(line))
-    if not arg:
-        return False
+    if not any(ch.isalnum() for ch in arg):
+        return False  # a bare ":" or "-" shows up in too many unrelated rules
     for clause in _CLAUSE_SPLIT.split(line):
         if check.op == "regex":
-            try:
-                match = re.search(arg, clause)
-            except re.error:
-                return False
+            match = _search(arg, clause)
             at = match.start() if match else -1
         else:
             at = clause.casefold().find(arg.casefold())
@@ -949,10 +994,11 @@ def literal_for_regex(pattern: str) -> str | None:
     Walks the parsed pattern choosing natural characters: a capital at the start under
     (?i) or [Cc], one space for an optional space after punctuation, the first character
     of a class, the lowest digit of a range, "medium" after a "Label:". Lookarounds and
-    backreferences give None, and so does any literal that does not verify.
+    backreferences give None, and so does any literal that does not verify (with the
+    judge's own time-bounded search, so the literal passes the check it was made for).
     """
     try:
-        compiled = re.compile(pattern)
+        re.compile(pattern)
         parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError, OverflowError):
         return None
@@ -974,7 +1020,7 @@ def literal_for_regex(pattern: str) -> str | None:
             and len(candidate) <= _MAX_LITERAL
             and not _CONTROL.search(candidate)
             and "\n" not in candidate
-            and compiled.search(candidate)
+            and _search(pattern, candidate) is not None
         ):
             return candidate
     return None

@@ -203,8 +203,9 @@ def commit_message(
         return md.clip(" ".join(md.one_line(redactor.redact(text)).split()), limit)
 
     body: list[str] = [f"Decision: {line(result.decision, 40)} (metric {line(result.metric, 40)})"]
-    if result.reason:
-        body.append(f"  {line(result.reason, 500)}")
+    reason = line(result.reason, 500)
+    if reason:
+        body.append(f"  {reason}")
     if result.backend == "offline":
         body.append("Simulated: scored by gitsleep's offline simulator (backend offline), "
                     "not a real model.")
@@ -220,9 +221,9 @@ def commit_message(
         for outcome in outcomes:
             edit = outcome.edit
             body.append(f"  - [{line(edit.target, 20)}] {line(edit.summary())}")
-            why = edit.rationale if label == "why" else outcome.reason
+            why = line(edit.rationale if label == "why" else outcome.reason)
             if why:
-                body.append(f"    {label}: {line(why)}")
+                body.append(f"    {label}: {why}")
     for split in ("val", "test"):
         changes = task_changes(result, split)
         moved = [d for d in changes if d.status != "unchanged"]

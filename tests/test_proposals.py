@@ -675,8 +675,12 @@ _RULE_TEXT = st.text(
 ).filter(lambda s: s.strip() == s and s)
 
 
+def _edit_identity(content: str) -> str:
+    return " ".join(content.lower().split())  # as Edit.key() compares content
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(_RULE_TEXT, min_size=1, max_size=4, unique_by=lambda s: " ".join(s.lower().split())))
+@given(st.lists(_RULE_TEXT, min_size=1, max_size=4, unique_by=_edit_identity))
 def test_well_formed_replies_round_trip(contents):
     raw = json.dumps(
         {"edits": [{"op": "add", "content": c, "anchor": "", "rationale": ""} for c in contents]}
@@ -704,3 +708,62 @@ def test_any_derived_literal_verifies(ignorecase, pattern):
     literal = example_for_check(Check("regex", pattern))
 
     assert literal is None or re.search(pattern, literal)
+
+
+def test_bracketed_prose_is_not_taken_for_edits():
+    raw = 'Keep [{} and {}] apart, options ["a" or "b"]. Edits: [{"op": "add", "content": "X"}]'
+
+    parsed = parse_reply(raw, target="skill", budget=4)
+
+    assert [e.content for e in parsed.edits] == ["X"]
+
+
+def test_a_list_without_edit_objects_is_an_error():
+    parsed = parse_reply('[{"id": 1}, {"id": 2}]', target="skill", budget=4)
+
+    assert parsed.edits == []
+    assert "none of them an edit object" in parsed.error
+
+
+def test_a_reply_over_the_read_limit_says_so():
+    parsed = parse_reply("word " * 20_000, target="skill", budget=4)
+
+    assert parsed.edits == [] and "longer than" in parsed.error
+
+
+def test_a_backtracking_task_regex_cannot_stall_hygiene():
+    # `re` needs minutes on this pair; hygiene searches as the judge does, bounded in time.
+    edit = Edit("add", "Never write " + "a" * 40 + "b")
+    failing = [Check("regex", r"(a|aa)+$"), Check("regex", "[")]
+
+    assert hygiene([edit], failing=failing) == ([edit], [])
+
+
+_CHECKS = st.sampled_from(
+    [
+        Check("contains", "Confidence:"),
+        Check("not_contains", "As an AI"),
+        Check("regex", SEVERITY),
+        Check("regex", "(unclosed"),
+        Check("section_present", "Key Risks"),
+        Check("max_chars", 600),
+        Check("min_chars", "many"),
+        Check("contains", None),
+    ]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.builds(Edit, st.sampled_from(["add", "replace", "delete"]), st.text(), st.text()),
+        max_size=4,
+    ),
+    st.lists(_CHECKS, max_size=4),
+    st.lists(st.text(max_size=80), max_size=3),
+)
+def test_check_hygiene_never_raises_and_accounts_for_every_edit(edits, failing, texts):
+    kept, rejected = hygiene(edits, failing=failing, prompts=texts, rules=texts)
+
+    assert len(kept) + len(rejected) == len(edits)
+    assert all(r.status == "rejected" and r.reason for r in rejected)

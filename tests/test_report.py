@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gitsleep import documents as d
+from gitsleep import markdown as md
 from gitsleep import report
 from gitsleep.errors import GitsleepError
 from gitsleep.markdown import ZWSP
@@ -260,12 +261,31 @@ def test_untrusted_text_cannot_forge_or_hide_trailers(evil: str) -> None:
                body_lines)
 
 
+def test_a_real_commit_keeps_the_message_and_its_trailers(tmp_path: Path) -> None:
+    result = make_result(rationale=MALICIOUS[0], task_prefix=MALICIOUS[2], decision="rejected")
+    message = report.commit_message(result, TRAILERS, Redactor())
+    env = {**GIT_ENV, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+
+    def run(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], capture_output=True,
+                              text=True, check=True, env=env).stdout
+
+    run("init", "-q")
+    (tmp_path / "message.txt").write_text(message)
+    run("commit", "-q", "--allow-empty", "--cleanup=strip", "-F", "message.txt")
+    assert run("log", "-1", "--format=%B") == message + "\n"
+    decision = run("log", "-1", "--format=%(trailers:key=Gitsleep-Decision,valueonly)")
+    assert decision.strip() == "rejected"
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(evil=st.text(max_size=80))
 def test_any_text_in_untrusted_fields_leaves_the_trailers_intact(evil: str) -> None:
     result = make_result(text=evil, rationale=evil)
     message = report.commit_message(result, TRAILERS, Redactor())
     assert parsed_trailers(message) == expected_trailers(result)
+    assert git("stripspace", "--strip-comments", stdin=message) == message
 
 
 # -- diagnostics -----------------------------------------------------------------------
@@ -428,6 +448,18 @@ def test_mentions_pipes_fences_and_html_in_untrusted_text_are_neutralised() -> N
     assert table_rows and all(unescaped_pipes(row) in (6, 7) for row in table_rows)
     fences = re.findall(r"^(`{3,})diff$", body, flags=re.M)
     assert fences and all(len(f) > 4 for f in fences)  # longer than the ```` inside
+
+
+def test_markdown_helpers_keep_untrusted_text_literal() -> None:
+    assert md.code_span("a ``b`` c") == "```a ``b`` c```"
+    assert md.code_span("`edge`") == "`` `edge` ``"
+    assert md.code_span("") == "(empty)"
+    assert md.fence("x\n`````\ny") == "``````\nx\n`````\ny\n``````"
+    assert md.escape("a|b *c* [d](e) <x> & @me #1\nnext") == (
+        "a\\|b \\*c\\* \\[d\\](e) &lt;x&gt; &amp; @\u200bme #\u200b1 next"
+    )
+    assert md.one_line("a\r\nb\u2028c\u202ed") == "a b cd"
+    assert md.clip("abcdef", 4) == "abc…" and md.clip("abc", 4) == "abc"
 
 
 # -- summaries -------------------------------------------------------------------------

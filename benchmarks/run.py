@@ -1,0 +1,303 @@
+"""The one benchmark command: `.venv/bin/python -m benchmarks.run` from the repository root.
+
+Runs every section side by side in one process tree, prints one table per section and
+writes everything to `benchmarks/results/latest.json`:
+
+1. calls against the floor (demo and a generated 200-task set, rounds 1-3), next to the
+   calls SkillOpt-Sleep's schedule would make for the same epoch;
+2. the same epoch again from the persistent cache;
+3. parallel efficiency against a slow loopback OpenAI-compatible server;
+4. the tool's overhead per scored answer and its peak memory, 100 to 10,000 tasks;
+5. `gitsleep validate` on generated repositories of 500 and 5,000 tasks.
+
+`--quick` runs tiny sizes in a few seconds (for the smoke test); its timings mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchmarks import bench_calls, bench_overhead, bench_parallel, bench_validate, generate
+from gitsleep.epoch import call_ceiling
+
+RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+SECTIONS = ("calls", "rerun", "parallel", "overhead", "validate")
+
+# What the README promises, checked on every run.
+FLOOR_RATIO = 1.0
+RERUN_SECONDS = 2.0
+EFFICIENCY_AT_16 = 0.85
+MS_PER_ANSWER = 1.0
+PEAK_RSS_MB_AT_10K = 300.0
+VALIDATE_SECONDS_AT_500 = 1.0
+
+# The repository the per-night formula is worked out for.
+EXAMPLE_REPO = {"skills": 100, "train": 30, "val": 15, "test": 15, "rounds": 2, "proposals": 3,
+                "edit_budget": 4}
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain fixed-width table: numbers right-aligned, text left-aligned."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]
+    numeric = [all(isinstance(row[i], (int, float)) for row in rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w)
+                         for v, w, num in zip(values, widths, numeric, strict=True)).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(list(headers)), rule, *(line(r) for r in cells)])
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+class Report:
+    """Collects sections, prints them as they finish and checks the targets."""
+
+    def __init__(self) -> None:
+        self.sections: dict[str, Any] = {}
+        self.targets: list[dict[str, Any]] = []
+
+    def section(self, title: str, text: str) -> None:
+        print(f"\n== {title} ==\n{text}", flush=True)
+
+    def target(self, name: str, value: float | None, goal: str, met: bool,
+               *, timing: bool = False) -> None:
+        """Record a target; `timing` ones are not judged in --quick runs."""
+        self.targets.append({"name": name, "value": value, "target": goal, "met": met,
+                             "timing": timing})
+
+
+def run_calls(report: Report, quick: bool) -> list[bench_calls.CallsRow]:
+    workloads = [bench_calls.demo_workload()]
+    workloads.append(bench_calls.generated_workload(*((10, 6, 6) if quick else (100, 50, 50))))
+    rows = bench_calls.calls_section(workloads)
+    report.sections["calls"] = [r.as_dict() for r in rows]
+    report.section(
+        "1. Model calls against the floor (offline backend, proposals 3, edit_budget 4)",
+        table(
+            ["example", "train/val/test", "rounds", "calls", "floor", "calls/floor",
+             "SkillOpt nightly", "SO/ours", "SkillOpt 1 process", "SO1/ours", "decision"],
+            [[r.example, "/".join(str(v) for v in r.splits.values()), r.rounds, r.calls,
+              r.floor.total, round(r.ratio, 2), r.skillopt_nightly,
+              round(r.skillopt_nightly / r.calls, 2), r.skillopt_one_process,
+              round(r.skillopt_one_process / r.calls, 2), r.decision] for r in rows],
+        ),
+    )
+    worst = max(r.ratio for r in rows)
+    report.target("calls / floor (worst epoch)", round(worst, 4), "1.00", worst <= FLOOR_RATIO)
+    return rows
+
+
+def run_rerun(report: Report, quick: bool) -> None:
+    workload = bench_calls.generated_workload(*((10, 6, 6) if quick else (100, 50, 50)))
+    result = bench_calls.rerun_section(workload, rounds=3)
+    report.sections["rerun"] = result.as_dict()
+    report.section(
+        "2. Re-run on unchanged inputs with the persistent cache (.gitsleep/cache)",
+        table(
+            ["example", "rounds", "first calls", "first s", "re-run calls", "re-run hits",
+             "re-run s", "same result"],
+            [[result.example, result.rounds, result.first_calls, result.first_seconds,
+              result.rerun_calls, result.rerun_cache_hits, result.rerun_seconds,
+              result.same_decision]],
+        ),
+    )
+    report.target("re-run model calls", result.rerun_calls, "0", result.rerun_calls == 0)
+    report.target("re-run seconds", round(result.rerun_seconds, 3), f"< {RERUN_SECONDS:g}",
+                  result.rerun_seconds < RERUN_SECONDS, timing=True)
+
+
+def run_parallel(report: Report, quick: bool) -> None:
+    if quick:
+        rows = bench_parallel.parallel_section(
+            latency=0.01, plan=((1, 6, 0), (4, 12, 0), (4, 12, 4)), in_process=True)
+    else:
+        rows = bench_parallel.parallel_section()
+    report.sections["parallel"] = [r.as_dict() for r in rows]
+    latency = rows[0].latency if rows else 0.0
+    report.section(
+        f"3. Parallel efficiency: OpenAIBackend against a loopback server, latency {latency:g} s"
+        " per call (server in its own process)",
+        table(
+            ["workers", "tasks", "429 share", "wall s", "requests", "429s", "lost",
+             "efficiency", "bound"],
+            [[r.workers, r.tasks, f"{r.rate_limited_share:.0%}", r.seconds, r.requests,
+              r.rate_limited, r.lost, r.efficiency, r.bound] for r in rows],
+        ),
+    )
+    at_16 = [r for r in rows if r.workers == 16 and not r.rate_limited_share]
+    if at_16:
+        value = at_16[0].efficiency
+        report.target("efficiency at 16 workers", round(value, 3), f">= {EFFICIENCY_AT_16}",
+                      value >= EFFICIENCY_AT_16, timing=True)
+    lost = sum(r.lost + r.call_errors for r in rows)
+    report.target("calls lost (429s included)", lost, "0", lost == 0)
+
+
+def run_overhead(report: Report, quick: bool) -> None:
+    sizes = (30, 300) if quick else (100, 1000, 3000, 10000)
+    rows = bench_overhead.overhead_section(sizes, in_child=not quick)
+    time_growth = bench_overhead.growth(rows, "seconds")
+    memory_growth = bench_overhead.growth(rows, "grown_rss_mb")
+    report.sections["overhead"] = {
+        "rows": [r.as_dict() for r in rows],
+        "time_growth_per_10x": time_growth,
+        "memory_growth_per_10x": memory_growth,
+    }
+    growth_lines = [
+        f"growth per 10x tasks: time {g['from']}->{g['to']}: x{g['ratio']}" for g in time_growth
+    ] + [
+        f"growth per 10x tasks: memory above baseline {g['from']}->{g['to']}: x{g['ratio']}"
+        for g in memory_growth
+    ]
+    report.section(
+        "4. Tool overhead: offline backend, whole epoch (rounds 2, proposals 3, workers 4)",
+        table(
+            ["tasks", "train/val/test", "answers", "epoch s", "ms/answer", "peak RSS MB",
+             "above baseline MB"],
+            [[r.tasks, "/".join(str(v) for v in r.splits.values()), r.answers, r.seconds,
+              r.ms_per_answer, r.peak_rss_mb, r.grown_rss_mb] for r in rows],
+        ) + "\n" + "\n".join(growth_lines),
+    )
+    worst = max(r.ms_per_answer for r in rows)
+    report.target("ms per scored answer (worst size)", round(worst, 3), f"< {MS_PER_ANSWER:g}",
+                  worst < MS_PER_ANSWER, timing=True)
+    biggest = max(rows, key=lambda r: r.tasks)
+    report.target(f"peak RSS MB at {biggest.tasks} tasks", round(biggest.peak_rss_mb, 1),
+                  f"< {PEAK_RSS_MB_AT_10K:g}", biggest.peak_rss_mb < PEAK_RSS_MB_AT_10K, timing=True)
+
+
+def run_validate(report: Report, quick: bool) -> None:
+    sizes = (50,) if quick else (500, 5000)
+    rows = bench_validate.validate_section(sizes, repeats=1 if quick else 3)
+    report.sections["validate"] = [r.as_dict() for r in rows]
+    report.section(
+        "5. `gitsleep validate` on generated repositories (subprocess, start-up included)",
+        table(["tasks", "exit", "best s", "first s", "runs"],
+              [[r.tasks, r.exit_code, r.best_seconds, r.first_seconds, r.runs] for r in rows]),
+    )
+    for r in rows:
+        if not r.ok:
+            print(f"gitsleep validate failed on {r.tasks} tasks:\n{r.output_tail}", flush=True)
+    smallest = min(rows, key=lambda r: r.tasks)
+    report.target(f"validate seconds at {smallest.tasks} tasks", round(smallest.best_seconds, 3),
+                  f"< {VALIDATE_SECONDS_AT_500:g}",
+                  smallest.best_seconds < VALIDATE_SECONDS_AT_500, timing=True)
+    failed = [r.tasks for r in rows if not r.ok]
+    report.target("validate exit code", 1 if failed else 0, "0", not failed)
+
+
+def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
+    """The calls a night costs, from section 1's measured per-round averages."""
+    model = bench_calls.cost_model(rows)
+    repo = EXAMPLE_REPO
+    typical = model.epoch_calls(repo["train"], repo["val"], repo["test"],
+                                rounds=repo["rounds"], proposals=repo["proposals"])
+    settings = bench_calls.offline_settings(rounds=repo["rounds"], proposals=repo["proposals"],
+                                            edit_budget=repo["edit_budget"])
+    most = call_ceiling(settings, generate.make_tasks(repo["train"], repo["val"], repo["test"]),
+                        with_memory=False)
+    text = "\n".join([
+        "calls per epoch = (T + V + S) + m * R' * (P + k*V + a*T) + c*S",
+        "  T, V, S = train, val, test tasks (x repeats; a rubric task counts twice: answer + "
+        "judge)",
+        "  m = targets (1, or 2 with a memory document); R' = rounds that ran (<= rounds; a "
+        "target stops when train passes or the optimizer has nothing new)",
+        "  P = proposals (reflect calls per round); c = 1 if the documents changed (final test "
+        "pass)",
+        f"  k = {model.candidates_per_round:.2f} candidate documents gated on val per round, "
+        f"a = {model.accept_rate:.2f} share of rounds that accept (then train is re-scored): "
+        "measured in section 1",
+        "ceiling = (T + V + S) + m * R * (P*(2 + V) + B*V + T) + S   (B = edit_budget; "
+        "gitsleep.epoch.call_ceiling)",
+        f"example: {repo['skills']} skills x (T={repo['train']}, V={repo['val']}, "
+        f"S={repo['test']}, R={repo['rounds']}, P={repo['proposals']}, m=1) = "
+        f"{repo['skills'] * typical:,.0f} calls per night (ceiling {repo['skills'] * most:,}); "
+        "unchanged skills cost 0 (persistent cache)",
+    ])
+    report.sections["formula"] = {
+        "candidates_per_round": round(model.candidates_per_round, 4),
+        "accept_rate": round(model.accept_rate, 4),
+        "example_repo": repo,
+        "example_calls_per_night": round(repo["skills"] * typical),
+        "example_ceiling_per_night": repo["skills"] * most,
+        "text": text,
+    }
+    report.section("Cost of a night, from section 1", text)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes, seconds not minutes (timings are meaningless)")
+    parser.add_argument("--only", action="append", choices=SECTIONS,
+                        help="run only this section (repeatable)")
+    parser.add_argument("--output", type=Path, default=RESULTS,
+                        help=f"where to write the JSON (default {RESULTS})")
+    args = parser.parse_args(argv)
+    chosen = args.only or list(SECTIONS)
+    report = Report()
+    started = time.perf_counter()
+    info = machine()
+    print(f"gitsleep benchmarks{' (quick)' if args.quick else ''}: {info['cpus']} CPU(s), "
+          f"Python {info['python']}, {info['platform']}", flush=True)
+    if "calls" in chosen:
+        rows = run_calls(report, args.quick)
+        formula(report, rows)
+    if "rerun" in chosen:
+        run_rerun(report, args.quick)
+    if "parallel" in chosen:
+        run_parallel(report, args.quick)
+    if "overhead" in chosen:
+        run_overhead(report, args.quick)
+    if "validate" in chosen:
+        run_validate(report, args.quick)
+    seconds = time.perf_counter() - started
+    report.section("Targets", table(["measure", "value", "target", "met"],
+                                    [[t["name"], t["value"], t["target"], t["met"]]
+                                     for t in report.targets]))
+    payload = {
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "machine": info,
+        "seconds": round(seconds, 2),
+        "sections": report.sections,
+        "targets": report.targets,
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.output} in {seconds:.1f} s", flush=True)
+    judged = [t for t in report.targets if not (args.quick and t["timing"])]
+    return 0 if all(t["met"] for t in judged) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
