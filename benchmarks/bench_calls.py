@@ -320,7 +320,9 @@ def measure_epoch(
     return row, result
 
 
-def calls_section(workloads: Sequence[Workload], rounds: Sequence[int] = (1, 2, 3)) -> list[CallsRow]:
+def calls_section(
+    workloads: Sequence[Workload], rounds: Sequence[int] = (1, 2, 3)
+) -> list[CallsRow]:
     """Section 1: every workload at every round count."""
     return [measure_epoch(w, r)[0] for w in workloads for r in rounds]
 
@@ -343,7 +345,9 @@ class RerunResult:
         return dataclasses.asdict(self)
 
 
-def rerun_section(workload: Workload, rounds: int = 3, directory: Path | None = None) -> RerunResult:
+def rerun_section(
+    workload: Workload, rounds: int = 3, directory: Path | None = None
+) -> RerunResult:
     """Run an epoch with an on-disk cache, then again with a fresh process's (empty) memory."""
     with tempfile.TemporaryDirectory(prefix="gitsleep-bench-cache-") as tmp:
         where = directory or Path(tmp)

@@ -59,5 +59,7 @@ def measure(total: int, *, repeats: int = 3) -> ValidateRow:
     return ValidateRow(total, done.returncode, times[0], min(times), len(times), tail)
 
 
-def validate_section(sizes: tuple[int, ...] = (500, 5000), *, repeats: int = 3) -> list[ValidateRow]:
+def validate_section(
+    sizes: tuple[int, ...] = (500, 5000), *, repeats: int = 3
+) -> list[ValidateRow]:
     return [measure(n, repeats=repeats) for n in sizes]

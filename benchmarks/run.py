@@ -133,9 +133,10 @@ def run_parallel(report: Report, quick: bool) -> None:
         rows = bench_parallel.parallel_section()
     report.sections["parallel"] = [r.as_dict() for r in rows]
     latency = rows[0].latency if rows else 0.0
+    where = "in this process" if quick else "in its own process"
     report.section(
-        f"3. Parallel efficiency: OpenAIBackend against a loopback server, latency {latency:g} s"
-        " per call (server in its own process)",
+        f"3. Parallel efficiency: OpenAIBackend against a loopback server ({where}), "
+        f"latency {latency:g} s per call",
         table(
             ["workers", "tasks", "429 share", "wall s", "requests", "429s", "lost",
              "efficiency", "bound"],
@@ -163,10 +164,11 @@ def run_overhead(report: Report, quick: bool) -> None:
         "memory_growth_per_10x": memory_growth,
     }
     growth_lines = [
-        f"growth per 10x tasks: time {g['from']}->{g['to']}: x{g['ratio']}" for g in time_growth
-    ] + [
-        f"growth per 10x tasks: memory above baseline {g['from']}->{g['to']}: x{g['ratio']}"
-        for g in memory_growth
+        f"growth per 10x tasks, {what} {g['from']} -> {g['to']}: "
+        + ("n/a" if g["ratio"] is None else f"x{g['ratio']}")
+        for what, ratios in (("epoch time", time_growth),
+                             ("memory above baseline", memory_growth))
+        for g in ratios
     ]
     report.section(
         "4. Tool overhead: offline backend, whole epoch (rounds 2, proposals 3, workers 4)",
@@ -182,7 +184,8 @@ def run_overhead(report: Report, quick: bool) -> None:
                   worst < MS_PER_ANSWER, timing=True)
     biggest = max(rows, key=lambda r: r.tasks)
     report.target(f"peak RSS MB at {biggest.tasks} tasks", round(biggest.peak_rss_mb, 1),
-                  f"< {PEAK_RSS_MB_AT_10K:g}", biggest.peak_rss_mb < PEAK_RSS_MB_AT_10K, timing=True)
+                  f"< {PEAK_RSS_MB_AT_10K:g}", biggest.peak_rss_mb < PEAK_RSS_MB_AT_10K,
+                  timing=True)
 
 
 def run_validate(report: Report, quick: bool) -> None:

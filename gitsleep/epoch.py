@@ -166,6 +166,9 @@ class Epoch:
         final_test = base_test
         if base_test is not None and self.current != self.original:
             final_test = self.score("test", self.current, "final")
+        for final in (train_now, best_val, final_test):
+            if final is not None and final.label != "baseline":
+                final.final = True
         self.result.train = gate.summarise(base_train, train_now, len(self.split["train"]))
         self.result.val = gate.summarise(base_val, best_val, len(self.split["val"]))
         if base_test is not None and final_test is not None:

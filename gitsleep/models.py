@@ -169,6 +169,7 @@ class PassResult:
     split: str
     version: str  # digest of the documents scored
     tasks: list[TaskResult]
+    final: bool = False  # the pass the split's reported candidate score comes from
     calls: int = 0  # model calls this pass made (cache hits excluded)
     prompt_tokens: int = 0
     completion_tokens: int = 0

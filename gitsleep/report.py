@@ -94,7 +94,7 @@ def split_passes(result: EpochResult, split: str) -> tuple[PassResult | None, Pa
     before = next((p for p in passes if p.label == "baseline"), passes[0])
     if result.decision == "aborted" or not result.changed:
         return before, None
-    final = next((p for p in reversed(passes) if p.label == "final"), None)
+    final = next((p for p in reversed(passes) if p.final or p.label == "final"), None)
     if final is None and split == "val":
         trial_passes = [p for p in passes if p is not before]
         accepted = [i for i, t in enumerate(result.trials) if t.accepted]
