@@ -6,8 +6,11 @@ memory is its own. Reported per size:
 
 - seconds per scored answer: the epoch's wall time over every answer it scored (all
   passes), so replay, judging, reflection, the gate and its bootstrap are all included;
-- peak RSS of the process (`resource.getrusage`), and the part above the interpreter's
-  baseline after imports, which is what grows with the task count.
+- peak RSS of the process (`resource.getrusage`), what the memory target is about;
+- the memory the epoch holds: resident memory with the result still alive, minus
+  resident memory after imports and before the tasks exist (Linux `/proc/self/statm`).
+  That is the part that grows with the task count; the peak also holds the interpreter
+  and its imports, which do not grow.
 
 Growth per 10x is the ratio between sizes 10x apart: ~10 means linear.
 """
@@ -15,6 +18,7 @@ Growth per 10x is the ratio between sizes 10x apart: ~10 means linear.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -26,6 +30,15 @@ from benchmarks import generate
 from benchmarks.bench_calls import generated_workload, measure_epoch
 
 ROUNDS = 2  # the config default
+
+
+def _current_rss_mb() -> float | None:
+    """Resident memory now (Linux only; None elsewhere)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def _peak_rss_mb() -> float:
@@ -41,38 +54,34 @@ class OverheadRow:
     answers: int  # answers scored over every pass
     calls: int
     seconds: float
-    baseline_rss_mb: float  # after imports, before the tasks exist
     peak_rss_mb: float
+    held_mb: float | None  # resident memory the epoch's data holds (see module docstring)
     decision: str
 
     @property
     def ms_per_answer(self) -> float:
         return 1000 * self.seconds / self.answers if self.answers else 0.0
 
-    @property
-    def grown_rss_mb(self) -> float:
-        return self.peak_rss_mb - self.baseline_rss_mb
-
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ms_per_answer": round(self.ms_per_answer, 4),
-                "grown_rss_mb": round(self.grown_rss_mb, 2)}
+        return {**asdict(self), "ms_per_answer": round(self.ms_per_answer, 4)}
 
 
 def measure_here(total: int, rounds: int = ROUNDS) -> OverheadRow:
     """One epoch on `total` generated tasks, in this process."""
-    baseline = _peak_rss_mb()
+    before = _current_rss_mb()
     n_train, n_val, n_test = generate.split_sizes(total)
     workload = generated_workload(n_train, n_val, n_test)
     row, result = measure_epoch(workload, rounds)
     answers = sum(len(t.samples) for p in result.passes for t in p.tasks)
+    now = _current_rss_mb()  # `result` and the workload are still alive here
     return OverheadRow(
         tasks=total,
         splits=workload.split_counts,
         answers=answers,
         calls=row.calls,
         seconds=row.seconds,
-        baseline_rss_mb=baseline,
         peak_rss_mb=_peak_rss_mb(),
+        held_mb=None if before is None or now is None else now - before,
         decision=result.decision,
     )
 
@@ -97,7 +106,7 @@ def growth(rows: list[OverheadRow], key: str) -> list[dict[str, Any]]:
             continue
         before, after = getattr(by_size[small], key), getattr(big, key)
         out.append({"from": small, "to": small * 10,
-                    "ratio": round(after / before, 2) if before else None})
+                    "ratio": round(after / before, 2) if before and after is not None else None})
     return out
 
 

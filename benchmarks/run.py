@@ -157,26 +157,29 @@ def run_overhead(report: Report, quick: bool) -> None:
     sizes = (30, 300) if quick else (100, 1000, 3000, 10000)
     rows = bench_overhead.overhead_section(sizes, in_child=not quick)
     time_growth = bench_overhead.growth(rows, "seconds")
-    memory_growth = bench_overhead.growth(rows, "grown_rss_mb")
+    answer_growth = bench_overhead.growth(rows, "answers")
+    memory_growth = bench_overhead.growth(rows, "held_mb")
     report.sections["overhead"] = {
         "rows": [r.as_dict() for r in rows],
         "time_growth_per_10x": time_growth,
+        "answers_growth_per_10x": answer_growth,
         "memory_growth_per_10x": memory_growth,
     }
     growth_lines = [
         f"growth per 10x tasks, {what} {g['from']} -> {g['to']}: "
         + ("n/a" if g["ratio"] is None else f"x{g['ratio']}")
-        for what, ratios in (("epoch time", time_growth),
-                             ("memory above baseline", memory_growth))
+        for what, ratios in (("answers scored", answer_growth), ("epoch time", time_growth),
+                             ("memory held", memory_growth))
         for g in ratios
     ]
     report.section(
         "4. Tool overhead: offline backend, whole epoch (rounds 2, proposals 3, workers 4)",
         table(
             ["tasks", "train/val/test", "answers", "epoch s", "ms/answer", "peak RSS MB",
-             "above baseline MB"],
+             "held MB"],
             [[r.tasks, "/".join(str(v) for v in r.splits.values()), r.answers, r.seconds,
-              r.ms_per_answer, r.peak_rss_mb, r.grown_rss_mb] for r in rows],
+              r.ms_per_answer, r.peak_rss_mb, "n/a" if r.held_mb is None else r.held_mb]
+             for r in rows],
         ) + "\n" + "\n".join(growth_lines),
     )
     worst = max(r.ms_per_answer for r in rows)

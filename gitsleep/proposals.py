@@ -84,12 +84,19 @@ EDITS_SCHEMA: dict[str, Any] = {
 # The canonical text, for `ModelCall.json_schema` (part of the cache key).
 EDITS_SCHEMA_JSON = json.dumps(EDITS_SCHEMA, sort_keys=True, separators=(",", ":"))
 
-# The example strings the reflection prompt shows in its output shape. Small models copy
-# them verbatim, so hygiene rejects any edit that echoes one.
-EXAMPLE_CONTENT = "<one rule: a single imperative line>"
-EXAMPLE_ANCHOR = "<an existing learned rule, quoted exactly>"
-EXAMPLE_RATIONALE = "<the failure this rule fixes>"
-PROMPT_EXAMPLE_TEXTS: tuple[str, ...] = (EXAMPLE_CONTENT, EXAMPLE_ANCHOR, EXAMPLE_RATIONALE)
+# The example strings the reflection prompt shows in its output shape (the ones
+# `reflect.SYSTEM` uses). Small models copy them verbatim, so hygiene rejects any edit
+# that echoes one; build the prompt from these names so the two cannot drift apart.
+EXAMPLE_CONTENT = "<one rule>"
+EXAMPLE_NEW_CONTENT = "<new rule>"
+EXAMPLE_ANCHOR = "<an existing rule, quoted exactly>"
+EXAMPLE_RATIONALE = "<why>"
+PROMPT_EXAMPLE_TEXTS: tuple[str, ...] = (
+    EXAMPLE_CONTENT,
+    EXAMPLE_NEW_CONTENT,
+    EXAMPLE_ANCHOR,
+    EXAMPLE_RATIONALE,
+)
 # A whole example reply built from those strings, ready to paste into a prompt.
 PROMPT_EXAMPLE_REPLY = json.dumps(
     {
@@ -97,7 +104,13 @@ PROMPT_EXAMPLE_REPLY = json.dumps(
             {"op": "add", "content": EXAMPLE_CONTENT, "anchor": "", "rationale": EXAMPLE_RATIONALE},
             {
                 "op": "replace",
-                "content": EXAMPLE_CONTENT,
+                "content": EXAMPLE_NEW_CONTENT,
+                "anchor": EXAMPLE_ANCHOR,
+                "rationale": EXAMPLE_RATIONALE,
+            },
+            {
+                "op": "delete",
+                "content": "",
                 "anchor": EXAMPLE_ANCHOR,
                 "rationale": EXAMPLE_RATIONALE,
             },
@@ -670,11 +683,10 @@ def check_hygiene(
     rejected: list[EditOutcome] = []
     existing = {_norm_rule(rule): rule for rule in current_rules if _norm_rule(rule)}
     prompts = [words for words in (_words(p) for p in task_prompts) if words]
-    examples = [_words(text) for text in PROMPT_EXAMPLE_TEXTS]
     earlier: set[str] = set()
     for edit in edits:
         checked, problem = _hygiene_problem(
-            edit, failing_checks, prompts, examples, existing, earlier, max_chars
+            edit, failing_checks, prompts, existing, earlier, max_chars
         )
         if problem:
             rejected.append(EditOutcome(edit, "rejected", problem))
@@ -688,7 +700,6 @@ def _hygiene_problem(
     edit: Edit,
     failing: Sequence[Check],
     prompts: list[list[str]],
-    examples: list[list[str]],
     existing: dict[str, str],
     earlier: set[str],
     max_chars: int,
@@ -696,7 +707,7 @@ def _hygiene_problem(
     """The edit (a placeholder maybe filled) and the first reason to reject it, or ''."""
     if edit.op in ("replace", "delete"):
         token = _angle_placeholder(edit.anchor, failing)
-        if token or _contains_example(_words(edit.anchor), examples):
+        if token or _echoes_example(edit.anchor):
             return edit, f"anchor is a placeholder ({token or edit.anchor}), not a learned rule"
     if edit.op == "delete":
         return edit, ""
@@ -715,8 +726,7 @@ def _hygiene_problem(
             return edit, f"content has a line {line!r} (a frontmatter fence or underline)"
     if len(content) > max_chars:
         return edit, f"content is {len(content)} characters, over the limit of {max_chars}"
-    content_words = _words(content)
-    if _contains_example(content_words, examples):
+    if _echoes_example(content):
         return edit, "content copies the prompt's example text"
     filled_lines, token = _fill_placeholders(lines, failing)
     if token:
@@ -726,6 +736,7 @@ def _hygiene_problem(
         rationale = f"{edit.rationale} (placeholder filled from a failing check)".strip()
         edit = Edit(edit.op, content, edit.anchor, rationale, edit.target)
         lines = filled_lines
+    content_words = _words(content)
     for words in prompts:
         if _copies_prompt(content_words, words):
             return edit, "content copies a task prompt instead of stating a rule"
@@ -759,8 +770,17 @@ def _contains_run(haystack: list[str], needle: list[str]) -> bool:
     return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
-def _contains_example(content_words: list[str], examples: list[list[str]]) -> bool:
-    return any(_contains_run(content_words, example) for example in examples)
+def _echoes_example(text: str) -> bool:
+    """The prompt's example text, brackets and all, or its words: all of a short one,
+    a run of a longer one (so a rule may still say "one rule per line")."""
+    folded, words = text.casefold(), _words(text)
+    for example in PROMPT_EXAMPLE_TEXTS:
+        example_words = _words(example)
+        if example.casefold() in folded or words == example_words:
+            return True
+        if len(example_words) >= 4 and _contains_run(words, example_words):
+            return True
+    return False
 
 
 def _copies_prompt(content_words: list[str], prompt_words: list[str]) -> bool:

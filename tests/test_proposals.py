@@ -16,10 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gitsleep import reflect
 from gitsleep.models import Check, Edit
 from gitsleep.proposals import (
     EDITS_SCHEMA,
     EDITS_SCHEMA_JSON,
+    EXAMPLE_ANCHOR,
     PROMPT_EXAMPLE_REPLY,
     PROMPT_EXAMPLE_TEXTS,
     check_hygiene,
@@ -349,18 +351,37 @@ def test_placeholders_are_rejected(content):
 
 def test_the_prompts_example_strings_are_rejected_with_or_without_brackets():
     parsed = parse_reply(PROMPT_EXAMPLE_REPLY, target="skill", budget=4)
-    assert len(parsed.edits) == 2
+    assert [e.op for e in parsed.edits] == ["add", "replace", "delete"]
+    unbracketed = [
+        Edit("add", "One rule"),
+        Edit("delete", anchor="An existing rule, quoted exactly"),
+    ]
 
-    kept, rejected = hygiene(
-        [*parsed.edits, Edit("add", PROMPT_EXAMPLE_TEXTS[0].strip("<>").capitalize())]
-    )
+    kept, rejected = hygiene([*parsed.edits, *unbracketed])
 
     assert kept == []
     assert [r.reason for r in rejected] == [
         "content copies the prompt's example text",
-        f"anchor is a placeholder ({PROMPT_EXAMPLE_TEXTS[1]}), not a learned rule",
+        f"anchor is a placeholder ({EXAMPLE_ANCHOR}), not a learned rule",
+        f"anchor is a placeholder ({EXAMPLE_ANCHOR}), not a learned rule",
         "content copies the prompt's example text",
+        "anchor is a placeholder (An existing rule, quoted exactly), not a learned rule",
     ]
+
+
+def test_every_placeholder_in_the_reflection_prompt_is_shared_and_rejected():
+    shown = set(re.findall(r'"(<[^"]+>)"', reflect.SYSTEM))
+    assert shown and shown <= set(PROMPT_EXAMPLE_TEXTS)
+
+    kept, rejected = hygiene([Edit("add", text) for text in sorted(shown)])
+
+    assert kept == [] and len(rejected) == len(shown)
+
+
+def test_rules_that_merely_share_a_word_with_the_examples_are_kept():
+    edits = [Edit("add", "Keep one rule per line"), Edit("add", "Say why a risk matters")]
+
+    assert hygiene(edits) == (edits, [])
 
 
 def test_a_copied_task_prompt_is_rejected():
