@@ -10,7 +10,9 @@ alone (never from `cost.calls`):
 - one reflect call per proposal, plus one when its reply needed the parse retry.
 
 A ratio of calls to floor above 1.00 means the cache or the schedule paid twice for
-something it already knew.
+something it already knew. Each epoch also runs once with a cache that stores nothing
+(`NoCache`): equal counts show the schedule itself never asks twice (it keeps the
+passes it scored), so the cache's job is re-runs and repeated candidates, not the floor.
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ from gitsleep.tasks import load_skill_tasks
 
 OFFLINE = "offline"
 UNLIMITED = 10**12  # the benchmark measures calls and tokens; it must never hit a budget
+
+
+class NoCache(ResponseCache):
+    """A response cache that stores nothing: every request is a model call."""
+
+    def put(self, key: str, answer: Any) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -222,15 +231,24 @@ def offline_settings(**changes: Any) -> EpochSettings:
 
 
 def generated_workload(
-    n_train: int = 100, n_val: int = 50, n_test: int = 50, *, rubric_share: float = 0.0
+    n_train: int = 100,
+    n_val: int = 50,
+    n_test: int = 50,
+    *,
+    rubric_share: float = 0.0,
+    memory: bool = True,
+    **settings: Any,
 ) -> Workload:
+    """Generated tasks with the skill (and memory) document; `settings` change the defaults."""
     tasks = generate.make_tasks(n_train, n_val, n_test, rubric_share=rubric_share)
     total = n_train + n_val + n_test
+    changed = "".join(f", {k}={v}" for k, v in settings.items())
     return Workload(
-        f"generated {total}",
+        f"generated {total}{changed}",
         tasks,
-        {"skill": generate.SKILL_DOCUMENT, "memory": generate.MEMORY_DOCUMENT},
-        offline_settings(),
+        {"skill": generate.SKILL_DOCUMENT,
+         "memory": generate.MEMORY_DOCUMENT if memory else None},
+        offline_settings(**settings),
     )
 
 
@@ -252,6 +270,7 @@ class CallsRow:
     # per target and round that ran: (candidates gated on val, accepted or not)
     rounds_run: list[tuple[str, int, int, bool]] = field(default_factory=list)
     changed: bool = False
+    calls_without_cache: int | None = None  # the same epoch with NoCache
 
     @property
     def ratio(self) -> float:
@@ -261,6 +280,7 @@ class CallsRow:
         return {
             "example": self.example, "splits": self.splits, "rounds": self.rounds,
             "proposals": self.proposals, "calls": self.calls, "cache_hits": self.cache_hits,
+            "calls_without_cache": self.calls_without_cache,
             "floor": {**dataclasses.asdict(self.floor), "total": self.floor.total},
             "calls_over_floor": round(self.ratio, 4),
             "skillopt_nightly": self.skillopt_nightly,
@@ -323,8 +343,14 @@ def measure_epoch(
 def calls_section(
     workloads: Sequence[Workload], rounds: Sequence[int] = (1, 2, 3)
 ) -> list[CallsRow]:
-    """Section 1: every workload at every round count."""
-    return [measure_epoch(w, r)[0] for w in workloads for r in rounds]
+    """Section 1: every workload at every round count, with and without the cache."""
+    rows = []
+    for workload in workloads:
+        for count in rounds:
+            row, _ = measure_epoch(workload, count)
+            row.calls_without_cache = measure_epoch(workload, count, cache=NoCache())[0].calls
+            rows.append(row)
+    return rows
 
 
 # -- section 2: the same epoch again, from the persistent cache ------------------------------

@@ -86,17 +86,23 @@ class Report:
 
 
 def run_calls(report: Report, quick: bool) -> list[bench_calls.CallsRow]:
-    workloads = [bench_calls.demo_workload()]
-    workloads.append(bench_calls.generated_workload(*((10, 6, 6) if quick else (100, 50, 50))))
+    sizes = (10, 6, 6) if quick else (100, 50, 50)
+    workloads = [
+        bench_calls.demo_workload(),
+        bench_calls.generated_workload(*sizes),
+        bench_calls.generated_workload(*sizes, proposals=1),  # SkillOpt-Sleep's search width
+    ]
     rows = bench_calls.calls_section(workloads)
     report.sections["calls"] = [r.as_dict() for r in rows]
     report.section(
-        "1. Model calls against the floor (offline backend, proposals 3, edit_budget 4)",
+        "1. Model calls against the floor (offline backend, edit_budget 4; proposals 3 unless "
+        "shown)",
         table(
             ["example", "train/val/test", "rounds", "calls", "floor", "calls/floor",
-             "SkillOpt nightly", "SO/ours", "SkillOpt 1 process", "SO1/ours", "decision"],
+             "no-cache calls", "SkillOpt nightly", "SO/ours", "SkillOpt 1 process", "SO1/ours",
+             "decision"],
             [[r.example, "/".join(str(v) for v in r.splits.values()), r.rounds, r.calls,
-              r.floor.total, round(r.ratio, 2), r.skillopt_nightly,
+              r.floor.total, round(r.ratio, 2), r.calls_without_cache, r.skillopt_nightly,
               round(r.skillopt_nightly / r.calls, 2), r.skillopt_one_process,
               round(r.skillopt_one_process / r.calls, 2), r.decision] for r in rows],
         ),
@@ -213,8 +219,8 @@ def run_validate(report: Report, quick: bool) -> None:
 
 def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
     """The calls a night costs, from section 1's measured per-round averages."""
-    model = bench_calls.cost_model(rows)
     repo = EXAMPLE_REPO
+    model = bench_calls.cost_model([r for r in rows if r.proposals == repo["proposals"]])
     typical = model.epoch_calls(repo["train"], repo["val"], repo["test"],
                                 rounds=repo["rounds"], proposals=repo["proposals"])
     settings = bench_calls.offline_settings(rounds=repo["rounds"], proposals=repo["proposals"],

@@ -213,3 +213,26 @@ def test_edits_never_change_bytes_outside_the_block(doc: str, batch: list[Edit])
         assert d.outside_block(new) == before_outside
     # applying again on the result keeps the block sound
     d.apply_edits(new, [Edit("add", content="one more")])
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "documents"
+
+
+@pytest.mark.parametrize("name", ["pdf-skill.md", "agents-crlf.md"])
+def test_real_world_documents_keep_every_byte_outside_the_block(name: str) -> None:
+    raw = (FIXTURES / name).read_bytes()
+    text = raw.decode("utf-8")  # as run.read_document does: no newline translation
+    new, outcomes = d.apply_edits(text, [add("Cite the source file"), add("Keep tables")])
+    assert [o.status for o in outcomes] == ["applied", "applied"]
+    if d.find_block(text) is not None:  # an existing block stays where it is
+        assert d.outside_block(new) == d.outside_block(text)
+        assert new.index(d.START) == text.index(d.START)
+        assert new.endswith("See [REFERENCE.md](REFERENCE.md) for form filling.\n")
+        assert d.learned_rules(new) == ['Quote page numbers as "p. N"', "Cite the source file",
+                                        "Keep tables"]
+    else:
+        assert new.encode("utf-8").startswith(raw)
+        assert "\r\n" in new[len(text):] and "\n" not in new[len(text):].replace("\r\n", "")
+    again, _ = d.apply_edits(new, [Edit("delete", anchor="Cite the source file"),
+                                   Edit("delete", anchor="Keep tables")])
+    assert d.outside_block(again) == d.outside_block(new)

@@ -194,6 +194,30 @@ def test_shallow_clone_works(repo: tuple[Path, Path], capsys: pytest.CaptureFixt
     assert git(origin, "rev-parse", BRANCH) == data["commit"]
 
 
+def test_status_reads_trailers_and_tells_whether_the_branch_is_up_to_date(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, _ = repo
+
+    def status() -> dict:
+        result = run_cli(capsys, "--repo", str(work), "status", "--json")
+        assert result.code == 0, result.err
+        (row,) = json.loads(result.out)
+        return row
+
+    assert status()["exists"] is False
+    consolidate(capsys, work)
+    row = status()
+    assert row["up_to_date"] is True
+    assert row["trailers"]["Gitsleep-Decision"] == "accepted"
+    assert row["trailers"]["Gitsleep-Test"] == "0.250 -> 1.000"
+    commit_files(work, {"evals/brief-writer/held-out.jsonl":
+                        (work / HELD_OUT).read_text() + "\n"}, "tasks changed")
+    assert status()["up_to_date"] is False
+    text = run_cli(capsys, "--repo", str(work), "status")
+    assert "stale" in text.out and "accepted" in text.out
+
+
 def test_not_a_repository_and_bad_base_are_one_line_exit_2(
     tmp_path: Path, repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
