@@ -361,6 +361,7 @@ class RerunResult:
     example: str
     rounds: int
     first_calls: int
+    first_cache_hits: int
     first_seconds: float
     rerun_calls: int
     rerun_cache_hits: int
@@ -383,6 +384,7 @@ def rerun_section(
         example=workload.name,
         rounds=rounds,
         first_calls=first.calls,
+        first_cache_hits=first.cache_hits,
         first_seconds=first.seconds,
         rerun_calls=again.calls,
         rerun_cache_hits=again.cache_hits,

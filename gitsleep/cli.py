@@ -9,6 +9,7 @@ import click
 
 from gitsleep import __version__
 from gitsleep.errors import GitsleepError
+from gitsleep.logs import setup_logging
 
 COMMANDS = ("init", "validate", "eval", "consolidate", "status", "plan", "demo")
 
@@ -38,6 +39,7 @@ class _LazyGroup(click.Group):
 def cli(ctx: click.Context, repo: str, config: str | None, verbose: int, quiet: bool) -> None:
     """gitsleep: consolidate agent skill documents through git, gated on your tasks."""
     ctx.obj = {"repo": repo, "config": config, "verbosity": -1 if quiet else verbose}
+    setup_logging(-1 if quiet else verbose)
 
 
 def main(argv: list[str] | None = None) -> None:

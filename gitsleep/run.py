@@ -28,6 +28,7 @@ from gitsleep.cache import ResponseCache
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
 from gitsleep.epoch import call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
+from gitsleep.logs import use_redactor
 from gitsleep.models import EpochResult, Task
 from gitsleep.redact import Redactor
 from gitsleep.tasks import load_skill_tasks, task_files_digest
@@ -63,6 +64,7 @@ class Setup:
         path = config_path(repo, config)
         loaded = apply_overrides(load_config(path), env, backend=backend, model=model)
         redactor = Redactor.from_env(env, [loaded.api_key_env])
+        use_redactor(redactor)
         return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr)
 
     def skills(self, names: tuple[str, ...] | list[str] | None) -> list[SkillConfig]:
