@@ -34,6 +34,7 @@ from gitsleep.models import (
     PassResult,
     SplitSummary,
     Task,
+    TaskResult,
 )
 
 Progress = Callable[[str], None]
@@ -179,8 +180,8 @@ class Epoch:
         self,
         target: str,
         round_no: int,
-        failures: list,
-        passes: list,
+        failures: list[TaskResult],
+        passes: list[TaskResult],
         best_val: PassResult,
     ) -> tuple[_Candidate | None, bool]:
         """Propose, apply and gate `proposals` candidates; return the winner, if any.
@@ -217,8 +218,45 @@ class Epoch:
                         candidates.append(cand)
         passing = [c for c in candidates if c.trial.accepted]
         winner = max(passing, key=lambda c: (c.trial.candidate or 0.0, -c.size), default=None)
+        if winner is not None and len(winner.trial.applied) > 1:
+            winner = self._prune(target, round_no, winner, best_val, seen, candidates)
         self._book_losers(candidates, winner)
         return winner, bool(candidates)
+
+    def _prune(
+        self,
+        target: str,
+        round_no: int,
+        winner: _Candidate,
+        best_val: PassResult,
+        seen: set[str],
+        candidates: list[_Candidate],
+    ) -> _Candidate:
+        """Leave each edit of a winning bundle out once; keep the bundle without it when
+        val does not drop. A harmful edit cannot ride along with helpful ones, and an edit
+        val cannot tell apart is left out (ties go to the smaller change)."""
+        for edit in list(winner.trial.applied):
+            if len(winner.trial.applied) <= 1:
+                break
+            rest = [e for e in winner.trial.applied if e is not edit]
+            label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
+                     f"without: {edit.summary()[:60]}")
+            cand = self._try(target, round_no, winner.trial.proposal, rest, label, best_val,
+                             seen)
+            if cand is None:
+                continue
+            candidates.append(cand)
+            if not cand.trial.accepted or (cand.trial.candidate or 0.0) < (
+                winner.trial.candidate or 0.0
+            ):
+                continue
+            if (cand.trial.candidate or 0.0) > (winner.trial.candidate or 0.0):
+                why = (f"harmful in its bundle: val {_fmt(winner.trial.candidate)} with it, "
+                       f"{_fmt(cand.trial.candidate)} without it")
+                self.rejected.append(edit)
+                self.result.rejected.append(EditOutcome(edit, "rejected", why))
+            winner = cand
+        return winner
 
     def _try(
         self,

@@ -42,8 +42,10 @@ def bootstrap_interval(diffs: list[float]) -> tuple[float, float] | None:
         return (diffs[0], diffs[0])
     rng = random.Random(BOOTSTRAP_SEED)
     n = len(diffs)
-    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(BOOTSTRAP_SAMPLES))
-    return (means[int(0.025 * BOOTSTRAP_SAMPLES)], means[int(0.975 * BOOTSTRAP_SAMPLES) - 1])
+    # Large splits need fewer resamples for the same precision: bound the work at ~2M draws.
+    samples = max(200, min(BOOTSTRAP_SAMPLES, 2_000_000 // n))
+    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(samples))
+    return (means[int(0.025 * samples)], means[int(0.975 * samples) - 1])
 
 
 def summarise(baseline: PassResult, final: PassResult, n: int) -> SplitSummary:

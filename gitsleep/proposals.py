@@ -671,6 +671,7 @@ def check_hygiene(
     task_prompts: Sequence[str],
     current_rules: Sequence[str],
     max_chars: int = 500,
+    contradiction_checks: Sequence[Check] | None = None,
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -678,6 +679,9 @@ def check_hygiene(
     every prompt the optimizer may have seen (passing all prompts is safest);
     `current_rules` the learned rules of the target document. Kept edits come back in
     order, a placeholder filled from a failing check included (see the module notes).
+    `contradiction_checks` (default: `failing_checks`) are the checks an edit must not
+    contradict: pass only the common ones, so one odd task cannot veto a rule most
+    failures need (the gate judges such conflicts on val).
     """
     kept: list[Edit] = []
     rejected: list[EditOutcome] = []
@@ -686,7 +690,8 @@ def check_hygiene(
     earlier: set[str] = set()
     for edit in edits:
         checked, problem = _hygiene_problem(
-            edit, failing_checks, prompts, existing, earlier, max_chars
+            edit, failing_checks, prompts, existing, earlier, max_chars,
+            failing_checks if contradiction_checks is None else contradiction_checks,
         )
         if problem:
             rejected.append(EditOutcome(edit, "rejected", problem))
@@ -703,6 +708,7 @@ def _hygiene_problem(
     existing: dict[str, str],
     earlier: set[str],
     max_chars: int,
+    contradicted: Sequence[Check],
 ) -> tuple[Edit, str]:
     """The edit (a placeholder maybe filled) and the first reason to reject it, or ''."""
     if edit.op in ("replace", "delete"):
@@ -741,7 +747,7 @@ def _hygiene_problem(
         if _copies_prompt(content_words, words):
             return edit, "content copies a task prompt instead of stating a rule"
     for line in lines:
-        for check in failing:
+        for check in contradicted:
             if _contradicts(line, check):
                 return edit, f"content contradicts a failing check: {describe_check(check)}"
     return edit, _duplicate_problem(edit, lines, existing, earlier)

@@ -20,6 +20,9 @@ from gitsleep.models import Check, Edit, EditOutcome, EpochSettings, Proposal, T
 MAX_FAILURES_SHOWN = 8
 MAX_PASSES_SHOWN = 2
 ANSWER_HEAD = 600
+# An edit may not contradict a check that fails in at least 1/CONTRADICTION_SHARE of the
+# shown failures; rarer conflicts between tasks are left to the gate.
+CONTRADICTION_SHARE = 4
 
 _ADD = {"op": "add", "content": proposals.EXAMPLE_CONTENT,
         "rationale": proposals.EXAMPLE_RATIONALE}
@@ -179,9 +182,12 @@ def propose(
         if parsed.error:
             proposal.parse_failures += 1
             proposal.error = f"unparseable optimizer reply: {parsed.error}"
+    counts = failing_checks(failures)
+    common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     kept, dropped = proposals.check_hygiene(
         parsed.edits,
-        failing_checks=list(failing_checks(failures)),
+        failing_checks=list(counts),
+        contradiction_checks=common,
         task_prompts=[tasks[r.task_id].prompt for r in failures],
         current_rules=docs.learned_rules(document),
         max_chars=min(500, settings.block_max_chars),

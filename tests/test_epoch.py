@@ -299,3 +299,28 @@ def test_cost_estimate_needs_a_price_for_every_model() -> None:
     assert cost.estimate_usd(prices) == 4.0
     assert cost.estimate_usd({"a": prices["a"]}) is None
     assert cost.estimate_usd({}) is None
+
+
+def test_a_harmful_edit_cannot_ride_inside_a_winning_bundle() -> None:
+    # One proposal per round: the only candidate bundles the train-only rule with the
+    # helpful ones. Leaving each edit out once finds that val is better without it.
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                       settings(proposals=1, rounds=1), OfflineBackend(), skill="brief-writer")
+    rules = d.learned_rules(result.documents["skill"][1])
+    assert 'Always include "Internal only"' not in rules
+    assert len(rules) == 3
+    harmful = [o for o in result.rejected if "Internal only" in o.edit.content]
+    assert harmful and "harmful in its bundle" in harmful[0].reason
+    assert result.test.candidate == 1.0
+
+
+def test_an_edit_val_cannot_tell_apart_is_left_out() -> None:
+    tasks = [
+        Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"))),
+        Task("v1", "p", "val", rule(("contains", "Alpha"))),
+    ]
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(proposals=1, rounds=1), OfflineBackend(), skill="s")
+    assert d.learned_rules(result.documents["skill"][1]) == ['Always include "Alpha"']
+    assert any(t.reason.endswith("improves by +1.000") and len(t.applied) == 1
+               for t in result.trials)
