@@ -218,7 +218,9 @@ class Epoch:
                         candidates.append(cand)
         passing = [c for c in candidates if c.trial.accepted]
         winner = max(passing, key=lambda c: (c.trial.candidate or 0.0, -c.size), default=None)
-        if winner is not None and len(winner.trial.applied) > 1:
+        if (winner is not None and len(winner.trial.applied) > 1
+                and (winner.trial.candidate or 0.0) < 1.0):
+            # at a perfect val score no edit can be harmful on val: nothing to prune for
             winner = self._prune(target, round_no, winner, best_val, seen, candidates)
         self._book_losers(candidates, winner)
         return winner, bool(candidates)

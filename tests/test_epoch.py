@@ -317,10 +317,21 @@ def test_a_harmful_edit_cannot_ride_inside_a_winning_bundle() -> None:
 def test_an_edit_val_cannot_tell_apart_is_left_out() -> None:
     tasks = [
         Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"))),
-        Task("v1", "p", "val", rule(("contains", "Alpha"))),
+        # val cannot reach 1.0 (an unfixable check), so the winning bundle is pruned
+        Task("v1", "p", "val", rule(("contains", "Alpha"), ("min_chars", 10_000))),
     ]
     result = run_epoch(tasks, {"skill": SKILL, "memory": None},
                        settings(proposals=1, rounds=1), OfflineBackend(), skill="s")
     assert d.learned_rules(result.documents["skill"][1]) == ['Always include "Alpha"']
-    assert any(t.reason.endswith("improves by +1.000") and len(t.applied) == 1
-               for t in result.trials)
+    assert [len(t.applied) for t in result.trials] == [2, 1, 1]
+    assert [t.accepted for t in result.trials] == [False, False, True]
+
+
+def test_a_perfect_bundle_is_not_pruned() -> None:
+    tasks = [
+        Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"))),
+        Task("v1", "p", "val", rule(("contains", "Alpha"))),
+    ]
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(proposals=1, rounds=1), OfflineBackend(), skill="s")
+    assert len(result.trials) == 1 and result.trials[0].candidate == 1.0
