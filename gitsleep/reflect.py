@@ -15,7 +15,7 @@ from gitsleep import documents as docs
 from gitsleep import proposals
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner
-from gitsleep.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
+from gitsleep.models import Check, Edit, EpochSettings, Proposal, Task, TaskResult
 
 MAX_FAILURES_SHOWN = 8
 MAX_PASSES_SHOWN = 2
@@ -61,11 +61,15 @@ def failing_checks(failures: Sequence[TaskResult]) -> Counter[Check]:
     return counts
 
 
-def _first_answer(result: TaskResult) -> tuple[str, str]:
-    for sample in result.samples:
-        if sample.score is not None:
-            return (sample.answer or "")[:ANSWER_HEAD], sample.score.reason
-    return "", "no scored sample"
+def _task_block(result: TaskResult, prompt: str, *, with_reason: bool) -> list[str]:
+    """A task and the agent's first scored answer, fenced as data."""
+    sample = next((s for s in result.samples if s.score is not None), None)
+    answer = (sample.answer or "")[:ANSWER_HEAD] if sample else ""
+    lines = [f"<<<TASK {result.task_id}", prompt, "TASK>>>",
+             "<<<AGENT_ANSWER", answer, "AGENT_ANSWER>>>"]
+    if with_reason:
+        lines.append(f"Judge: {sample.score.reason if sample and sample.score else 'no score'}")
+    return [*lines, ""]
 
 
 def build_prompt(
@@ -97,15 +101,11 @@ def build_prompt(
         parts.append("")
     parts.append("Failing tasks:")
     for result in failures[:MAX_FAILURES_SHOWN]:
-        answer, reason = _first_answer(result)
-        parts += [f"<<<TASK {result.task_id}", tasks[result.task_id].prompt, "TASK>>>",
-                  "<<<AGENT_ANSWER", answer, "AGENT_ANSWER>>>", f"Judge: {reason}", ""]
+        parts += _task_block(result, tasks[result.task_id].prompt, with_reason=True)
     if passes:
         parts.append("Passing tasks, for contrast:")
         for result in passes[:MAX_PASSES_SHOWN]:
-            answer, _ = _first_answer(result)
-            parts += [f"<<<TASK {result.task_id}", tasks[result.task_id].prompt, "TASK>>>",
-                      "<<<AGENT_ANSWER", answer, "AGENT_ANSWER>>>", ""]
+            parts += _task_block(result, tasks[result.task_id].prompt, with_reason=False)
     if rejected:
         parts.append("Edits already rejected by the validation gate (do not propose again):")
         parts += [f"- {e.summary()}" for e in rejected]
@@ -218,6 +218,3 @@ def slice_failures(failures: Sequence[TaskResult], index: int, count: int) -> li
     chosen = [f for i, f in enumerate(failures) if i % parts == (index - 1) % parts]
     return chosen or list(failures)
 
-
-def drop_reasons(outcomes: Sequence[EditOutcome]) -> list[str]:
-    return [f"{o.edit.summary()}: {o.reason}" for o in outcomes]

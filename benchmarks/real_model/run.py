@@ -34,11 +34,14 @@ from typing import Any
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
+from gitsleep.cache import ResponseCache
+from gitsleep.calls import CallRunner
 from gitsleep.config import Config, load_config
 from gitsleep.epoch import run_epoch
 from gitsleep.models import Answer, EpochResult, Task
 from gitsleep.paths import examples_dir
 from gitsleep.run import read_inputs
+from gitsleep import reflect, replay
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"
 HERE = Path(__file__).resolve().parent
@@ -50,7 +53,8 @@ SEED_STRIDE = 7919  # a prime: shifted seeds of different runs never meet
 class ServerLog:
     """What actually reached the server, shared by every run."""
 
-    answers: dict[str, Answer] = field(default_factory=dict)  # greedy agent answers
+    answers: ResponseCache  # greedy agent answers, kept on disk between invocations
+    answer_max_tokens: int | None = None
     calls: int = 0
     replies: list[dict[str, Any]] = field(default_factory=list)  # propose replies, this run
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -69,20 +73,21 @@ class SeededBackend(Backend):
         self.tasks = tasks
 
     def complete(self, call: ModelCall) -> Answer:
-        memo_key = call.cache_key() if call.purpose == "answer" and call.temperature == 0 else ""
-        if memo_key:
-            with self.log.lock:
-                hit = self.log.answers.get(memo_key)
-            if hit is not None:
-                return Answer(hit.text, None, 0, 0)  # tokens were counted when first spent
         sent = call
+        if call.purpose == "answer" and self.log.answer_max_tokens:
+            sent = replace(call, max_tokens=self.log.answer_max_tokens)
         if call.purpose == "propose" and call.seed is not None:
             sent = replace(call, seed=call.seed + SEED_STRIDE * self.run_seed)
+        memo_key = sent.cache_key() if call.purpose == "answer" and call.temperature == 0 else ""
+        if memo_key:
+            hit = self.log.answers.get(memo_key)
+            if hit is not None:
+                return Answer(hit.text, None, 0, 0)  # tokens were counted when first spent
         answer = self.inner.complete(sent)
+        if memo_key:
+            self.log.answers.put(memo_key, answer)  # failed calls are not kept
         with self.log.lock:
             self.log.calls += 1
-            if memo_key and answer.ok:
-                self.log.answers[memo_key] = answer
             if call.purpose == "propose":
                 self.log.replies.append(self._reply_record(sent, answer))
         return answer
