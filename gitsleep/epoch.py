@@ -206,6 +206,12 @@ class Epoch:
             cand = self._try(target, round_no, index, proposal.edits, label, best_val, seen)
             if cand is not None:
                 candidates.append(cand)
+        round_proposals = self.result.proposals[-count:]
+        failed_calls = [p for p in round_proposals if p.raw is None and p.error]
+        if len(failed_calls) == len(round_proposals):
+            # every optimizer call failed: a silent "no edits" night would hide it
+            raise BackendError(f"the optimizer model failed on all {count} call(s) of {target} "
+                               f"round {round_no}; first error: {failed_calls[0].error}")
         if candidates and not any(c.trial.accepted for c in candidates):
             bundle = max(candidates, key=lambda c: (c.trial.candidate or 0.0, -c.size))
             if len(bundle.trial.applied) > 1:

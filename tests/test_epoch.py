@@ -335,3 +335,18 @@ def test_a_perfect_bundle_is_not_pruned() -> None:
     result = run_epoch(tasks, {"skill": SKILL, "memory": None},
                        settings(proposals=1, rounds=1), OfflineBackend(), skill="s")
     assert len(result.trials) == 1 and result.trials[0].candidate == 1.0
+
+
+class BrokenOptimizer(SpyBackend):
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose == "propose":
+            return Answer(text=None, error="HTTP 503: optimizer overloaded after 4 retries")
+        return super().complete(call)
+
+
+def test_an_optimizer_that_always_fails_aborts_instead_of_a_quiet_no_edits_night() -> None:
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(),
+                       BrokenOptimizer(), skill="brief-writer")
+    assert result.decision == "aborted" and result.abort_code == 3
+    assert "optimizer model failed on all 3 call(s)" in result.reason
+    assert "HTTP 503" in result.reason
