@@ -16,6 +16,16 @@ from gitsleep.errors import BudgetExhausted
 from gitsleep.models import Answer, Cost
 
 
+def _valid_unicode(text: str) -> str:
+    """Lone surrogates (half a UTF-16 pair in a reply's JSON) become U+FFFD: such text
+    could not be hashed, cached or written as UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 class CallRunner:
     """Runs ModelCalls against a backend with caching, a budget and a worker pool."""
 
@@ -77,6 +87,8 @@ class CallRunner:
         except BaseException as exc:
             self._stopped = exc
             raise
+        if answer.text is not None:
+            answer.text = _valid_unicode(answer.text)
         with self._lock:
             self.cost.prompt_tokens += answer.prompt_tokens
             self.cost.completion_tokens += answer.completion_tokens

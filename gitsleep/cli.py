@@ -9,7 +9,7 @@ import click
 
 from gitsleep import __version__
 from gitsleep.errors import GitsleepError
-from gitsleep.logs import setup_logging
+from gitsleep.logs import redact, setup_logging
 
 COMMANDS = ("init", "validate", "eval", "consolidate", "status", "plan", "demo")
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="gitsleep", standalone_mode=False)
     except GitsleepError as exc:
-        click.echo(f"gitsleep: error: {exc}", err=True)
+        click.echo(f"gitsleep: error: {redact(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("gitsleep: aborted", err=True)

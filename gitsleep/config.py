@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from gitsleep.errors import UsageError
@@ -38,10 +39,16 @@ ENV_OVERRIDES = {
 }
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
 def _repo_path(value: str) -> str:
     """A path inside the repository, normalised to forward slashes."""
     if not value.strip():
         raise ValueError("must be a non-empty path relative to the repository root")
+    if _CONTROL_CHARS.search(value):
+        # a NUL cannot reach the OS; a newline would split every one-line message in two
+        raise ValueError(f"must not contain control characters (got {value!r})")
     if PurePosixPath(value).is_absolute() or PureWindowsPath(value).drive:
         raise ValueError(
             f"must be relative to the repository root, not absolute ({value!r})"
@@ -103,6 +110,19 @@ class SkillConfig(_Section):
         if isinstance(value, list):
             return [{"path": item} if isinstance(item, str) else item for item in value]
         return value
+
+    @model_validator(mode="after")
+    def _distinct_files(self) -> SkillConfig:
+        """Each file has one role: gitsleep writes the documents and must never write a
+        task file, and one file as both skill and memory would lose one side's rules."""
+        if self.memory is not None and self.memory == self.skill:
+            raise ValueError(f"memory and skill are the same file ({self.skill!r}): "
+                             "use a separate memory document or remove `memory`")
+        for entry in self.tasks:
+            if entry.path in (self.skill, self.memory):
+                raise ValueError(f"{entry.path!r} is both a document and a task file: "
+                                 "gitsleep writes documents, so keep tasks in their own file")
+        return self
 
     def documents(self) -> dict[str, str]:
         """target -> repo-relative path of each document this skill may change."""
@@ -200,12 +220,17 @@ class Config(_Section):
     @field_validator("branch_prefix")
     @classmethod
     def _check_branch_prefix(cls, value: str) -> str:
+        # git check-ref-format, for every name `<prefix><skill>` can make: the prefix's
+        # last component is completed by a skill name ([a-z0-9-]+), the others stand alone.
+        *whole, last = value.split("/")
         bad = (
             not re.match(r"^[A-Za-z0-9._/-]+$", value)
             or value.startswith(("/", "-", "."))
             or ".." in value
             or "//" in value
             or value.endswith(".lock")
+            or any(part.startswith(".") or part.endswith(".lock") for part in whole)
+            or last.startswith(".")
         )
         if bad:
             raise ValueError(

@@ -65,8 +65,10 @@ class Epoch:
         skill: str,
         cache: ResponseCache | None = None,
         progress: Progress | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings
+        self.redact = redact
         self.skill = skill
         self.backend = backend
         self.progress = progress or _quiet
@@ -277,6 +279,13 @@ class Epoch:
         seen: set[str],
     ) -> _Candidate | None:
         """Apply edits to a copy of the document and gate it on val (None: nothing to try)."""
+        if self.redact is not None:  # a secret must never be written into a document
+            leaking = [e for e in edits
+                       if self.redact(e.content) != e.content or self.redact(e.anchor) != e.anchor]
+            self.result.unmatched.extend(
+                EditOutcome(e, "unmatched", "content contains a secret; never written")
+                for e in leaking)
+            edits = [e for e in edits if e not in leaking]
         if not edits:
             return None
         document = self.current[target] or ""
@@ -392,7 +401,10 @@ def run_epoch(
     skill: str,
     cache: ResponseCache | None = None,
     progress: Progress | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> EpochResult:
-    """Run one epoch; backend and budget failures come back as an `aborted` result."""
+    """Run one epoch; backend and budget failures come back as an `aborted` result.
+
+    `redact` (the run's secret masker) refuses edits that would write a secret."""
     return Epoch(tasks, documents, settings, backend, skill=skill, cache=cache,
-                 progress=progress).run()
+                 progress=progress, redact=redact).run()

@@ -812,6 +812,24 @@ def _push_notes(repo: git.Repo, remote: str, ref: str) -> str | None:
     return error
 
 
+def remote_has_note(repo: git.Repo, remote: str, sha: str, ref: str = NOTES_REF) -> bool:
+    """Whether the remote's notes ref holds a note for `sha` (a run killed while pushing
+    notes leaves the branch pushed but the note behind). Fetches into the tracking ref."""
+    ref = _notes_ref(ref)
+    tracking = f"refs/notes/remotes/{remote}/{ref.removeprefix('refs/notes/')}"
+    status, _, _ = _try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
+                            f"+{ref}:{tracking}")
+    if status != 0:
+        return False  # no notes ref on the remote (or unreachable): push will say which
+    status, _, _ = _try_git(repo.git, "notes", f"--ref={tracking}", "list", sha)
+    return status == 0
+
+
+def push_notes(repo: git.Repo, remote: str, ref: str = NOTES_REF) -> str | None:
+    """Push only the notes ref (merging the remote's); None when done, else the error."""
+    return _push_notes(repo, remote, _notes_ref(ref))
+
+
 def push(
     repo: git.Repo,
     remote: str,

@@ -37,6 +37,11 @@ def setup_logging(verbosity: int = 0) -> None:
                   logging.INFO if verbosity == 1 else logging.WARNING)
 
 
+def redact(text: str) -> str:
+    """Mask secrets with the current redactor (for error lines printed outside logging)."""
+    return _formatter.redactor.redact(text)
+
+
 def use_redactor(redactor: Redactor) -> None:
     """Redact log records with this redactor from now on (it knows the config's key)."""
     _formatter.redactor = redactor

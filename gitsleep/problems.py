@@ -6,6 +6,7 @@ search for, and a message that says what is wrong and how to fix it.
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -120,9 +121,12 @@ class FileProblem(Exception):
 def read_text(path: Path) -> str:
     """The file as text: refuses missing, oversized, binary and non-UTF-8 files clearly."""
     try:
-        size = path.stat().st_size
-        if path.is_dir():
+        info = path.stat()
+        size = info.st_size
+        if stat.S_ISDIR(info.st_mode):
             raise FileProblem("GS100", "is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or a device would block or never end
+            raise FileProblem("GS100", "is not a regular file (a pipe, socket or device?)")
         if size > MAX_FILE_BYTES:
             raise FileProblem(
                 "GS103",
@@ -167,11 +171,17 @@ def compose_yaml(text: str) -> yaml.Node | None:
         what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         raise FileProblem("GS101", f"YAML does not parse: {what}", line=line) from None
     except yaml.YAMLError as exc:
-        raise FileProblem("GS101", f"YAML does not parse: {exc}") from None
+        # e.g. a ReaderError for a control character: its text ends with a second line
+        # ('in "<unicode string>", position 0'), which would break one-line output.
+        position = getattr(exc, "position", None)
+        line = text.count("\n", 0, position) + 1 if isinstance(position, int) else None
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FileProblem("GS101", f"YAML does not parse: {first}", line=line) from None
     except RecursionError:
         raise FileProblem("GS104", "is nested too deeply to read") from None
     if node is not None:
         _check_alias_expansion(node)
+        _check_duplicate_keys(node)
     return node
 
 
@@ -203,6 +213,48 @@ def construct_yaml(node: yaml.Node) -> Any:
         raise FileProblem("GS101", f"YAML does not parse: {first_line}", mark.line + 1) from None
     except RecursionError:
         raise FileProblem("GS104", "is nested too deeply to read") from None
+    except (ValueError, ArithmeticError, LookupError, AttributeError, TypeError) as exc:
+        # PyYAML's own constructors fail with plain exceptions on values they resolved:
+        # a date like 2001-02-30, an integer of thousands of digits (Python's int/str
+        # limit), an explicit tag on nothing (`!!int` alone is an IndexError, `!!bool ""`
+        # a KeyError). Bad input all the same.
+        raise FileProblem("GS101", f"YAML holds a value that cannot be read "
+                          f"({type(exc).__name__}: {_first_clause(exc)}); "
+                          "quote it to keep it as text", node.start_mark.line + 1) from None
+
+
+def _first_clause(exc: BaseException) -> str:
+    """An exception's message up to its first ';' (Python's own advice is for programmers)."""
+    return str(exc).split(";")[0].strip() or type(exc).__name__
+
+
+def _check_duplicate_keys(root: yaml.Node) -> None:
+    """Refuse a mapping that names a key twice: YAML forbids it and PyYAML keeps the last
+    silently, so `workers: 8` further down would quietly win over `workers: 2`."""
+    seen_nodes: set[int] = set()
+    pending: list[yaml.Node] = [root]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, str], yaml.Node] = {}
+            for key, value in node.value:
+                pending.append(value)
+                if not isinstance(key, yaml.ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+                    pending.append(key)
+                    continue
+                earlier = first.setdefault((key.tag, key.value), key)
+                if earlier is not key:
+                    raise FileProblem(
+                        "GS101",
+                        f"YAML names the key {key.value[:60]!r} twice (first on line "
+                        f"{earlier.start_mark.line + 1}); keep one",
+                        line=key.start_mark.line + 1,
+                    )
+        elif isinstance(node, yaml.SequenceNode):
+            pending.extend(node.value)
 
 
 def _check_alias_expansion(root: yaml.Node) -> None:

@@ -53,11 +53,11 @@ def failing_checks(failures: Sequence[TaskResult]) -> Counter[Check]:
     """Failed rule checks across the failures, counted once per task."""
     counts: Counter[Check] = Counter()
     for result in failures:
-        seen: set[Check] = set()
+        seen: dict[Check, None] = {}  # first-seen order: the prompt is the same in every process
         for sample in result.samples:
             if sample.score is not None:
-                seen.update(sample.score.failed)
-        counts.update(seen)
+                seen.update(dict.fromkeys(sample.score.failed))
+        counts.update(seen.keys())
     return counts
 
 

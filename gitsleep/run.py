@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,10 +27,12 @@ from gitsleep import __version__, report
 from gitsleep.backends import create_backend
 from gitsleep.cache import ResponseCache
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
+from gitsleep.documents import find_block
 from gitsleep.epoch import call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
 from gitsleep.logs import use_redactor
 from gitsleep.models import EpochResult, Task
+from gitsleep.problems import MAX_FILE_BYTES
 from gitsleep.redact import Redactor
 from gitsleep.tasks import load_skill_tasks, task_files_digest
 
@@ -104,6 +107,15 @@ def read_document(root: Path, relative: str, *, field_name: str) -> str:
         raise UsageError(f"{relative}: {field_name} points outside the repository "
                          "(a symlink or '..'); keep documents inside the repo")
     try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError(f"{relative}: {field_name} is a directory (Is a directory); "
+                             "point the config at a Markdown file")
+        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
+            raise UsageError(f"{relative}: {field_name} is not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise UsageError(f"{relative}: {field_name} is {info.st_size / 1_048_576:.1f} MB; "
+                             f"documents over {MAX_FILE_BYTES // 1_048_576} MB are refused")
         data = path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{relative}: {field_name} does not exist; fix the path in "
@@ -111,10 +123,12 @@ def read_document(root: Path, relative: str, *, field_name: str) -> str:
     except OSError as exc:
         raise UsageError(f"{relative}: cannot read {field_name}: {exc.strerror}") from None
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")  # no BOM stripping, no newline translation: exact bytes
     except UnicodeDecodeError as exc:
         raise UsageError(f"{relative}: {field_name} is not UTF-8 (byte {exc.start}); "
                          "save it as UTF-8") from None
+    find_block(text, where=relative)  # a corrupt learned block stops here, before any call
+    return text
 
 
 def read_inputs(root: Path, skill: SkillConfig) -> tuple[list[Task], dict[str, str | None]]:
@@ -171,7 +185,8 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               f"budget.max_calls {settings.max_calls}; cache hits are free), backend "
               f"{backend.name}{' (simulated)' if backend.simulated else ''}")
     return run_epoch(tasks, documents, settings, backend, skill=skill.name,
-                     cache=make_cache(setup), progress=setup.say)
+                     cache=make_cache(setup), progress=setup.say,
+                     redact=setup.redactor.redact)
 
 
 def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
@@ -255,6 +270,13 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             )
             unpushed = bool(remote and options.push is not False and state.local_tip
                             and state.local_tip != state.remote_tip)
+            if (done and not unpushed and remote and options.push is not False
+                    and state.last_gitsleep_commit
+                    and gitops.read_note(repo, state.last_gitsleep_commit, NOTES_REF)
+                    and not gitops.remote_has_note(repo, remote, state.last_gitsleep_commit)):
+                error = gitops.push_notes(repo, remote, NOTES_REF)  # a kill mid notes push
+                setup.say(f"{skill.name}: pushed the diagnostics note left behind"
+                          if error is None else f"{skill.name}: notes push failed: {error}")
             if done and not unpushed and not _pr_missing(setup, repo, remote, branch, state,
                                                          options):
                 return _up_to_date(setup, skill, branch, state)

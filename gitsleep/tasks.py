@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,17 @@ from gitsleep.problems import (
     read_text,
 )
 
+try:  # Python 3.11+
+    from re import _constants as sre_c  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+_REPEATS = {sre_c.MAX_REPEAT, sre_c.MIN_REPEAT} | (
+    {sre_c.POSSESSIVE_REPEAT} if hasattr(sre_c, "POSSESSIVE_REPEAT") else set()
+)
+
 SPLIT_SEED = "gitsleep-split-v1:"
 VAL_PERCENT = 34  # share of unlabelled tasks that `split: auto` puts in val
 LEGACY_SPLITS = {"replay": "train", "holdout": "val"}
@@ -48,6 +60,13 @@ TEXT_OPS = ("contains", "not_contains", "section_present", "section_contains", "
 BOUND_OPS = ("max_chars", "min_chars")
 
 Reporter = Callable[[str, str, str], None]  # (severity, code, message)
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value quoted for a message, clipped: a 5,000-digit bound or a 1 MB id is one
+    readable line, not a screenful."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def split_for(task_id: str) -> str:
@@ -113,14 +132,23 @@ def _records(
         problems.append(Problem(source, None, "GS104", ERROR,
                                 "task file is nested too deeply to read"))
         return []
+    except ValueError as exc:  # not a JSONDecodeError: a number of thousands of digits
+        problems.append(Problem(source, None, "GS101", ERROR,
+                                f"JSON does not parse: {_number_problem(exc)}"))
+        return []
     return _shape(data, lines, top_line, source, problems)
+
+
+def _number_problem(exc: ValueError) -> str:
+    """Python's int/str digit limit, said for a person editing a task file."""
+    return f"a number is too long to read ({str(exc).split(';')[0].strip()}); quote it"
 
 
 def _looks_like_jsonl(text: str) -> bool:
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:
         return isinstance(json.loads(first), dict)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return False
 
 
@@ -142,6 +170,11 @@ def _jsonl_records(
         except RecursionError:
             problems.append(
                 Problem(source, number, "GS104", ERROR, "record is nested too deeply to read")
+            )
+        except ValueError as exc:
+            problems.append(
+                Problem(source, number, "GS101", ERROR,
+                        f"JSON Lines record does not parse: {_number_problem(exc)}")
             )
     return records
 
@@ -301,6 +334,13 @@ def _task_from_record(
                f"task #{index + 1} must be an object with id, prompt and judge, "
                f"not {type(record).__name__}")
         return None
+    if _has_surrogate(record):
+        # JSON can spell half a UTF-16 pair ("\ud800"); Python keeps it, but no file,
+        # commit or HTTP request can carry it, so the run would fail far from the cause.
+        report(ERROR, "GS102",
+               f"task #{index + 1} holds an unpaired UTF-16 surrogate escape "
+               "(\\ud800-\\udfff): not valid Unicode text; write the character itself")
+        return None
     if "intent" in record:
         fmt, id_key, prompt_key = "skillopt", "id", "intent"
     elif "prompt" not in record and ("task" in record or "task_id" in record):
@@ -316,7 +356,7 @@ def _task_from_record(
                f"task #{index + 1} has no {id_key!r}: give every task a unique string id")
         return None
     task_id = raw_id.strip()
-    name = f"task {task_id!r}"
+    name = f"task {_shown(task_id)}"
     ok = True
 
     if fmt == "gitsleep":
@@ -324,7 +364,7 @@ def _task_from_record(
             close = difflib.get_close_matches(str(key), OWN_KEYS, n=1, cutoff=0.75)
             if key not in OWN_KEYS and close:
                 report(WARNING, "GS106",
-                       f"{name}: unknown key {key!r} is ignored; did you mean {close[0]!r}?")
+                       f"{name}: unknown key {_shown(key)} is ignored; did you mean {close[0]!r}?")
 
     prompt = record.get(prompt_key)
     if not isinstance(prompt, str) or not prompt.strip():
@@ -344,7 +384,7 @@ def _task_from_record(
         split = LEGACY_SPLITS.get(normal or "", normal)
         if split not in SPLITS:
             report(ERROR, "GS114",
-                   f"{name}: split must be train, val or test (got {label!r})")
+                   f"{name}: split must be train, val or test (got {_shown(label)})")
             ok = False
     if file_split != "auto":
         split = file_split
@@ -374,6 +414,25 @@ def _task_from_record(
     )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(value: Any) -> bool:
+    """Whether any string in a parsed record (keys included) holds a lone surrogate."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
 def _skillopt_judge(record: dict[str, Any], name: str, report: Reporter) -> Judge | None:
     """A judge from a SkillOpt-Sleep record: its reference_kind decides which one."""
     kind = record.get("reference_kind") or "none"
@@ -382,7 +441,7 @@ def _skillopt_judge(record: dict[str, Any], name: str, report: Reporter) -> Judg
         text = str(reference) if isinstance(reference, (int, float, str)) else ""
         if not text.strip():
             report(ERROR, "GS127",
-                   f"{name}: reference_kind {kind!r} needs a non-empty 'reference'")
+                   f"{name}: reference_kind {_shown(kind)} needs a non-empty 'reference'")
             return None
         if kind == "rubric":
             return Judge(kind="rubric", rubric=text)
@@ -395,7 +454,7 @@ def _skillopt_judge(record: dict[str, Any], name: str, report: Reporter) -> Judg
             return None
         return parse_judge(record.get("judge"), name, report)
     report(ERROR, "GS121",
-           f"{name}: unknown reference_kind {kind!r}: use exact, rubric or rule")
+           f"{name}: unknown reference_kind {_shown(kind)}: use exact, rubric or rule")
     return None
 
 
@@ -419,7 +478,8 @@ def parse_judge(raw: Any, name: str, report: Reporter) -> Judge | None:
                    "or rubric (with rubric)")
             return None
     if kind not in JUDGE_KINDS:
-        report(ERROR, "GS121", f"{name}: unknown judge kind {kind!r}: use rule, exact or rubric")
+        report(ERROR, "GS121",
+               f"{name}: unknown judge kind {_shown(kind)}: use rule, exact or rubric")
         return None
     if kind in ("exact", "rubric"):
         field = "answer" if kind == "exact" else "rubric"
@@ -462,11 +522,12 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
         close = difflib.get_close_matches(str(op), RULE_OPS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         report(ERROR, "GS122",
-               f"{where}: unknown op {op!r}: {hint}known ops: {', '.join(RULE_OPS)}")
+               f"{where}: unknown op {_shown(op)}: {hint}known ops: {', '.join(RULE_OPS)}")
         return None
     if op == "no_refusal":
         if arg not in (None, ""):
-            report(ERROR, "GS125", f"{where}: no_refusal takes no arg (got {arg!r}): remove it")
+            report(ERROR, "GS125",
+                   f"{where}: no_refusal takes no arg (got {_shown(arg)}): remove it")
             return None
         return Check(op=op)
     if op in BOUND_OPS:
@@ -474,7 +535,7 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
         if bound is None:
             report(ERROR, "GS124",
                    f"{where}: {op} needs a non-negative whole number of characters "
-                   f"(got {arg!r})")
+                   f"(got {_shown(arg)})")
             return None
         if op == "min_chars" and bound == 0:
             report(WARNING, "GS124", f"{where}: min_chars 0 always passes: raise it or remove it")
@@ -486,15 +547,65 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
         return None
     if op == "regex":
         try:
-            re.compile(arg)
+            with warnings.catch_warnings():  # "Possible nested set": stderr noise, not a fault
+                warnings.simplefilter("ignore")
+                re.compile(arg)
         except re.error as exc:
             report(ERROR, "GS123",
-                   f"{where}: invalid regex {arg!r}: {exc.msg} at position {exc.pos}")
+                   f"{where}: invalid regex {_shown(arg)}: {exc.msg} at position {exc.pos}")
             return None
         except (RecursionError, OverflowError):
             report(ERROR, "GS123", f"{where}: regex too complex to compile")
             return None
+        if regex_size(arg) > MAX_REGEX_SIZE:
+            report(ERROR, "GS123",
+                   f"{where}: regex repeats too much (over {MAX_REGEX_SIZE} steps once its "
+                   "counted repeats like x{n} are written out): use smaller counts")
+            return None
     return Check(op=op, arg=arg)
+
+
+# The judge's regex engine writes `x{n}` out n times when it compiles: `a{1000000000}`
+# asks for gigabytes. Valid for `re`, so it must be refused here, before any judge runs.
+MAX_REGEX_SIZE = 100_000
+
+
+def regex_size(pattern: str) -> int:
+    """How many items a pattern becomes once every counted repeat is written out
+    (the minimum count: open-ended repeats are loops, not copies)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return 0  # compile already reported it, or it is too odd to measure
+    try:
+        return _items_size(list(parsed))
+    except RecursionError:
+        return MAX_REGEX_SIZE + 1
+
+
+def _items_size(items: list[tuple[Any, Any]]) -> int:
+    total = 0
+    for op, av in items:
+        if op in _REPEATS:
+            low, _high, body = av
+            total += max(1, low) * _items_size(list(body))
+        elif op is sre_c.SUBPATTERN:
+            total += _items_size(list(av[-1]))
+        elif op is sre_c.BRANCH:
+            total += sum(_items_size(list(branch)) for branch in av[1])
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+            total += _items_size(list(av[1]))
+        elif op is sre_c.GROUPREF_EXISTS:  # (?(1)yes|no)
+            total += sum(_items_size(list(branch)) for branch in av[1:] if branch)
+        elif op is getattr(sre_c, "ATOMIC_GROUP", None):  # (?>...), Python 3.11+
+            total += _items_size(list(av))
+        else:
+            total += 1
+        if total > MAX_REGEX_SIZE:
+            return total
+    return total
 
 
 def char_bound(value: Any) -> int | None:
@@ -507,7 +618,7 @@ def char_bound(value: Any) -> int | None:
         if math.isfinite(value) and value.is_integer() and value >= 0:
             return int(value)
         return None
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,18}", value.strip()):
         return int(value.strip())
     return None
 
@@ -526,6 +637,11 @@ def check_skill_tasks(repo_root: Path, skill: SkillConfig) -> tuple[list[Task], 
                                     f"listed twice for skill {skill.name!r}: remove one entry"))
             continue
         seen_files.add(entry.path)
+        if not _inside(repo_root, entry.path):
+            problems.append(Problem(entry.path, None, "GS100", ERROR,
+                                    "task file points outside the repository (a symlink); "
+                                    "keep task files inside the repo"))
+            continue
         file_tasks, file_problems = parse_task_file(repo_root / entry.path, entry.path,
                                                     entry.split)
         tasks.extend(file_tasks)
@@ -534,6 +650,15 @@ def check_skill_tasks(repo_root: Path, skill: SkillConfig) -> tuple[list[Task], 
     _check_prompt_leaks(tasks, problems)
     _check_split_sizes(skill, tasks, problems)
     return tasks, problems
+
+
+def _inside(repo_root: Path, relative: str) -> bool:
+    """Whether a repo path, symlinks followed, stays in the repository: task text goes to a
+    model provider, so a link to ~/.netrc must not become a prompt."""
+    try:
+        return (repo_root / relative).resolve().is_relative_to(repo_root.resolve())
+    except (OSError, RuntimeError):  # a symlink loop: let the reader report it
+        return True
 
 
 def load_skill_tasks(repo_root: Path, skill: SkillConfig) -> list[Task]:
@@ -582,18 +707,18 @@ def _drop_duplicates(tasks: list[Task], problems: list[Problem]) -> list[Task]:
         if (earlier.split == "test") != (task.split == "test"):
             problems.append(Problem(
                 task.source, task.line, "GS113", ERROR,
-                f"task {task.id!r} is in {task.split} here and in {earlier.split} at "
+                f"task {_shown(task.id)} is in {task.split} here and in {earlier.split} at "
                 f"{_where(earlier)}: held-out tasks must never be used for selection; "
                 "keep it in one split"))
         elif earlier.split != task.split:
             problems.append(Problem(
                 task.source, task.line, "GS112", ERROR,
-                f"task {task.id!r} is in {task.split} here and in {earlier.split} at "
+                f"task {_shown(task.id)} is in {task.split} here and in {earlier.split} at "
                 f"{_where(earlier)}: a task belongs to exactly one split; rename or remove one"))
         else:
             problems.append(Problem(
                 task.source, task.line, "GS112", ERROR,
-                f"duplicate task id {task.id!r} (first at {_where(earlier)}): ids must be "
+                f"duplicate task id {_shown(task.id)} (first at {_where(earlier)}): ids must be "
                 "unique within a skill; rename one"))
     return kept
 
@@ -615,7 +740,8 @@ def _check_prompt_leaks(tasks: list[Task], problems: list[Problem]) -> None:
         if other is not None:
             problems.append(Problem(
                 task.source, task.line, "GS113", ERROR,
-                f"task {task.id!r} ({task.split}) has the same prompt as task {other.id!r} "
+                f"task {_shown(task.id)} ({task.split}) has the same prompt as task "
+                f"{_shown(other.id)} "
                 f"({other.split}, {_where(other)}): the held-out split would leak into "
                 "selection; reword or remove one"))
         elif task.split != "test":
@@ -623,7 +749,8 @@ def _check_prompt_leaks(tasks: list[Task], problems: list[Problem]) -> None:
             if twin is not None:
                 problems.append(Problem(
                     task.source, task.line, "GS117", WARNING,
-                    f"task {task.id!r} ({task.split}) has the same prompt as task {twin.id!r} "
+                    f"task {_shown(task.id)} ({task.split}) has the same prompt as task "
+                    f"{_shown(twin.id)} "
                     f"({twin.split}, {_where(twin)}): the gate would re-test what reflection "
                     "saw"))
         seen[task.split].setdefault(key, task)

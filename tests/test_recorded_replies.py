@@ -6,6 +6,11 @@ was given (failing checks, task prompts, current rules, budget) and, written by 
 after reading the reply, what a person would take from it: the edits, which of them are
 real rules, and why the others are not. The test runs the same two steps an epoch runs
 (`parse_reply`, then `check_hygiene`) and compares.
+
+Where gitsleep does not yet do what a person would, the fixture says so in
+`expect.known_gap` (`{"step": "parse" | "hygiene", "gap": "..."}`) and that step is an
+xfail: the expectation stays the human one, and once the gap is fixed the test fails
+until `known_gap` is removed (a strict xfail).
 """
 
 from __future__ import annotations
@@ -44,6 +49,22 @@ def edit_fields(edit: Any) -> dict[str, str]:
     return {"op": edit.op, "content": edit.content, "anchor": edit.anchor}
 
 
+def edit_fields_of(expected: dict[str, str]) -> dict[str, str]:
+    return {"op": expected["op"], "content": expected.get("content", ""),
+            "anchor": expected.get("anchor", "")}
+
+
+def check_known_gap(name: str, step: str, *, as_expected: bool) -> None:
+    """xfail a step that misses the human expectation for a recorded reason; fail when a
+    recorded gap is gone, so the fixture is updated (a strict xfail, by hand)."""
+    gap = load(name)[1]["expect"].get("known_gap")
+    if not gap or gap["step"] != step:
+        return
+    if as_expected:
+        pytest.fail(f"{name}: the known {step} gap is fixed; remove expect.known_gap")
+    pytest.xfail(f"known gap: {gap['gap']}")
+
+
 def test_there_are_enough_recorded_replies_and_each_has_its_expectations():
     assert len(NAMES) >= 8
     for name in NAMES:
@@ -57,15 +78,16 @@ def test_parse_reply_reads_what_a_person_reads(name: str) -> None:
     raw, spec = load(name)
     context, expect = spec["context"], spec["expect"]
     parsed = parse_reply(raw, target=context["target"], budget=context["budget"])
+    ok = (bool(parsed.error) == expect["parse_error"]
+          and [edit_fields(e) for e in parsed.edits] == [edit_fields_of(e) for e in expect["edits"]]
+          and len(parsed.dropped) == expect.get("dropped_by_parser", 0))
+    check_known_gap(name, "parse", as_expected=ok)
     if expect["parse_error"]:
         assert parsed.error, f"{name}: expected no readable edits"
         assert parsed.edits == []
     else:
         assert parsed.error is None, f"{name}: {parsed.error}"
-    assert [edit_fields(e) for e in parsed.edits] == [
-        {"op": e["op"], "content": e.get("content", ""), "anchor": e.get("anchor", "")}
-        for e in expect["edits"]
-    ]
+    assert [edit_fields(e) for e in parsed.edits] == [edit_fields_of(e) for e in expect["edits"]]
     assert len(parsed.dropped) == expect.get("dropped_by_parser", 0), name
 
 
@@ -81,8 +103,13 @@ def test_hygiene_keeps_the_real_rules_and_names_what_is_wrong_with_the_rest(name
         current_rules=context["rules"],
         max_chars=500,
     )
-    assert [e.content for e in kept] == expect["kept"], name
     reasons = {o.edit.content: o.reason for o in rejected}
+    expected_kept = [edit_fields_of(e) for e in expect["kept"]]
+    ok = ([edit_fields(e) for e in kept] == expected_kept
+          and set(reasons) == set(expect["rejected"])
+          and all(words in reasons[c] for c, words in expect["rejected"].items()))
+    check_known_gap(name, "hygiene", as_expected=ok)
+    assert [edit_fields(e) for e in kept] == expected_kept, name
     assert set(reasons) == set(expect["rejected"]), name
     for content, words in expect["rejected"].items():
         assert words in reasons[content], f"{name}: {content!r} rejected for {reasons[content]!r}"

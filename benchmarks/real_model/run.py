@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gitsleep import reflect, replay
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
 from gitsleep.cache import ResponseCache
@@ -41,7 +42,6 @@ from gitsleep.epoch import run_epoch
 from gitsleep.models import Answer, EpochResult, Task
 from gitsleep.paths import examples_dir
 from gitsleep.run import read_inputs
-from gitsleep import reflect, replay
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"
 HERE = Path(__file__).resolve().parent
@@ -166,6 +166,39 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
     return row, result
 
 
+def record(example: str, count: int, args: argparse.Namespace, url: str, inner: Backend,
+           log: ServerLog) -> None:
+    """Score train once, then ask the optimizer `count` times with different seeds.
+
+    Only the optimizer's raw replies are wanted here (for test fixtures); nothing is
+    gated. The train answers land in the answer store, so a later run reuses them.
+    """
+    config = bench_config(example, args, url)
+    skill = config.skills[0]
+    settings = config.epoch_settings()
+    tasks, documents = read_inputs(examples_dir() / example, skill)
+    by_id = {t.id: t for t in tasks}
+    backend = SeededBackend(inner, 0, log, by_id)
+    runner = CallRunner(backend, max_calls=args.max_calls, workers=1)
+    train = replay.score_split(runner, [t for t in tasks if t.split == "train"], documents,
+                               settings, label="baseline", split="train")
+    failures = [t for t in train.tasks if t.hard is not None and t.hard < 1.0]
+    passes = [t for t in train.tasks if t.hard == 1.0]
+    print(f"{example}: train baseline {train.mean}, {len(failures)} failing", flush=True)
+    for seed in range(count):
+        log.replies = []
+        backend.run_seed = 100 + seed  # apart from the benchmark's run seeds
+        started = time.monotonic()
+        fresh = CallRunner(backend, workers=1)  # its cache must not answer for another seed
+        proposal = reflect.propose(fresh, settings, target="skill",
+                                   document=documents["skill"] or "", failures=failures,
+                                   passes=passes, tasks=by_id, rejected=[], round_no=1, index=0)
+        print(f"{example} record {seed}: {len(proposal.edits)} edit(s) kept, "
+              f"{len(proposal.dropped)} dropped, parse failures {proposal.parse_failures}, "
+              f"{time.monotonic() - started:.0f}s", flush=True)
+        save_replies(args.out / "raw", f"{example}-record", seed, log.replies)
+
+
 def save_replies(folder: Path, example: str, seed: int, replies: Sequence[dict[str, Any]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for number, reply in enumerate(replies, start=1):
@@ -221,6 +254,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per call")
     parser.add_argument("--time-limit", type=float, default=75.0,
                         help="minutes; no new run starts after this")
+    parser.add_argument("--answer-max-tokens", type=int, default=320,
+                        help="cap on an agent answer (0: none); keeps runs short on CPUs")
+    parser.add_argument("--record", type=int, default=0, metavar="N",
+                        help="only record N optimizer replies per example, then stop")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     return parser.parse_args(argv)
 
@@ -235,11 +272,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     inner = OpenAIBackend(api_key="local-server-needs-no-key", base_url=url,
                           timeout=args.timeout, max_retries=1)
-    log = ServerLog()
+    log = ServerLog(ResponseCache(args.out / "answers"), args.answer_max_tokens or None)
+    if args.record:
+        for example in args.examples:
+            record(example, args.record, args, url, inner, log)
+        inner.close()
+        return 0
     meta: dict[str, Any] = {
         "url": url, "agent_model": args.agent_model, "optimizer_model": args.optimizer_model,
         "rounds": args.rounds, "proposals": args.proposals, "edit_budget": args.edit_budget,
-        "max_calls": args.max_calls, "seeds": args.seeds, "skipped": [],
+        "max_calls": args.max_calls, "answer_max_tokens": args.answer_max_tokens,
+        "seeds": args.seeds, "skipped": [],
     }
     rows: list[dict[str, Any]] = []
     started = time.monotonic()

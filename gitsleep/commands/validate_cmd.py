@@ -31,6 +31,7 @@ from gitsleep.problems import (
     construct_yaml,
     read_text,
 )
+from gitsleep.redact import Redactor
 from gitsleep.tasks import check_skill_tasks
 
 FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -103,6 +104,10 @@ def document_problems(
     repo_root: Path, rel: str, limits: tuple[int, int], *, frontmatter: bool
 ) -> list[Problem]:
     """A skill or memory document: readable UTF-8, sound frontmatter, sound learned block."""
+    if not (repo_root / rel).resolve().is_relative_to(repo_root.resolve()):
+        return [Problem(rel, None, "GS200", ERROR,
+                        "document points outside the repository (a symlink or '..'); "
+                        "keep documents inside the repo")]
     try:
         text = read_text(repo_root / rel)
     except FileProblem as exc:
@@ -262,6 +267,7 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
     obj = ctx.obj or {}
     repo_root = Path(obj.get("repo") or ".")
     cfg = config_path(repo_root, obj.get("config"))
+    config: Config | None = None
     if learned_block_only:
         report = learned_block_report(repo_root, cfg, paths)
         scope = f"{report.files} document(s)"
@@ -275,11 +281,14 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
         scope = (f"{report.skills} skill(s), {report.tasks} task(s), "
                  f"{report.files} file(s)")
 
+    # Problems quote task text; nothing secret-shaped may reach the terminal or a CI log.
+    key_env = [config.api_key_env] if config is not None else []
+    redact = Redactor.from_env(os.environ, key_env).redact_obj
     if output_format == "json":
-        click.echo(json.dumps([p.as_dict() for p in report.problems], indent=2))
+        click.echo(json.dumps(redact([p.as_dict() for p in report.problems]), indent=2))
     else:
         for problem in report.problems:
-            click.echo(problem.render())
+            click.echo(redact(problem.render()))
     if report.problems:
         summary = f"{report.errors} error(s), {report.warnings} warning(s)"
     else:

@@ -1,0 +1,243 @@
+"""Secrets never leave: a secret planted anywhere in a run's inputs is in none of its outputs.
+
+A secret is what gitsleep can know to be one: the value of an environment variable named
+`*_KEY`, `*_TOKEN`, `*_SECRET` (or the config's `api_key_env`), or a string shaped like a
+known token (OpenAI, GitHub, AWS, Slack, JWT). The property plants one in the task prompt,
+the task id, an exact judge's expected answer, the skill document (outside and inside the
+learned block) and the model's replies, then runs a whole `gitsleep consolidate` through
+real git, a bare origin and the fake GitHub, and searches every output: stdout, stderr,
+the commit message, the git note, diagnostics.json, and every request GitHub received.
+
+Each example is a whole run, so the count is modest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gitsleep.backends.offline import simulate_answer
+from gitsleep.documents import END, START
+from tests.e2e.test_git_run import example_files
+from tests.support.cli import CliResult
+from tests.support.fake_github import FakeGitHub
+from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.gitrepo import commit_files, git, make_repo
+
+BRANCH = "gitsleep/brief-writer"
+TASKS = "evals/brief-writer/tasks.jsonl"
+SKILL_MD = "skills/brief-writer/SKILL.md"
+MODEL_KEY_ENV = "GITSLEEP_SECRETS_KEY"
+MODEL_KEY = "sk-proj-ModelKey0123456789abcdefghijklmnop"
+PLACES = ("prompt", "task_id", "expected_answer", "skill_outside", "skill_block",
+          "model_reply")
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _has_letter_and_digit(text: str) -> bool:
+    return any(c.isalpha() for c in text) and any(c.isdigit() for c in text)
+
+
+ENV_SECRETS = st.tuples(
+    st.text(alphabet=ALNUM + "_-.~+/=", min_size=16, max_size=48).filter(_has_letter_and_digit),
+    st.sampled_from(["DEPLOY_KEY", "SLACK_TOKEN", "DB_SECRET", "VENDOR_API_KEY", "GH_TOKEN"]),
+)
+SHAPED_SECRETS = st.one_of(
+    st.text(alphabet=ALNUM, min_size=36, max_size=36).map(lambda s: f"ghp_{s}"),
+    st.text(alphabet=ALNUM + "_-", min_size=24, max_size=48).map(lambda s: f"sk-proj-{s}"),
+    st.text(alphabet=ALNUM[:26] + ALNUM[52:], min_size=16, max_size=16).map(
+        lambda s: f"AKIA{s}"),
+    st.text(alphabet=ALNUM, min_size=12, max_size=30).map(lambda s: f"xoxb-{s}"),
+)
+
+
+@contextlib.contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """os.environ with `values` set and every forge/model variable of the host removed."""
+    saved = dict(os.environ)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
+                 "OPENAI_API_KEY", "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL",
+                 "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "EMAIL"):
+        os.environ.pop(name, None)
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def plant(work: Path, secret: str, places: set[str], base_url: str | None) -> None:
+    """Write the secret into the chosen inputs and commit them (the run reads the base)."""
+    files: dict[str, str] = {}
+    lines = (work / TASKS).read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    if "prompt" in places:
+        records[0]["prompt"] += f" Authenticate with {secret} first."
+        records[16]["prompt"] += f" (token: {secret})"  # a val task too
+    if "task_id" in places:
+        records[1]["id"] = f"train-{secret}"
+    if "expected_answer" in places:
+        records.append({"id": "val-exact", "split": "val", "prompt": "Name the token.",
+                        "judge": {"kind": "exact", "answer": f"the token is {secret}"}})
+    files[TASKS] = "".join(json.dumps(r) + "\n" for r in records)
+    skill = (work / SKILL_MD).read_text()
+    if "skill_outside" in places:
+        skill = skill.replace("Write plainly.", f"Write plainly. Never print {secret}.")
+    if "skill_block" in places:
+        skill += f"\n{START}\n## Learned rules\n\n- Do not reveal {secret}\n{END}\n"
+    files[SKILL_MD] = skill
+    if base_url is not None:
+        cfg = yaml.safe_load((work / ".gitsleep.yml").read_text())
+        cfg.update(backend="openai", model="agent-model", optimizer_model="optimizer-model",
+                   base_url=base_url, api_key_env=MODEL_KEY_ENV, timeout=5, max_retries=1)
+        files[".gitsleep.yml"] = yaml.safe_dump(cfg)
+    commit_files(work, files, "tasks and documents")
+    git(work, "push", "--quiet", "origin", "main")
+
+
+def leaky_model(secret: str):  # noqa: ANN201 - a responder for FakeOpenAIServer
+    """A model that repeats the secret in every answer and every edit's rationale."""
+
+    def respond(request: dict[str, Any]) -> str:
+        if request.get("response_format"):
+            edits = [{"op": "add", "content": rule, "rationale": f"seen {secret} in the task"}
+                     for rule in ('Use the heading "## Key Risks"',
+                                  'Always include "Confidence: medium"',
+                                  "Keep answers under 300 characters")]
+            return f"Using {secret}:\n```json\n" + json.dumps({"edits": edits}) + "\n```"
+        system = [m["content"] for m in request["messages"] if m["role"] == "system"]
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        return simulate_answer(system, user) + f"\nFYI the key is {secret}"
+
+    return respond
+
+
+def outputs(work: Path, origin: Path, result: CliResult, github: FakeGitHub) -> dict[str, str]:
+    """Everything the run wrote or sent, by where it went."""
+    found = {"stdout": result.out, "stderr": result.err,
+             "github": "\n".join(f"{r.method} {r.path} {r.query} {r.body}"
+                                 for r in github.requests)}
+    for path in (work / ".gitsleep" / "runs").rglob("*"):
+        if path.is_file():
+            found[f"file {path.name}"] = path.read_text(errors="replace")
+    if git(origin, "rev-parse", "--verify", "--quiet", BRANCH, check=False):
+        found["commit message"] = git(origin, "log", "-1", "--format=%B", BRANCH)
+        found["note"] = git(origin, "notes", "--ref=gitsleep", "show", BRANCH, check=False)
+        found["branch names"] = git(origin, "for-each-ref", "--format=%(refname)")
+    return found
+
+
+def whole_run(secret: str, env_name: str | None, places: set[str]) -> tuple[int, dict, dict]:
+    """One consolidate run in a fresh repository with the secret planted; (code, summary,
+    outputs)."""
+    with tempfile.TemporaryDirectory(prefix="gitsleep-secrets-") as scratch:
+        tmp = Path(scratch)
+        home = tmp / "home"
+        home.mkdir()
+        env = {"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
+               "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"), "GIT_TERMINAL_PROMPT": "0",
+               MODEL_KEY_ENV: MODEL_KEY}
+        if env_name:
+            env[env_name] = secret
+        with environment(**env), FakeGitHub() as github, \
+                FakeOpenAIServer(responder=leaky_model(secret)) as model:
+            os.environ.update(github.env())
+            work, origin = make_repo(tmp, example_files())
+            commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore runs")
+            plant(work, secret, places, model.base_url if "model_reply" in places else None)
+            capture = _Capture()
+            result = capture.run("--repo", str(work), "consolidate", "--json")
+            found = outputs(work, origin, result, github)
+            # the plant took: the secret is in the committed inputs or the model's replies
+            in_inputs = git(work, "grep", "-c", "-F", secret, "main", check=False)
+            assert in_inputs or model.request_count > 0
+            data = json.loads(result.out) if result.out.strip() else {}
+            shutil.rmtree(work / ".gitsleep", ignore_errors=True)
+        return result.code, data, found
+
+
+class _Capture:
+    """run_cli without pytest's capsys (hypothesis examples outlive one fixture use)."""
+
+    def run(self, *args: str) -> CliResult:
+        import io
+        from contextlib import redirect_stderr, redirect_stdout
+
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                from gitsleep.cli import main
+
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 0
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def assert_never_leaves(secret: str, found: dict[str, str]) -> None:
+    for where, text in found.items():
+        assert secret not in text, f"the secret leaked into {where}"
+        assert MODEL_KEY not in text, f"the model key leaked into {where}"
+        assert json.dumps(secret)[1:-1] not in text, f"a JSON-escaped secret in {where}"
+
+
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(secret=st.one_of(ENV_SECRETS, SHAPED_SECRETS.map(lambda s: (s, None))),
+       places=st.sets(st.sampled_from(PLACES), min_size=1))
+def test_a_planted_secret_is_in_no_output_of_a_whole_run(
+    secret: tuple[str, str | None], places: set[str]
+) -> None:
+    value, env_name = secret
+    code, data, found = whole_run(value, env_name, places)
+    assert code == 0, found["stderr"][-2000:]
+    assert data["decision"] == "accepted" and data["pr"]["operation"] == "created", data
+    assert "commit message" in found and found["note"]
+    assert_never_leaves(value, found)
+
+
+@pytest.mark.parametrize("places", [set(PLACES)], ids=["everywhere"])
+def test_the_same_with_every_place_at_once_and_the_fake_github_token(
+    places: set[str],
+) -> None:
+    """A fixed example with everything planted; the forge token is a secret as well."""
+    code, data, found = whole_run("sk-proj-EverywhereAtOnce0123456789abcdef", None, places)
+    assert code == 0 and data["pr"]["operation"] == "created", found["stderr"][-2000:]
+    assert_never_leaves("sk-proj-EverywhereAtOnce0123456789abcdef", found)
+    from tests.support.fake_github import FAKE_TOKEN
+
+    for where, text in found.items():
+        assert FAKE_TOKEN not in text, where
+
+
+def test_an_error_message_never_prints_a_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.e2e.test_git_run import EXAMPLE
+    from tests.support.cli import run_cli
+
+    secret = "dup-Sekr3tValue0123456789"
+    monkeypatch.setenv("DEPLOY_KEY", secret)
+    root = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, root)
+    record = {"id": secret, "split": "val", "prompt": "p",
+              "judge": {"kind": "exact", "answer": "x"}}
+    with (root / TASKS).open("a") as handle:
+        handle.write(json.dumps(record) + "\n" + json.dumps({**record, "prompt": "q"}) + "\n")
+    for command in (["validate"], ["consolidate", "--dry-run"]):
+        result = run_cli(capsys, "--repo", str(root), *command)
+        assert result.code in (1, 2)
+        assert secret not in result.out + result.err, command
