@@ -364,10 +364,10 @@ class Epoch:
             if not failing:
                 r.reason = "every train task already passes: nothing to learn"
             else:
-                dropped = sum(len(p.dropped) for p in r.proposals)
                 errors = sum(1 for p in r.proposals if p.error)
                 r.reason = (f"{failing} train task(s) fail, but {len(r.proposals)} proposal(s) "
-                            f"gave no applicable edit ({dropped} dropped, {errors} failed)")
+                            f"gave no applicable edit ({len(r.unmatched)} edit(s) dropped or "
+                            f"unmatched, {errors} proposal(s) failed; see diagnostics)")
 
 
 def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bool) -> int:

@@ -192,9 +192,26 @@ def propose(
         current_rules=docs.learned_rules(document),
         max_chars=min(500, settings.block_max_chars),
     )
-    proposal.edits = kept
+    proposal.edits = [_replace_of_nothing_as_add(e, document) for e in kept]
     proposal.dropped = list(parsed.dropped) + list(dropped)
     return proposal
+
+
+def _replace_of_nothing_as_add(edit: Edit, document: str) -> Edit:
+    """A `replace` whose anchor names no rule of the block is read as an `add`.
+
+    Small optimizers anchor on the heading a check wants (`replace "Severity" with
+    "Severity: 3"`) before any rule exists; the document layer would report that edit
+    unmatched and the idea would be lost. Only the proposal is reinterpreted, and the
+    rationale says so: an anchor that matches several rules stays unmatched.
+    """
+    if edit.op != "replace":
+        return edit
+    _, outcomes = docs.apply_edits(document, [edit])
+    if outcomes[0].status != "unmatched" or "matches no rule" not in outcomes[0].reason:
+        return edit
+    note = f"(a replace of {edit.anchor!r}, which is not a rule of the block, read as add)"
+    return Edit("add", edit.content, "", f"{edit.rationale} {note}".strip(), edit.target)
 
 
 def _failed_of(result: TaskResult) -> list[Check]:

@@ -116,3 +116,17 @@ def test_slices_differ_between_proposals() -> None:
     assert ids[0] == [f"t{i}" for i in range(6)]
     assert ids[1] == ["t0", "t2", "t4"] and ids[2] == ["t1", "t3", "t5"]
     assert reflect.slice_failures(items[:1], 2, 3) == items[:1]
+
+
+def test_a_replace_of_a_rule_the_block_lacks_is_read_as_add() -> None:
+    reply = json.dumps({"edits": [
+        {"op": "replace", "anchor": "Severity", "content": "Add a line 'Severity: N' (1-4)",
+         "rationale": "the checks want it"},
+        {"op": "replace", "anchor": "Key Risks", "content": "Keep the Key Risks heading short",
+         "rationale": "an existing rule"},
+    ]})
+    proposal = propose(Scripted(reply))
+    first, second = proposal.edits
+    assert first.op == "add" and first.anchor == ""
+    assert "read as add" in first.rationale
+    assert second.op == "replace"  # its anchor names an existing rule: left as it is

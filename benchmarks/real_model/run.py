@@ -258,7 +258,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="cap on an agent answer (0: none); keeps runs short on CPUs")
     parser.add_argument("--record", type=int, default=0, metavar="N",
                         help="only record N optimizer replies per example, then stop")
-    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--out", type=Path, default=HERE.parent / "results" / "real_model",
+                        help="where results, raw replies and the answer store go "
+                        "(default benchmarks/results/real_model, git-ignored)")
     return parser.parse_args(argv)
 
 
