@@ -350,3 +350,17 @@ def test_an_optimizer_that_always_fails_aborts_instead_of_a_quiet_no_edits_night
     assert result.decision == "aborted" and result.abort_code == 3
     assert "optimizer model failed on all 3 call(s)" in result.reason
     assert "HTTP 503" in result.reason
+
+
+def test_the_second_example_also_gains_offline() -> None:
+    from gitsleep.config import load_config
+    from gitsleep.run import read_inputs
+
+    root = EXAMPLE.parent / "incident-notes"
+    config = load_config(root / ".gitsleep.yml")
+    tasks, documents = read_inputs(root, config.skills[0])
+    result = run_epoch(tasks, documents, config.epoch_settings(), OfflineBackend(),
+                       skill=config.skills[0].name)
+    assert result.decision == "accepted" and result.pr_eligible
+    assert result.test.candidate > result.test.baseline
+    assert result.val.candidate == 1.0
