@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from gitsleep import paths
-from gitsleep.cli import main
 from gitsleep.config import load_config
 from gitsleep.tasks import load_skill_tasks
+from tests.support.cli import run_cli
 
 WORKFLOW = b"name: gitsleep nightly\non: {workflow_dispatch: {}}\n"
 CREATED = (".gitsleep.yml", "skills/example-skill/SKILL.md", "evals/example-skill/tasks.jsonl",
@@ -27,13 +27,9 @@ def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
-    try:
-        main(["--repo", str(repo), *args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    """The real CLI in-process: (exit code, stdout, stderr)."""
+    result = run_cli(capsys, "--repo", str(repo), *args)
+    return result.code, result.out, result.err
 
 
 def test_fresh_init_writes_everything_and_validates(

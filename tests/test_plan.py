@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.cli import main
+from tests.support.cli import run_cli
 
 CONFIG = """\
 skills:
@@ -22,13 +22,9 @@ skills:
 
 
 def run(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
-    try:
-        main(["--repo", str(repo), *args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    """The real CLI in-process: (exit code, stdout, stderr)."""
+    result = run_cli(capsys, "--repo", str(repo), *args)
+    return result.code, result.out, result.err
 
 
 def test_json_matrix_is_one_compact_line(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.cli import main
+from tests.support.cli import run_cli
 
 START = "<!-- gitsleep:learned:start -->"
 END = "<!-- gitsleep:learned:end -->"
@@ -81,14 +81,9 @@ def repo(tmp_path: Path) -> Path:
 
 
 def run(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int, str, str]:
-    """Run the real CLI entry point in-process: (exit code, stdout, stderr)."""
-    try:
-        main(["--repo", str(repo), *args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    """The real CLI in-process: (exit code, stdout, stderr)."""
+    result = run_cli(capsys, "--repo", str(repo), *args)
+    return result.code, result.out, result.err
 
 
 def test_clean_repo_passes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
