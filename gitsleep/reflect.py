@@ -80,16 +80,22 @@ def build_prompt(
     tasks: dict[str, Task],
     rejected: Sequence[Edit],
     budget: int,
+    *,
+    rules: Sequence[str] | None = None,
+    counts: Counter[Check] | None = None,
 ) -> str:
-    """The user message: the document, what failed and why, what passed, what was rejected."""
+    """The user message: the document, what failed and why, what passed, what was rejected.
+
+    `rules` and `counts` (the block's rules, the failed checks) may be passed in when the
+    caller already has them."""
     parts = [f"You are editing the agent's {target} document.", ""]
     parts += ["<<<DOCUMENT (for context; only the learned block may change)",
               docs.outside_block(document).strip(), "DOCUMENT>>>", ""]
-    rules = docs.learned_rules(document)
+    rules = docs.learned_rules(document) if rules is None else rules
     parts += ["Current learned rules:"]
     parts += [f"- {r}" for r in rules] if rules else ["(none yet)"]
     parts.append("")
-    counts = failing_checks(failures)
+    counts = failing_checks(failures) if counts is None else counts
     if counts:
         parts.append("Failing checks, most frequent first:")
         for check, n in counts.most_common():
@@ -128,8 +134,10 @@ def propose(
     index: int,
 ) -> Proposal:
     """Ask the optimizer once (plus one retry on a parse error) for edits to `target`."""
+    rules = docs.learned_rules(document)
+    counts = failing_checks(failures)
     prompt = build_prompt(target, document, failures, passes, tasks, rejected,
-                          settings.edit_budget)
+                          settings.edit_budget, rules=rules, counts=counts)
     context = {
         "target": target,
         "budget": settings.edit_budget,
@@ -138,7 +146,7 @@ def propose(
             for r in failures
         ],
         "rejected": [e.content or e.anchor for e in rejected],
-        "rules": docs.learned_rules(document),
+        "rules": rules,
     }
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
     request = ModelCall(
@@ -182,14 +190,13 @@ def propose(
         if parsed.error:
             proposal.parse_failures += 1
             proposal.error = f"unparseable optimizer reply: {parsed.error}"
-    counts = failing_checks(failures)
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     kept, dropped = proposals.check_hygiene(
         parsed.edits,
         failing_checks=list(counts),
         contradiction_checks=common,
         task_prompts=[tasks[r.task_id].prompt for r in failures],
-        current_rules=docs.learned_rules(document),
+        current_rules=rules,
         max_chars=min(500, settings.block_max_chars),
     )
     proposal.edits = [_replace_of_nothing_as_add(e, document) for e in kept]

@@ -84,9 +84,8 @@ def _default_redactor(redactor: Redactor | None) -> Redactor:
 def split_passes(result: EpochResult, split: str) -> tuple[PassResult | None, PassResult | None]:
     """(baseline pass, final pass) of a split; final is None when nothing was re-scored.
 
-    The baseline is the pass labelled `baseline` (else the split's first pass). The final
-    pass is the one labelled `final` (held-out); for val it is the pass of the last
-    accepted gate trial, since each trial scores exactly one val pass, in order.
+    The baseline is the pass labelled `baseline` (else the split's first pass); the final
+    pass is the one the epoch marked `final` (or, for hand-made results, labelled so).
     """
     passes = [p for p in result.passes if p.split == split]
     if not passes:
@@ -95,11 +94,6 @@ def split_passes(result: EpochResult, split: str) -> tuple[PassResult | None, Pa
     if result.decision == "aborted" or not result.changed:
         return before, None
     final = next((p for p in reversed(passes) if p.final or p.label == "final"), None)
-    if final is None and split == "val":
-        trial_passes = [p for p in passes if p is not before]
-        accepted = [i for i, t in enumerate(result.trials) if t.accepted]
-        if accepted and len(trial_passes) == len(result.trials):
-            final = trial_passes[accepted[-1]]
     return before, final
 
 

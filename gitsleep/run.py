@@ -31,7 +31,7 @@ from gitsleep.documents import find_block
 from gitsleep.epoch import call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
 from gitsleep.logs import use_redactor
-from gitsleep.models import EpochResult, Task
+from gitsleep.models import EpochResult, SplitSummary, Task
 from gitsleep.problems import MAX_FILE_BYTES
 from gitsleep.redact import Redactor
 from gitsleep.tasks import load_skill_tasks, task_files_digest
@@ -279,7 +279,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                           if error is None else f"{skill.name}: notes push failed: {error}")
             if done and not unpushed and not _pr_missing(setup, repo, remote, branch, state,
                                                          options):
-                return _up_to_date(setup, skill, branch, state)
+                return _up_to_date(setup, skill, branch, state, tasks)
             if done:
                 setup.say(f"{skill.name}: finishing an interrupted run (push / pull request); "
                           "replaying the epoch from the cache")
@@ -325,8 +325,7 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
 def _trailer_improved(trailers: Mapping[str, str], min_delta: float) -> bool:
     """Whether the recorded epoch would open a PR: held-out, else val, strictly improved."""
     for key in ("Gitsleep-Test", "Gitsleep-Val"):
-        scores = _scores_from_trailer(trailers.get(key))
-        before, after = scores["baseline"], scores["candidate"]
+        before, after = _scores_from_trailer(trailers.get(key))
         if before is not None and after is not None:
             return after > before + min_delta
     return False
@@ -368,35 +367,42 @@ def _models(setup: Setup) -> str:
     return f"{agent} / {optimizer}"
 
 
-def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any) -> SkillOutcome:
+def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
+                tasks: list[Task]) -> SkillOutcome:
+    """The summary of an epoch the branch already records, read from its trailers."""
     setup.say(f"{skill.name}: up to date: {branch} already records this base, these tasks "
               "and these documents; nothing to do")
     trailers = state.last_trailers
-    summary = {
-        "skill": skill.name,
-        "decision": trailers.get("Gitsleep-Decision", "accepted"),
-        "reason": "up to date: the branch already holds the result for these inputs",
-        "metric": trailers.get("Gitsleep-Metric", setup.config.gate.metric),
-        "val": _scores_from_trailer(trailers.get("Gitsleep-Val")),
-        "test": _scores_from_trailer(trailers.get("Gitsleep-Test")),
-        "edits": {"applied": [], "rejected": [], "unmatched": []},
-        "branch": branch,
-        "commit": state.last_gitsleep_commit,
-        "pr": {"operation": "none", "number": None, "url": None},
-        "cost": {"calls": 0, "cache_hits": 0, "prompt_tokens": 0, "completion_tokens": 0},
-        "diagnostics": None,
-        "up_to_date": True,
-    }
-    return SkillOutcome(skill.name, summary)
+
+    def recorded(key: str, split: str) -> SplitSummary:
+        before, after = _scores_from_trailer(trailers.get(key))
+        return SplitSummary(before, after, sum(1 for t in tasks if t.split == split))
+
+    agent, optimizer, judge = setup.config.models()
+    recorded_result = EpochResult(
+        skill=skill.name,
+        decision=trailers.get("Gitsleep-Decision", "accepted"),
+        reason="up to date: the branch already holds the result for these inputs",
+        metric=trailers.get("Gitsleep-Metric", setup.config.gate.metric),
+        backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,
+        judge_model=judge, train=SplitSummary(None, None, 0),
+        val=recorded("Gitsleep-Val", "val"), test=recorded("Gitsleep-Test", "test"),
+        documents={},
+    )
+    summary = report.json_summary(recorded_result, branch=branch,
+                                  commit=state.last_gitsleep_commit, pr={"operation": "none"},
+                                  diagnostics_path=None, redactor=setup.redactor)
+    return SkillOutcome(skill.name, {**summary, "up_to_date": True})
 
 
-def _scores_from_trailer(value: str | None) -> dict[str, Any]:
+def _scores_from_trailer(value: str | None) -> tuple[float | None, float | None]:
+    """(baseline, candidate) from a `0.250 -> 1.000` trailer value."""
     try:
         before, after = (None if p.strip() == "n/a" else float(p) for p in
                          (value or "").split("->"))
     except ValueError:
-        before = after = None
-    return {"baseline": before, "candidate": after, "n": None}
+        return None, None
+    return before, after
 
 
 def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
