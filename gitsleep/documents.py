@@ -13,7 +13,7 @@ bullet, and the edit applies all of them or none.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gitsleep.errors import UsageError
@@ -178,6 +178,12 @@ def clean_content(content: str) -> tuple[list[str], str | None]:
     if not lines:
         return [], "content is empty"
     return lines, None
+
+
+def anchor_names_a_rule(rules: Sequence[str], anchor: str) -> bool:
+    """Whether `anchor` names at least one of `rules`, as `apply_edits` matches anchors."""
+    want = _norm(anchor)
+    return bool(want) and any(want in _norm(rule) for rule in rules)
 
 
 def _match(rule_lines: list[tuple[int, str]], anchor: str) -> tuple[int | None, str]:

@@ -11,11 +11,11 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
+from gitsleep import check_text, hygiene, proposals
 from gitsleep import documents as docs
-from gitsleep import proposals
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner
-from gitsleep.models import Check, Edit, EpochSettings, Proposal, Task, TaskResult
+from gitsleep.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
 
 MAX_FAILURES_SHOWN = 8
 MAX_PASSES_SHOWN = 2
@@ -99,8 +99,8 @@ def build_prompt(
     if counts:
         parts.append("Failing checks, most frequent first:")
         for check, n in counts.most_common():
-            line = f"- {proposals.describe_check(check)} (failed in {n} task(s))"
-            example = proposals.example_for_check(check)
+            line = f"- {check_text.describe_check(check)} (failed in {n} task(s))"
+            example = check_text.example_for_check(check)
             if example:
                 line += f"; a line that passes: {example}"
             parts.append(line)
@@ -133,7 +133,11 @@ def propose(
     round_no: int,
     index: int,
 ) -> Proposal:
-    """Ask the optimizer once (plus one retry on a parse error) for edits to `target`."""
+    """Ask the optimizer once (plus one retry) for edits to `target`.
+
+    The retry is spent on a reply that cannot be parsed (the error is shown) or whose every
+    edit hygiene rejected (each reason is shown): a small optimizer often fixes exactly what
+    it is told. Every dropped edit of both attempts is kept for the report."""
     rules = docs.learned_rules(document)
     counts = failing_checks(failures)
     prompt = build_prompt(target, document, failures, passes, tasks, rejected,
@@ -149,76 +153,61 @@ def propose(
         "rules": rules,
     }
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
-    request = ModelCall(
-        purpose="propose",
-        model=settings.optimizer_model,
-        messages=messages,
-        temperature=0.7,
-        seed=1000 * round_no + index,
-        json_schema=proposals.EDITS_SCHEMA_JSON,
-        context=context,
-    )
+    common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     proposal = Proposal(target=target, round=round_no, index=index, raw=None)
-    answer = runner.call(request)
-    if not answer.ok:
-        proposal.error = answer.error
-        return proposal
-    proposal.raw = answer.text
-    parsed = proposals.parse_reply(answer.text or "", target=target, budget=settings.edit_budget)
-    if parsed.error:
-        proposal.parse_failures += 1
-        retry = ModelCall(
+    raws: list[str] = []
+    for _attempt in range(2):
+        answer = runner.call(ModelCall(
             purpose="propose",
             model=settings.optimizer_model,
-            messages=messages + (
-                ("assistant", answer.text or ""),
-                ("user", f"That reply could not be parsed: {parsed.error}. "
-                         'Reply again with only the JSON object {"edits": [...]}.'),
-            ),
-            temperature=request.temperature,
-            seed=request.seed,
-            json_schema=request.json_schema,
+            messages=messages,
+            temperature=0.7,
+            seed=1000 * round_no + index,
+            json_schema=proposals.EDITS_SCHEMA_JSON,
             context=context,
-        )
-        again = runner.call(retry)
-        if not again.ok:
-            proposal.error = again.error
+        ))
+        if not answer.ok:
+            proposal.error = answer.error
             return proposal
-        proposal.raw = f"{answer.text}\n\n--- retry ---\n{again.text}"
-        parsed = proposals.parse_reply(again.text or "", target=target,
+        raws.append(answer.text or "")
+        proposal.raw = "\n\n--- retry ---\n".join(raws)
+        parsed = proposals.parse_reply(answer.text or "", target=target,
                                        budget=settings.edit_budget)
+        kept, rejected = hygiene.check_hygiene(
+            parsed.edits,
+            failing_checks=list(counts),
+            contradiction_checks=common,
+            task_prompts=[t.prompt for t in tasks.values() if t.split == "train"],
+            current_rules=rules,
+            max_chars=min(500, settings.block_max_chars),
+        )
+        proposal.edits = kept
+        proposal.dropped += [*parsed.dropped, *rejected]
         if parsed.error:
             proposal.parse_failures += 1
             proposal.error = f"unparseable optimizer reply: {parsed.error}"
-    common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
-    kept, dropped = proposals.check_hygiene(
-        parsed.edits,
-        failing_checks=list(counts),
-        contradiction_checks=common,
-        task_prompts=[tasks[r.task_id].prompt for r in failures],
-        current_rules=rules,
-        max_chars=min(500, settings.block_max_chars),
-    )
-    proposal.edits = [_replace_of_nothing_as_add(e, document) for e in kept]
-    proposal.dropped = list(parsed.dropped) + list(dropped)
+        else:
+            proposal.error = None
+        feedback = _retry_message(parsed.error, rejected) if not kept else ""
+        if not feedback:
+            break
+        messages += (("assistant", answer.text or ""), ("user", feedback))
     return proposal
 
 
-def _replace_of_nothing_as_add(edit: Edit, document: str) -> Edit:
-    """A `replace` whose anchor names no rule of the block is read as an `add`.
-
-    Small optimizers anchor on the heading a check wants (`replace "Severity" with
-    "Severity: 3"`) before any rule exists; the document layer would report that edit
-    unmatched and the idea would be lost. Only the proposal is reinterpreted, and the
-    rationale says so: an anchor that matches several rules stays unmatched.
-    """
-    if edit.op != "replace":
-        return edit
-    _, outcomes = docs.apply_edits(document, [edit])
-    if outcomes[0].status != "unmatched" or "matches no rule" not in outcomes[0].reason:
-        return edit
-    note = f"(a replace of {edit.anchor!r}, which is not a rule of the block, read as add)"
-    return Edit("add", edit.content, "", f"{edit.rationale} {note}".strip(), edit.target)
+def _retry_message(parse_error: str | None, rejected: Sequence[EditOutcome]) -> str:
+    """What the one retry says: the parse error, or why every edit was rejected."""
+    if parse_error:
+        return (f"That reply could not be parsed: {parse_error}. "
+                'Reply again with only the JSON object {"edits": [...]}.')
+    if not rejected:
+        return ""  # no edits at all: the optimizer sees nothing to fix
+    lines = ["None of those edits can be used:"]
+    lines += [f"- {o.edit.summary()}: {o.reason}" for o in rejected]
+    lines.append("Propose again: short general rules that hold for every task, quoting the "
+                 "exact headings, lines and limits the failing checks need. "
+                 'Reply with only the JSON object {"edits": [...]}.')
+    return "\n".join(lines)
 
 
 def _failed_of(result: TaskResult) -> list[Check]:

@@ -27,12 +27,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gitsleep import documents as d
+from gitsleep.check_text import literal_for_regex
 from gitsleep.config import Config, load_config
 from gitsleep.errors import UsageError
+from gitsleep.hygiene import check_hygiene
 from gitsleep.judges import check_passes, parse_rubric_reply, score_exact
 from gitsleep.models import RULE_OPS, SPLITS, Check, Edit, Score, Task
 from gitsleep.problems import CODES, Problem
-from gitsleep.proposals import check_hygiene, literal_for_regex, parse_reply
+from gitsleep.proposals import parse_reply
 from gitsleep.redact import Redactor
 from gitsleep.tasks import parse_task_file, regex_size
 

@@ -33,8 +33,9 @@ from gitsleep import documents as d
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import simulate_answer
 from gitsleep.epoch import run_epoch
+from gitsleep.hygiene import check_hygiene
 from gitsleep.models import Answer, Check, Edit, EpochSettings, Judge, Task
-from gitsleep.proposals import check_hygiene, parse_reply
+from gitsleep.proposals import parse_reply
 from tests.support.cli import CliResult, run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "brief-writer"

@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
+from gitsleep.hygiene import check_hygiene
 from gitsleep.models import Check
-from gitsleep.proposals import check_hygiene, parse_reply
+from gitsleep.proposals import parse_reply
 
 RECORDED = Path(__file__).parent / "fixtures" / "replies" / "recorded"
 NAMES = sorted(p.stem for p in RECORDED.glob("*.txt"))

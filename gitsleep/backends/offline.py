@@ -116,8 +116,8 @@ def directive_for(op: str, arg: object) -> str | None:
     if op == "max_chars":
         return f"Keep answers under {text} characters"
     if op == "regex":
+        from gitsleep.check_text import example_for_check
         from gitsleep.models import Check
-        from gitsleep.proposals import example_for_check
 
         literal = example_for_check(Check("regex", text))
         return f'Always include "{literal}"' if literal else None

@@ -1,0 +1,482 @@
+"""Hygiene: the edits of a parsed reply that read as real rules, and why the rest do not.
+
+`check_hygiene` rejects edits that are not real rules: placeholder echoes, copies of a
+task prompt, answers to one task (facts only one prompt has, or a past-tense account of
+one case with nothing asked of the agent), rules that contradict a failing check they
+should fix (also by taking away text the check needs, or by "leave this section out"
+after naming it), marker text, frontmatter fences, control characters, over-long
+content, duplicates.
+
+A `replace` whose anchor names no rule of the block is read as an `add`. Small
+optimizers anchor on the heading a check wants (`replace "Severity" with "Severity: 3"`)
+before any rule exists; taken literally the edit could never apply and the idea would be
+lost. An anchor that names several rules is left alone (the document layer reports it).
+
+Multi-line content: an edit whose content has several lines stands for several rules.
+Each non-empty line becomes its own bullet in the learned block (a leading `- ` is not
+doubled), and the edit is applied, and judged by hygiene, all or nothing: one bad line
+rejects the whole edit. A line that starts with `#` is kept as rule text (`- ## Impact`),
+never turned into a heading of the block. A placeholder inside a line (`Severity: <1-4>`)
+is a placeholder echo, unless it can be filled from a failing check: `<1-4>` becomes `1`
+and `<low|high>` becomes `low` when the filled line then satisfies a failing `contains`
+or `regex` check (the kept edit carries the filled text and says so in its rationale).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+
+from gitsleep import documents as docs
+from gitsleep.check_text import CONTROL_CHARS, describe_check, search
+from gitsleep.models import Check, Edit, EditOutcome
+from gitsleep.proposals import PROMPT_EXAMPLE_TEXTS
+
+_MARKER_TEXT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
+_FENCE_LINE = re.compile(r"^(?:-{3,}|={3,})$")
+_BULLET = re.compile(r"^\s*[-*+]\s+")
+_ANGLE = re.compile(r"<([^<>\s]|[^<>\s][^<>\n]{0,58}[^<>\s])>")
+_WORD_PLACEHOLDER = re.compile(r"\b(?:TODO|TBD|FIXME)\b|\.\.\.|…")
+_CURLY_PLACEHOLDER = re.compile(
+    r"\{\s*(?:rule|text|content|anchor|rationale|reason|placeholder)\s*\}", re.IGNORECASE
+)
+_PLACEHOLDER_WORDS = frozenset(
+    {"rule", "rules", "text", "content", "anchor", "rationale", "reason", "why", "line",
+     "value", "name", "number", "n", "x", "y", "heading", "section", "placeholder",
+     "example", "string", "op", "edit", "...", "…"}
+)
+_RANGE_PLACEHOLDER = re.compile(r"^\s*(\d+)\s*(?:-|–|\.\.)\s*\d+\s*$")
+_WORDS = re.compile(r"\w+")
+
+_NEGATIVE_CUES = (
+    r"never|don'?t|do\s+not|doesn'?t|does\s+not|avoid|omit|must\s+not|mustn'?t|should\s+not"
+    r"|shouldn'?t|no\s+longer|remove|exclude|leave\s+out|drop|skip|without|stop|forget"
+    r"|neglect|fail\s+to"
+)
+_POSITIVE_CUES = (
+    r"always|include|add|use|say|write|mention|start\s+with|begin\s+with|end\s+with|state"
+    r"|put|show|output|print|give|must|should|need|require"
+)
+_CUE = re.compile(rf"\b(?:(?P<neg>{_NEGATIVE_CUES})|(?P<pos>{_POSITIVE_CUES}))\b", re.IGNORECASE)
+_CLAUSE_SPLIT = re.compile(r"(?<=[.;!?])\s+|\s+but\s+", re.IGNORECASE)
+_UPPER_BOUND = re.compile(
+    r"\b(?:under|at most|no more than|fewer than|less than|maximum of|max(?:imum)?)\s+(\d+)\s+"
+    r"(?:characters|chars)\b",
+    re.IGNORECASE,
+)
+# "leave this section out", "this section should not be present": a negation within a few
+# words of a back-reference to a heading named earlier in the same edit.
+_BACK_REFERENCE = r"(?:this|that|the|such\s+a)\s+(?:section|heading|part|block)"
+_NEGATED_REFERENCE = re.compile(
+    rf"\b(?:{_NEGATIVE_CUES})\b(?:\s+\S+){{0,3}}?\s+{_BACK_REFERENCE}\b"
+    rf"|\b{_BACK_REFERENCE}(?:\s+\S+){{0,2}}?\s+(?:{_NEGATIVE_CUES})\b",
+    re.IGNORECASE,
+)
+# Words too common to tie a text to one task prompt.
+_COMMON_WORDS = frozenset(
+    {
+        "a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by",
+        "from", "with", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this",
+        "that", "these", "those", "after", "before", "during", "for", "into", "over", "under",
+        "about", "than", "then", "there", "their", "they", "we", "you", "your", "our", "all",
+        "any", "each", "every", "one", "two", "no", "not", "so", "do", "does", "did", "has",
+        "have", "had", "can", "could", "will", "would", "may", "might", "should", "must",
+        "shall", "write", "answer", "task"
+    }
+)
+# An instruction asks something of the agent: a modal, or a sentence led by a verb.
+_DIRECTIVE = re.compile(
+    r"\b(?:must|should|shall|always|never|need|needs|required?|ensure|make\s+sure|be\s+sure"
+    r"|do\s+not|don'?t|avoid|only|every|each)\b",
+    re.IGNORECASE,
+)
+# A statement about one case has a subject: "The outage ...", "This issue ...", "We ...".
+_SUBJECT_WORDS = frozenset(
+    {"the", "this", "that", "these", "those", "it", "its", "they", "we", "our", "their", "he",
+     "she", "his", "her", "a", "an"}
+)
+_PAST_TENSE = re.compile(r"\b(?:was|were|had|did|happened|occurred|\w{3,}ed)\b", re.IGNORECASE)
+_LABEL = re.compile(r"^(?:\*\*[^*]{1,60}\*\*|__[^_]{1,60}__|[\w ]{1,30}):\s*")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.;!?])\s+")
+_LOWER_BOUND = re.compile(
+    r"\b(?:at least|minimum of|min(?:imum)?)\s+(\d+)\s+(?:characters|chars)\b",
+    re.IGNORECASE,
+)
+
+
+def check_hygiene(
+    edits: list[Edit],
+    *,
+    failing_checks: Sequence[Check],
+    task_prompts: Sequence[str],
+    current_rules: Sequence[str],
+    max_chars: int = 500,
+    contradiction_checks: Sequence[Check] | None = None,
+) -> tuple[list[Edit], list[EditOutcome]]:
+    """Keep the edits that read as real rules; reject the rest with a reason.
+
+    `failing_checks` are the rule checks the shown train failures failed; `task_prompts`
+    every prompt the optimizer may have seen (passing all prompts is safest);
+    `current_rules` the learned rules of the target document. Kept edits come back in
+    order, a placeholder filled from a failing check included (see the module notes).
+    `contradiction_checks` (default: `failing_checks`) are the checks an edit must not
+    contradict: pass only the common ones, so one odd task cannot veto a rule most
+    failures need (the gate judges such conflicts on val).
+    """
+    kept: list[Edit] = []
+    rejected: list[EditOutcome] = []
+    existing = {_norm_rule(rule): rule for rule in current_rules if _norm_rule(rule)}
+    prompts = [words for words in (_words(p) for p in task_prompts) if words]
+    specific = _specific_words(prompts, failing_checks, current_rules)
+    earlier: set[str] = set()
+    for edit in edits:
+        checked, problem = _hygiene_problem(
+            edit, failing_checks, prompts, specific, existing, earlier, max_chars,
+            failing_checks if contradiction_checks is None else contradiction_checks,
+        )
+        if problem:
+            rejected.append(EditOutcome(edit, "rejected", problem))
+            continue
+        if checked.op == "replace" and not docs.anchor_names_a_rule(current_rules, checked.anchor):
+            note = f"(a replace of {checked.anchor!r}, not a rule of the block, read as add)"
+            rationale = f"{checked.rationale} {note}".strip()
+            checked = Edit("add", checked.content, "", rationale, checked.target)
+        kept.append(checked)
+        earlier.update(_norm_rule(line) for line in _content_lines(checked.content))
+    return kept, rejected
+
+
+def _hygiene_problem(
+    edit: Edit,
+    failing: Sequence[Check],
+    prompts: list[list[str]],
+    specific: dict[str, int],
+    existing: dict[str, str],
+    earlier: set[str],
+    max_chars: int,
+    contradicted: Sequence[Check],
+) -> tuple[Edit, str]:
+    """The edit (a placeholder maybe filled) and the first reason to reject it, or ''."""
+    if edit.op in ("replace", "delete"):
+        token = _angle_placeholder(edit.anchor, failing)
+        if token or _echoes_example(edit.anchor):
+            return edit, f"anchor is a placeholder ({token or edit.anchor}), not a learned rule"
+    if edit.op == "delete":
+        return edit, ""
+    content = edit.content
+    if not content.strip():
+        return edit, "content is empty"
+    if CONTROL_CHARS.search(content):
+        return edit, "content contains control characters"
+    if _MARKER_TEXT.search(content):
+        return edit, "content contains the learned-block marker text (gitsleep:learned)"
+    if "<!--" in content or "-->" in content:
+        return edit, "content contains an HTML comment marker"
+    lines = _content_lines(content)
+    for line in lines:
+        if _FENCE_LINE.match(line):
+            return edit, f"content has a line {line!r} (a frontmatter fence or underline)"
+    if len(content) > max_chars:
+        return edit, f"content is {len(content)} characters, over the limit of {max_chars}"
+    if _echoes_example(content):
+        return edit, "content copies the prompt's example text"
+    filled_lines, token = _fill_placeholders(lines, failing)
+    if token:
+        return edit, f"content echoes a placeholder ({token}) instead of a concrete rule"
+    if filled_lines != lines:
+        content = "\n".join(filled_lines)
+        rationale = f"{edit.rationale} (placeholder filled from a failing check)".strip()
+        edit = Edit(edit.op, content, edit.anchor, rationale, edit.target)
+        lines = filled_lines
+    content_words = _words(content)
+    for words in prompts:
+        if _copies_prompt(content_words, words):
+            return edit, "content copies a task prompt instead of stating a rule"
+    one_task = _one_task_problem(content, specific)
+    if one_task:
+        return edit, one_task
+    narrative = next((line for line in lines if _is_account_of_one_case(line)), "")
+    if narrative:
+        return edit, (f"content tells what happened in one case ({_short(narrative)!r}) and asks "
+                      "nothing of the agent: an answer to a task, not a rule")
+    for check in contradicted:
+        if any(_contradicts(line, check) for line in lines) or _refers_back_negated(lines, check):
+            return edit, f"content contradicts a failing check: {describe_check(check)}"
+        if edit.op == "replace" and _asks_for(check, edit.anchor) and not _asks_for(check, content):
+            return edit, (f"contradicts a failing check: replacing {edit.anchor!r} takes away "
+                          f"what it needs ({describe_check(check)})")
+    return edit, _duplicate_problem(edit, lines, existing, earlier)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _specific_words(
+    prompts: list[list[str]], failing: Sequence[Check], rules: Sequence[str]
+) -> dict[str, int]:
+    """Words that only one task prompt has (word -> that prompt's index).
+
+    With fewer than three prompts nothing is specific: the shared template of the tasks
+    cannot be told from one task's facts. Words a check or a current rule uses are never
+    specific: a rule may name what the checks need.
+    """
+    if len(prompts) < 3:
+        return {}
+    allowed = set(_words(" ".join(str(c.arg) for c in failing if c.arg is not None)))
+    allowed.update(_words(" ".join(rules)))
+    owners: dict[str, set[int]] = {}
+    for index, words in enumerate(prompts):
+        for word in set(words):
+            if word not in _COMMON_WORDS and word not in allowed:
+                owners.setdefault(word, set()).add(index)
+    return {word: next(iter(where)) for word, where in owners.items() if len(where) == 1}
+
+
+def _one_task_problem(content: str, specific: dict[str, int]) -> str:
+    """Why a content reads as an answer to one task: two or more of that task's own words."""
+    by_prompt: dict[int, list[str]] = {}
+    for word in dict.fromkeys(_words(content)):
+        if word in specific:
+            by_prompt.setdefault(specific[word], []).append(word)
+    shared = max(by_prompt.values(), key=len, default=[])
+    if len(shared) < 2:
+        return ""
+    return (f"content answers one task instead of stating a rule: {', '.join(shared[:4])} "
+            "come from a single task prompt")
+
+
+def _asks_for(check: Check, text: str) -> bool:
+    """Whether `text` names, without negating it, what a content check needs."""
+    arg = "" if check.arg is None else str(check.arg)
+    if check.op in ("contains", "section_present", "section_contains"):
+        named = bool(arg.strip()) and arg.casefold() in text.casefold()
+    elif check.op == "regex":
+        named = search(arg, text) is not None
+    else:
+        return False
+    return named and not _contradicts(text, check)
+
+
+def _refers_back_negated(lines: list[str], check: Check) -> bool:
+    """A line names what the check needs; a later line says to leave "this section" out."""
+    for i, line in enumerate(lines):
+        if _asks_for(check, line):
+            return any(_NEGATED_REFERENCE.search(later) for later in lines[i + 1 :])
+    return False
+
+
+def _is_account_of_one_case(line: str) -> bool:
+    """A prose line in the past tense that asks nothing of the agent ("The outage affected
+    the EU region."): what an answer says about one task, not a rule for every task."""
+    text = _LABEL.sub("", line.lstrip("#").strip(), count=1)
+    if len(text.split()) < 6:
+        return False
+    sentences = [s for s in _SENTENCE_SPLIT.split(text) if s.strip()]
+    for sentence in sentences:
+        first = _words(sentence)[:1]
+        if _DIRECTIVE.search(sentence) or not first or first[0] not in _SUBJECT_WORDS:
+            return False  # asks something, or is led by a verb (an imperative) or a label
+    return any(_PAST_TENSE.search(sentence) for sentence in sentences)
+
+
+def _content_lines(content: str) -> list[str]:
+    """The rule lines an edit's content stands for: non-empty, without a leading bullet."""
+    lines = []
+    for raw in content.split("\n"):
+        line = _BULLET.sub("", raw, count=1).strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _norm_rule(text: str) -> str:
+    return " ".join(_BULLET.sub("", text, count=1).casefold().split()).rstrip(".")
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(text.casefold())
+
+
+def _contains_run(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return n > 0 and any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def _echoes_example(text: str) -> bool:
+    """The prompt's example text, brackets and all, or its words: all of a short one,
+    a run of a longer one (so a rule may still say "one rule per line")."""
+    folded, words = text.casefold(), _words(text)
+    for example in PROMPT_EXAMPLE_TEXTS:
+        example_words = _words(example)
+        if example.casefold() in folded or words == example_words:
+            return True
+        if len(example_words) >= 4 and _contains_run(words, example_words):
+            return True
+    return False
+
+
+def _copies_prompt(content_words: list[str], prompt_words: list[str]) -> bool:
+    """Equal, containing a whole prompt (4+ words), or 80% of its words in order (6+)."""
+    if content_words == prompt_words:
+        return True
+    if len(prompt_words) >= 4 and _contains_run(content_words, prompt_words):
+        return True
+    if len(prompt_words) >= 6:
+        matcher = difflib.SequenceMatcher(None, prompt_words, content_words, autojunk=False)
+        shared = sum(block.size for block in matcher.get_matching_blocks())
+        return shared >= 0.8 * len(prompt_words)
+    return False
+
+
+def _required_by(token: str, failing: Sequence[Check]) -> bool:
+    """A placeholder-looking text that a failing check asks for literally is not an echo."""
+    return any(c.op == "contains" and token.casefold() in str(c.arg).casefold() for c in failing)
+
+
+def _is_placeholder_angle(inner: str) -> bool:
+    stripped = inner.strip()
+    if any(c in stripped for c in '="/:@') or not stripped:
+        return False  # an HTML tag with attributes, a closing tag, an autolink
+    return (
+        stripped.casefold() in _PLACEHOLDER_WORDS
+        or " " in stripped
+        or "|" in stripped
+        or bool(_RANGE_PLACEHOLDER.match(stripped))
+        or (stripped.isupper() and len(stripped) <= 12)
+    )
+
+
+def _angle_placeholder(text: str, failing: Sequence[Check]) -> str:
+    for match in _ANGLE.finditer(text):
+        if _is_placeholder_angle(match.group(1)) and not _required_by(match.group(0), failing):
+            return match.group(0)
+    return ""
+
+
+def _placeholder_in(text: str, failing: Sequence[Check]) -> str:
+    """The first placeholder in `text` that no failing check asks for, or ''."""
+    token = _angle_placeholder(text, failing)
+    if token:
+        return token
+    for pattern in (_WORD_PLACEHOLDER, _CURLY_PLACEHOLDER):
+        for match in pattern.finditer(text):
+            if not _required_by(match.group(0), failing):
+                return match.group(0)
+    return ""
+
+
+def _fill_value(inner: str) -> str | None:
+    """The value a fillable placeholder stands for: the low end of a range, a first option."""
+    match = _RANGE_PLACEHOLDER.match(inner)
+    if match:
+        return match.group(1)
+    if "|" in inner:
+        first = inner.split("|")[0].strip()
+        return first if first and re.fullmatch(r"[\w .%+-]+", first) else None
+    return None
+
+
+def _fill_placeholders(lines: list[str], failing: Sequence[Check]) -> tuple[list[str], str]:
+    """Lines with fillable placeholders filled, or the first placeholder that is not."""
+    out = []
+    for line in lines:
+        token = _placeholder_in(line, failing)
+        if not token:
+            out.append(line)
+            continue
+        filled = line
+        for match in _ANGLE.finditer(line):
+            if not _is_placeholder_angle(match.group(1)) or _required_by(match.group(0), failing):
+                continue
+            value = _fill_value(match.group(1))
+            if value is None:
+                return lines, match.group(0)
+            filled = filled.replace(match.group(0), value, 1)
+        leftover = _placeholder_in(filled, failing)
+        if leftover:
+            return lines, leftover
+        if not any(_satisfies(check, filled) for check in failing):
+            return lines, token
+        out.append(filled)
+    return out, ""
+
+
+def _satisfies(check: Check, text: str) -> bool:
+    """Whether `text` alone meets a content check (used to confirm a filled placeholder)."""
+    arg = "" if check.arg is None else str(check.arg)
+    if check.op == "contains":
+        return bool(arg) and arg.casefold() in text.casefold()
+    if check.op == "regex":
+        return search(arg, text) is not None
+    return False
+
+
+
+def _polarity(before: str) -> str:
+    """'neg', 'pos' or '' for the directive that governs the text after `before`.
+
+    The last group of cues decides ("don't forget to include" is positive: two negations).
+    """
+    cues = list(_CUE.finditer(before))
+    if not cues:
+        return ""
+    group = [cues[-1]]
+    for cue in reversed(cues[:-1]):
+        if len(before[cue.end() : group[0].start()].split()) > 2:
+            break
+        group.insert(0, cue)
+    negatives = sum(1 for cue in group if cue.group("neg"))
+    return "neg" if negatives % 2 else "pos"
+
+
+def _contradicts(line: str, check: Check) -> bool:
+    """Whether a rule line asks for the opposite of what a failing check needs."""
+    arg = "" if check.arg is None else str(check.arg)
+    line = line.replace("\u2019", "'")
+    if check.op in ("max_chars", "min_chars"):
+        try:
+            bound = int(arg)
+        except ValueError:
+            return False
+        if check.op == "min_chars":
+            return any(int(m.group(1)) < bound for m in _UPPER_BOUND.finditer(line))
+        return any(int(m.group(1)) > bound for m in _LOWER_BOUND.finditer(line))
+    if not any(ch.isalnum() for ch in arg):
+        return False  # a bare ":" or "-" shows up in too many unrelated rules
+    for clause in _CLAUSE_SPLIT.split(line):
+        if check.op == "regex":
+            match = search(arg, clause)
+            at = match.start() if match else -1
+        else:
+            at = clause.casefold().find(arg.casefold())
+        if at < 0:
+            continue
+        polarity = _polarity(clause[:at])
+        if check.op in ("contains", "section_present", "section_contains", "regex"):
+            if polarity == "neg":
+                return True
+        elif check.op == "not_contains" and polarity == "pos":
+            return True
+    return False
+
+
+def _duplicate_problem(
+    edit: Edit, lines: list[str], existing: dict[str, str], earlier: set[str]
+) -> str:
+    normed = [_norm_rule(line) for line in lines]
+    if len(set(normed)) < len(normed):
+        return "content repeats a line"
+    replaced: set[str] = set()
+    if edit.op == "replace":
+        anchor = _norm_rule(edit.anchor)
+        replaced = {norm for norm in existing if anchor and (norm == anchor or anchor in norm)}
+        if replaced and set(normed) <= replaced:
+            return "replacement is identical to the rule it replaces"
+    for norm in normed:
+        if norm in existing and norm not in replaced:
+            return f"duplicates an existing rule: {existing[norm]!r}"
+        if norm in earlier:
+            return "repeats an earlier edit in this proposal"
+    return ""
