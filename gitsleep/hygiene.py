@@ -97,6 +97,12 @@ _SUBJECT_WORDS = frozenset(
      "she", "his", "her", "a", "an"}
 )
 _PAST_TENSE = re.compile(r"\b(?:was|were|had|did|happened|occurred|\w{3,}ed)\b", re.IGNORECASE)
+# A present-tense verb makes the sentence a description of every answer's shape instead.
+_PRESENT_TENSE = re.compile(
+    r"\b(?:is|are|has|have|does|can|will|names|lists|ends|starts|begins|includes|contains"
+    r"|gives|states|shows|says|uses|follows|opens|closes|holds|carries|reads|comes|goes)\b",
+    re.IGNORECASE,
+)
 _LABEL = re.compile(r"^(?:\*\*[^*]{1,60}\*\*|__[^_]{1,60}__|[\w ]{1,30}):\s*")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.;!?])\s+")
 _LOWER_BOUND = re.compile(
@@ -278,7 +284,7 @@ def _is_account_of_one_case(line: str) -> bool:
         first = _words(sentence)[:1]
         if _DIRECTIVE.search(sentence) or not first or first[0] not in _SUBJECT_WORDS:
             return False  # asks something, or is led by a verb (an imperative) or a label
-    return any(_PAST_TENSE.search(sentence) for sentence in sentences)
+    return any(_PAST_TENSE.search(s) and not _PRESENT_TENSE.search(s) for s in sentences)
 
 
 def _content_lines(content: str) -> list[str]:

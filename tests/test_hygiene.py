@@ -351,3 +351,125 @@ def test_check_hygiene_never_raises_and_accounts_for_every_edit(edits, failing, 
 
     assert len(kept) + len(rejected) == len(edits)
     assert all(r.status == "rejected" and r.reason for r in rejected)
+
+
+# --------------------------------------------------------------------------------------
+# Answers to one task, told in new words
+# --------------------------------------------------------------------------------------
+
+INCIDENT_PROMPTS = [
+    "Write incident notes: The checkout API returned HTTP 500 for 25 minutes after a bad deploy.",
+    "Write incident notes: Password reset emails were delayed by two hours.",
+    "Write incident notes: The EU region had 3 seconds of extra latency for an hour.",
+    "Write incident notes: The status page was down for 15 minutes during a DNS outage.",
+]
+
+
+def test_an_edit_with_the_facts_of_one_task_is_rejected_and_says_which():
+    edit = Edit("add", "Mention that checkout failed with HTTP 500 errors")
+
+    kept, rejected = hygiene([edit], prompts=INCIDENT_PROMPTS)
+
+    assert kept == []
+    assert rejected[0].reason == ("content answers one task instead of stating a rule: "
+                                  "checkout, http, 500 come from a single task prompt")
+
+
+def test_words_the_tasks_share_or_a_check_needs_are_not_one_tasks_facts():
+    edits = [
+        Edit("add", "Start incident notes with the minutes of impact"),  # every/several prompts
+        Edit("add", "Name the EU region when latency is involved"),  # the check asks for it
+    ]
+    failing = [Check("contains", "EU region latency")]
+
+    assert hygiene(edits, prompts=INCIDENT_PROMPTS, failing=failing) == (edits, [])
+
+
+def test_with_fewer_than_three_prompts_no_word_is_taken_for_one_tasks_fact():
+    edit = Edit("add", "Mention that checkout failed with HTTP 500 errors")
+
+    assert hygiene([edit], prompts=INCIDENT_PROMPTS[:2]) == ([edit], [])
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "The incident affected the engineering team and support staff on the call.",
+        "This issue likely involved a network error. The rollback is crucial.",
+        "- **Action Taken**: The team implemented a new configuration that was tested.",
+    ],
+)
+def test_a_past_tense_account_of_one_case_is_rejected(content):
+    kept, rejected = hygiene([Edit("add", content)])
+
+    assert kept == []
+    assert "tells what happened in one case" in rejected[0].reason
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Implement robust checks against unauthorized access to stored data.",  # imperative
+        "The answer must say what failed and when it started.",  # a modal asks something
+        "Severity: 2",
+        "## Impact",
+        "The last line names who owned the fix.",  # present tense: a format, not a story
+        "The brief ended early.",  # too short to tell
+    ],
+)
+def test_instructions_and_formats_are_not_accounts_of_one_case(content):
+    edit = Edit("add", content)
+
+    assert hygiene([edit]) == ([edit], [])
+
+
+# --------------------------------------------------------------------------------------
+# Contradictions a line-by-line reading misses
+# --------------------------------------------------------------------------------------
+
+KEY_RISKS = Check("section_present", "Key Risks")
+
+
+def test_leaving_this_section_out_after_naming_it_contradicts_the_check():
+    edit = Edit("add", "## Key Risks\n**Note:** This section should not be present in the answer.")
+
+    kept, rejected = hygiene([edit], failing=[KEY_RISKS])
+
+    assert kept == []
+    assert rejected[0].reason.startswith("content contradicts a failing check")
+
+
+def test_a_negation_about_something_else_in_the_section_is_kept():
+    edit = Edit("add", "## Key Risks\nDo not put the summary text in this section.")
+
+    assert hygiene([edit], failing=[KEY_RISKS]) == ([edit], [])
+
+
+def test_a_replace_that_takes_away_what_a_failing_check_needs_contradicts_it():
+    rules = ["Use the heading ## Key Risks"]
+    away = Edit("replace", "## Risk Mitigation Strategies", "Use the heading ## Key Risks")
+    keeps = Edit("replace", "Use the heading ## Key Risks with two bullets",
+                 "Use the heading ## Key Risks")
+
+    kept, rejected = hygiene([away, keeps], failing=[KEY_RISKS], rules=rules)
+
+    assert kept == [keeps]
+    assert rejected[0].edit == away and "takes away what it needs" in rejected[0].reason
+
+
+def test_replacing_a_rule_that_forbids_what_a_check_needs_is_kept():
+    rules = ["Never write a Key Risks section"]
+    edit = Edit("replace", "Close with a short list of risks", "Never write a Key Risks section")
+
+    assert hygiene([edit], failing=[KEY_RISKS], rules=rules) == ([edit], [])
+
+
+def test_a_replace_of_a_rule_the_block_lacks_is_kept_as_an_add_and_says_so():
+    edits = [Edit("replace", "Severity: 3", "Severity", "the regex wants it"),
+             Edit("replace", "Keep answers short", "Be brief", "")]
+
+    kept, rejected = hygiene(edits, rules=["Be brief"])
+
+    assert rejected == []
+    assert [(e.op, e.anchor) for e in kept] == [("add", ""), ("replace", "Be brief")]
+    assert kept[0].rationale.startswith("the regex wants it (a replace of 'Severity'")
