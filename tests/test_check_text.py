@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -11,18 +10,7 @@ from hypothesis import strategies as st
 
 from gitsleep.check_text import describe_check, example_for_check
 from gitsleep.models import Check
-
-REPLIES = Path(__file__).parent / "fixtures" / "replies"
-SEVERITY = r"(?i)severity\s*[:=]\s*[1-4]"
-
-
-def reply(name: str) -> str:
-    return (REPLIES / name).read_text(encoding="utf-8")
-
-
-def fenced_body(text: str) -> str:
-    return text.split("```json\n", 1)[1].split("```", 1)[0]
-
+from tests.support.replies import SEVERITY
 
 # --------------------------------------------------------------------------------------
 # example_for_check and describe_check

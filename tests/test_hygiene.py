@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,17 +17,7 @@ from gitsleep.proposals import (
     PROMPT_EXAMPLE_TEXTS,
     parse_reply,
 )
-
-REPLIES = Path(__file__).parent / "fixtures" / "replies"
-SEVERITY = r"(?i)severity\s*[:=]\s*[1-4]"
-
-
-def reply(name: str) -> str:
-    return (REPLIES / name).read_text(encoding="utf-8")
-
-
-def fenced_body(text: str) -> str:
-    return text.split("```json\n", 1)[1].split("```", 1)[0]
+from tests.support.replies import SEVERITY, reply
 
 
 def hygiene(edits, *, failing=(), prompts=(), rules=(), max_chars=500):

@@ -8,7 +8,6 @@ that an older engine threw away; each test first shows the failure mode is real 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -21,13 +20,7 @@ from gitsleep.proposals import (
     PROMPT_EXAMPLE_REPLY,
     parse_reply,
 )
-
-REPLIES = Path(__file__).parent / "fixtures" / "replies"
-SEVERITY = r"(?i)severity\s*[:=]\s*[1-4]"
-
-
-def reply(name: str) -> str:
-    return (REPLIES / name).read_text(encoding="utf-8")
+from tests.support.replies import reply
 
 
 def fenced_body(text: str) -> str:
