@@ -7,7 +7,8 @@ alone (never from `cost.calls`):
   pass: the same version scored twice must come from the cache;
 - one judge call per distinct (task id, sample, answer text) of a rubric task: the judge
   sees only the task and the answer, so the same answer is judged once;
-- one reflect call per proposal, plus one when its reply needed the parse retry.
+- one reflect call per proposal, plus one when it spent its retry (a reply that did not
+  parse, or whose every edit hygiene rejected).
 
 A ratio of calls to floor above 1.00 means the cache or the schedule paid twice for
 something it already knew. Each epoch also runs once with a cache that stores nothing
@@ -70,7 +71,7 @@ def floor_of(result: EpochResult, tasks: Sequence[Task]) -> Floor:
                 answers.add((scoring.version, task.task_id, sample.sample))
                 if task.task_id in rubric_ids and sample.answer is not None:
                     judged.add((task.task_id, sample.sample, sample.answer))
-    proposals = sum(1 + (1 if p.parse_failures else 0) for p in result.proposals)
+    proposals = sum(p.calls for p in result.proposals)
     return Floor(len(answers), len(judged), proposals)
 
 

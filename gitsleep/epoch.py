@@ -225,6 +225,10 @@ class Epoch:
                     if cand is not None:
                         candidates.append(cand)
         passing = [c for c in candidates if c.trial.accepted]
+        merged = self._merge(target, round_no, passing, best_val, seen)
+        if merged is not None:
+            candidates.append(merged)
+            passing += [merged] if merged.trial.accepted else []
         winner = max(passing, key=lambda c: (c.trial.candidate or 0.0, -c.size), default=None)
         if (winner is not None and len(winner.trial.applied) > 1
                 and (winner.trial.candidate or 0.0) < 1.0):
@@ -232,6 +236,35 @@ class Epoch:
             winner = self._prune(target, round_no, winner, best_val, seen, candidates)
         self._book_losers(candidates, winner)
         return winner, bool(candidates)
+
+    def _merge(
+        self,
+        target: str,
+        round_no: int,
+        passing: list[_Candidate],
+        best_val: PassResult,
+        seen: set[str],
+    ) -> _Candidate | None:
+        """When several candidates pass, gate their edits together once.
+
+        Different samples often fix different checks (one adds a heading, another a
+        severity line); one round could otherwise keep only one of them. The union is
+        capped at the edit budget, best candidates first, and competes like any other
+        candidate: it wins only by scoring strictly higher, then its edits are pruned.
+        """
+        if len(passing) < 2:
+            return None
+        ranked = sorted(passing, key=lambda c: (-(c.trial.candidate or 0.0), c.size))
+        union: list[Edit] = []
+        for cand in ranked:
+            for edit in cand.trial.applied:
+                if all(edit.key() != e.key() for e in union):
+                    union.append(edit)
+        union = union[: max(1, self.settings.edit_budget)]
+        numbers = "+".join(str(c.trial.proposal + 1) for c in ranked)
+        label = f"{target} round {round_no} proposals {numbers} merged"
+        return self._try(target, round_no, ranked[0].trial.proposal, union, label, best_val,
+                         seen)
 
     def _prune(
         self,
@@ -374,8 +407,9 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     """The most model calls an epoch can make, before the cache saves any.
 
     baseline (train + val + test) + per target and round: each proposal's reflect call and
-    one parse retry, its val pass, the per-edit val passes of the ablation, a train re-score;
-    then the final test pass. Rubric tasks add one judge call per answer.
+    its one retry, its val pass, the merged candidate's val pass, the per-edit val passes of
+    the ablation or the pruning (one or the other, at most `edit_budget`), a train
+    re-score; then the final test pass. Rubric tasks add one judge call per answer.
     """
     per_split = {s: 0 for s in ("train", "val", "test")}
     for task in tasks:
@@ -383,7 +417,7 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     r = max(1, settings.gate.repeats)
     train, val, test = (per_split[s] * r for s in ("train", "val", "test"))
     proposals = max(1, settings.proposals)
-    per_round = proposals * (2 + val) + settings.edit_budget * val + train
+    per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train
     targets = 2 if with_memory else 1
     return train + val + test + targets * settings.rounds * per_round + test
 

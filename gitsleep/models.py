@@ -203,6 +203,7 @@ class Proposal:
     dropped: list[EditOutcome] = field(default_factory=list)
     error: str | None = None
     parse_failures: int = 0
+    calls: int = 0  # optimizer calls made: 1, or 2 with the retry
 
 
 @dataclass

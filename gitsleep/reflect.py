@@ -23,6 +23,8 @@ ANSWER_HEAD = 600
 # An edit may not contradict a check that fails in at least 1/CONTRADICTION_SHARE of the
 # shown failures; rarer conflicts between tasks are left to the gate.
 CONTRADICTION_SHARE = 4
+# The retry after an all-rejected reply samples anew; proposal seeds are 1000 * round + index.
+RETRY_SEED_SHIFT = 500
 
 _ADD = {"op": "add", "content": proposals.EXAMPLE_CONTENT,
         "rationale": proposals.EXAMPLE_RATIONALE}
@@ -156,16 +158,18 @@ def propose(
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     proposal = Proposal(target=target, round=round_no, index=index, raw=None)
     raws: list[str] = []
+    seed = 1000 * round_no + index
     for _attempt in range(2):
         answer = runner.call(ModelCall(
             purpose="propose",
             model=settings.optimizer_model,
             messages=messages,
             temperature=0.7,
-            seed=1000 * round_no + index,
+            seed=seed,
             json_schema=proposals.EDITS_SCHEMA_JSON,
             context=context,
         ))
+        proposal.calls += 1
         if not answer.ok:
             proposal.error = answer.error
             return proposal
@@ -186,28 +190,34 @@ def propose(
         if parsed.error:
             proposal.parse_failures += 1
             proposal.error = f"unparseable optimizer reply: {parsed.error}"
-        else:
-            proposal.error = None
-        feedback = _retry_message(parsed.error, rejected) if not kept else ""
-        if not feedback:
+            # its own broken reply in view, so the model can fix the JSON it wrote
+            messages += (("assistant", answer.text or ""), ("user", (
+                f"That reply could not be parsed: {parsed.error}. "
+                'Reply again with only the JSON object {"edits": [...]}.')))
+            continue
+        proposal.error = None
+        if kept or not rejected:
             break
-        messages += (("assistant", answer.text or ""), ("user", feedback))
+        # A fresh sample that reads why: with its rejected reply in view, a small model
+        # repeats it word for word (seen with Qwen2.5-Coder 1.5B).
+        messages = (("system", SYSTEM), ("user", f"{prompt}\n\n{_rejection_note(rejected)}"))
+        seed += RETRY_SEED_SHIFT
     return proposal
 
 
-def _retry_message(parse_error: str | None, rejected: Sequence[EditOutcome]) -> str:
-    """What the one retry says: the parse error, or why every edit was rejected."""
-    if parse_error:
-        return (f"That reply could not be parsed: {parse_error}. "
-                'Reply again with only the JSON object {"edits": [...]}.')
-    if not rejected:
-        return ""  # no edits at all: the optimizer sees nothing to fix
-    lines = ["None of those edits can be used:"]
-    lines += [f"- {o.edit.summary()}: {o.reason}" for o in rejected]
+def _rejection_note(rejected: Sequence[EditOutcome]) -> str:
+    """Why every edit of the last reply was rejected, for the one retry."""
+    lines = ["Your last reply was rejected; none of its edits can be used:"]
+    lines += [f"- {_clip(o.edit.summary())}: {o.reason}" for o in rejected]
     lines.append("Propose again: short general rules that hold for every task, quoting the "
                  "exact headings, lines and limits the failing checks need. "
                  'Reply with only the JSON object {"edits": [...]}.')
     return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _failed_of(result: TaskResult) -> list[Check]:

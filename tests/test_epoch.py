@@ -205,6 +205,47 @@ def test_several_proposals_best_one_wins_ties_to_smaller_change() -> None:
     assert any("another candidate scored higher" in t.reason for t in result.trials)
 
 
+class ScriptedOptimizer(SpyBackend):
+    """Offline answers; proposal k (by its seed) gets the k-th scripted reply."""
+
+    def __init__(self, *replies: list[str]) -> None:
+        super().__init__()
+        self.replies = replies
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose != "propose":
+            return super().complete(call)
+        contents = self.replies[(call.seed or 0) % 1000]
+        edits = [{"op": "add", "content": c, "anchor": "", "rationale": "r"} for c in contents]
+        return Answer(json.dumps({"edits": edits}), None, 10, 10)
+
+
+def test_candidates_that_fix_different_checks_are_merged_when_together_they_score_higher():
+    tasks = [Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"))),
+             Task("v1", "p", "val", rule(("contains", "Alpha"))),
+             Task("v2", "p", "val", rule(("contains", "Beta")))]
+    backend = ScriptedOptimizer(['Always include "Alpha"'], ['Always include "Beta"'], [])
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=3, edit_budget=4), backend, skill="s")
+    # the union lists the best candidate's edits first; at equal scores, the smaller one
+    assert d.learned_rules(result.documents["skill"][1]) == [
+        'Always include "Beta"', 'Always include "Alpha"']
+    assert [(t.candidate, t.accepted) for t in result.trials] == [
+        (0.5, False), (0.5, False), (1.0, True)]
+    assert result.val.candidate == 1.0
+
+
+def test_a_merge_that_does_not_score_higher_loses_to_the_smaller_single_candidate():
+    tasks = [Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"))),
+             Task("v1", "p", "val", rule(("contains", "Alpha")))]
+    backend = ScriptedOptimizer(['Always include "Alpha"'], ['Always include "Alpha."'], [])
+    result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=3), backend, skill="s")
+    assert d.learned_rules(result.documents["skill"][1]) == ['Always include "Alpha"']
+    merged = result.trials[-1]
+    assert len(merged.applied) == 2 and merged.candidate == 1.0 and not merged.accepted
+
+
 class FailingBackend(SpyBackend):
     def __init__(self, fail: str, fatal: bool = False) -> None:
         super().__init__()

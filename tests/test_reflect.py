@@ -112,10 +112,12 @@ def test_hygiene_drops_are_kept_with_reasons_and_shown_in_the_one_retry() -> Non
     assert [e.content for e in proposal.edits] == ["End with a line 'Severity: 2'"]
     assert len(proposal.dropped) == 2 and all(o.reason for o in proposal.dropped)
     assert proposal.parse_failures == 0 and proposal.error is None
-    retry = backend.calls[1].messages[-1][1]
-    assert retry.startswith("None of those edits can be used:")
-    assert all(o.reason in retry for o in proposal.dropped)
-    assert backend.calls[1].seed == backend.calls[0].seed
+    retry = backend.calls[1]
+    assert [role for role, _ in retry.messages] == ["system", "user"]  # its reply not in view
+    assert retry.messages[1][1].startswith(backend.calls[0].messages[1][1])
+    note = retry.messages[1][1].split("Your last reply was rejected", 1)[1]
+    assert all(o.reason in note for o in proposal.dropped)
+    assert retry.seed == backend.calls[0].seed + reflect.RETRY_SEED_SHIFT
 
 
 def test_a_second_reply_rejected_by_hygiene_ends_the_proposal_without_edits() -> None:
@@ -123,14 +125,14 @@ def test_a_second_reply_rejected_by_hygiene_ends_the_proposal_without_edits() ->
                                  "rationale": "<why>"}]})
     backend = Scripted(bad, bad)
     proposal = propose(backend)
-    assert proposal.edits == [] and len(backend.calls) == 2
+    assert proposal.edits == [] and len(backend.calls) == 2 == proposal.calls
     assert len(proposal.dropped) == 2 and proposal.error is None
 
 
 def test_a_reply_with_no_edits_at_all_is_not_retried() -> None:
     backend = Scripted(json.dumps({"edits": []}))
     proposal = propose(backend)
-    assert proposal.edits == [] and len(backend.calls) == 1
+    assert proposal.edits == [] and len(backend.calls) == 1 == proposal.calls
 
 
 def test_slices_differ_between_proposals() -> None:
