@@ -1,8 +1,8 @@
 """Hygiene: the edits of a parsed reply that read as real rules, and why the rest do not.
 
 `check_hygiene` rejects edits that are not real rules: placeholder echoes, copies of a
-task prompt, answers to one task (facts only one prompt has, or a past-tense account of
-one case with nothing asked of the agent), rules that contradict a failing check they
+task prompt, answers to one task (facts only one prompt has, a date or time no check asks
+for, or a past-tense account of one case with nothing asked of the agent), rules that contradict a failing check they
 should fix (also by taking away text the check needs, or by "leave this section out"
 after naming it), marker text, frontmatter fences, control characters, over-long
 content, duplicates.
@@ -104,6 +104,13 @@ _PRESENT_TENSE = re.compile(
     re.IGNORECASE,
 )
 _LABEL = re.compile(r"^(?:\*\*[^*]{1,60}\*\*|__[^_]{1,60}__|[\w ]{1,30}):\s*")
+# A calendar date or clock time: a rule for every task has no use for one (seen: a
+# "## Timeline" rule followed by "2022-01-15T14:00:00Z").
+_DATE_OR_TIME = re.compile(
+    r"\b(?:\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?|\d{1,2}:\d{2}\s*(?:[AaPp][Mm])?"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?"
+    r"(?:,?\s+\d{4})?)\b"
+)
 _SENTENCE_SPLIT = re.compile(r"(?<=[.;!?])\s+")
 _LOWER_BOUND = re.compile(
     r"\b(?:at least|minimum of|min(?:imum)?)\s+(\d+)\s+(?:characters|chars)\b",
@@ -202,6 +209,10 @@ def _hygiene_problem(
     one_task = _one_task_problem(content, specific)
     if one_task:
         return edit, one_task
+    when = _DATE_OR_TIME.search(content)
+    if when and not any(_satisfies(check, when.group(0)) for check in failing):
+        return edit, (f"content names a specific date or time ({when.group(0)}) that no check "
+                      "asks for: a detail of one answer, not a rule")
     narrative = next((line for line in lines if _is_account_of_one_case(line)), "")
     if narrative:
         return edit, (f"content tells what happened in one case ({_short(narrative)!r}) and asks "

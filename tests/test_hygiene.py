@@ -462,3 +462,24 @@ def test_a_replace_of_a_rule_the_block_lacks_is_kept_as_an_add_and_says_so():
     assert rejected == []
     assert [(e.op, e.anchor) for e in kept] == [("add", ""), ("replace", "Be brief")]
     assert kept[0].rationale.startswith("the regex wants it (a replace of 'Severity'")
+
+
+@pytest.mark.parametrize(
+    ("content", "when"),
+    [
+        ("## Timeline\n### Start Time\n2022-01-15T14:00:00Z", "2022-01-15T14:00:00Z"),
+        ("Open the timeline at 8:00 AM with the first alert", "8:00 AM"),
+        ("Date every note January 1st, 2023", "January 1st, 2023"),
+    ],
+)
+def test_a_specific_date_or_time_no_check_asks_for_is_one_answers_detail(content, when):
+    kept, rejected = hygiene([Edit("add", content)])
+
+    assert kept == []
+    assert rejected[0].reason.startswith(f"content names a specific date or time ({when})")
+
+
+def test_a_date_a_failing_check_asks_for_is_kept():
+    edit = Edit("add", "Start the timeline with a date such as 2024-05-01")
+
+    assert hygiene([edit], failing=[Check("regex", r"\d{4}-\d{2}-\d{2}")]) == ([edit], [])
