@@ -2,10 +2,10 @@
 
 `check_hygiene` rejects edits that are not real rules: placeholder echoes, copies of a
 task prompt, answers to one task (facts only one prompt has, a date or time no check asks
-for, or a past-tense account of one case with nothing asked of the agent), rules that contradict a failing check they
-should fix (also by taking away text the check needs, or by "leave this section out"
-after naming it), marker text, frontmatter fences, control characters, over-long
-content, duplicates.
+for, or a past-tense account of one case with nothing asked of the agent), rules that
+contradict a failing check they should fix (also by taking away text the check needs, or
+by "leave this section out" after naming it), marker text, frontmatter fences, control
+characters, over-long content, duplicates.
 
 A `replace` whose anchor names no rule of the block is read as an `add`. Small
 optimizers anchor on the heading a check wants (`replace "Severity" with "Severity: 3"`)
