@@ -148,10 +148,13 @@ def check_hygiene(
             edit, failing_checks, prompts, specific, existing, earlier, max_chars,
             failing_checks if contradiction_checks is None else contradiction_checks,
         )
+        names_a_rule = docs.anchor_names_a_rule(current_rules, checked.anchor)
+        if not problem and checked.op == "delete" and not names_a_rule:
+            problem = f"anchor {checked.anchor!r} names no rule of the block: nothing to delete"
         if problem:
             rejected.append(EditOutcome(edit, "rejected", problem))
             continue
-        if checked.op == "replace" and not docs.anchor_names_a_rule(current_rules, checked.anchor):
+        if checked.op == "replace" and not names_a_rule:
             note = f"(a replace of {checked.anchor!r}, not a rule of the block, read as add)"
             rationale = f"{checked.rationale} {note}".strip()
             checked = Edit("add", checked.content, "", rationale, checked.target)

@@ -291,11 +291,15 @@ def test_angle_brackets_that_are_not_placeholders_are_kept():
 def test_delete_edits_only_need_a_real_anchor():
     real = Edit("delete", anchor="Keep answers under 600 characters")
     echo = Edit("delete", anchor="<rule>")
+    missing = Edit("delete", anchor="max_chars 700")
 
-    kept, rejected = hygiene([real, echo])
+    kept, rejected = hygiene([real, echo, missing], rules=["Keep answers under 600 characters"])
 
     assert kept == [real]
-    assert rejected[0].reason == "anchor is a placeholder (<rule>), not a learned rule"
+    assert [r.reason for r in rejected] == [
+        "anchor is a placeholder (<rule>), not a learned rule",
+        "anchor 'max_chars 700' names no rule of the block: nothing to delete",
+    ]
 
 
 
