@@ -247,11 +247,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--optimizer-model", default=os.environ.get(
         "GITSLEEP_TEST_LLM_OPTIMIZER", "qwen1.5b"))
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--proposals", type=int, default=2)
+    parser.add_argument("--proposals", type=int, default=3)  # gitsleep's own default
     parser.add_argument("--edit-budget", type=int, default=4)
-    # baseline 27 + 2 proposals (with retries) + 2 val gates + single-edit gates + train
-    # re-score + held-out: about 90 for one round of two proposals.
-    parser.add_argument("--max-calls", type=int, default=120)
+    # call_ceiling of one round of three proposals on brief-writer (15/6/6 tasks): 27 +
+    # 3 x (2 + 6) + 5 x 6 + 15 + 6 = 102; about 80 were used. 220 leaves room for both.
+    parser.add_argument("--max-calls", type=int, default=220)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per call")
     parser.add_argument("--time-limit", type=float, default=75.0,
                         help="minutes; no new run starts after this")
