@@ -85,10 +85,12 @@ _COMMON_WORDS = frozenset(
         "shall", "write", "answer", "task"
     }
 )
-# An instruction asks something of the agent: a modal, or a sentence led by a verb.
+# An instruction asks something of the agent: a modal, or a sentence led by a verb (which
+# the subject test below sees). Verbs such as "ensure" are not cues on their own: a story
+# says "the team worked to ... ensure that it did not reoccur" (seen in a real reply).
 _DIRECTIVE = re.compile(
-    r"\b(?:must|should|shall|always|never|need|needs|required?|ensure|make\s+sure|be\s+sure"
-    r"|do\s+not|don'?t|avoid|only|every|each)\b",
+    r"\b(?:must|should|shall|always|never|need\s+to|needs\s+to|required?|make\s+sure"
+    r"|be\s+sure|do\s+not|don'?t)\b",
     re.IGNORECASE,
 )
 # A statement about one case has a subject: "The outage ...", "This issue ...", "We ...".

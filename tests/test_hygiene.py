@@ -390,6 +390,8 @@ def test_with_fewer_than_three_prompts_no_word_is_taken_for_one_tasks_fact():
         "The incident affected the engineering team and support staff on the call.",
         "This issue likely involved a network error. The rollback is crucial.",
         "- **Action Taken**: The team implemented a new configuration that was tested.",
+        "The team worked to resolve the problem and ensure that it did not reoccur.",
+        "The outage only affected every user in one region.",
     ],
 )
 def test_a_past_tense_account_of_one_case_is_rejected(content):
