@@ -210,6 +210,11 @@ def save_replies(folder: Path, example: str, seed: int, replies: Sequence[dict[s
             json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def _cell(edit: str) -> str:
+    """An edit summary inside one table cell: its own lines marked, pipes escaped."""
+    return edit.replace("|", "\\|").replace("\n", " ⏎ ")
+
+
 def _score(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -225,7 +230,7 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        edits = "<br>".join(e.replace("|", "\\|") for e in r["accepted_edits"]) or "none"
+        edits = "<br>".join(_cell(e) for e in r["accepted_edits"]) or "none"
         lines.append(
             f"| {r['example']} | {r['seed']} | {r['decision']} "
             f"| {_score(r['val']['baseline'])} -> {_score(r['val']['candidate'])} "
