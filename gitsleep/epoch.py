@@ -255,15 +255,13 @@ class Epoch:
         if len(passing) < 2:
             return None
         ranked = sorted(passing, key=lambda c: (-(c.trial.candidate or 0.0), c.size))
-        union: list[Edit] = []
+        edits: list[Edit] = []
         for cand in ranked:
-            for edit in cand.trial.applied:
-                if all(edit.key() != e.key() for e in union):
-                    union.append(edit)
-        union = union[: max(1, self.settings.edit_budget)]
+            edits += [e for e in cand.trial.applied if e.key() not in {x.key() for x in edits}]
+        edits = edits[: max(1, self.settings.edit_budget)]
         numbers = "+".join(str(c.trial.proposal + 1) for c in ranked)
         label = f"{target} round {round_no} proposals {numbers} merged"
-        return self._try(target, round_no, ranked[0].trial.proposal, union, label, best_val,
+        return self._try(target, round_no, ranked[0].trial.proposal, edits, label, best_val,
                          seen)
 
     def _prune(

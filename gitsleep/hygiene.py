@@ -29,6 +29,7 @@ import re
 from collections.abc import Sequence
 
 from gitsleep import documents as docs
+from gitsleep import markdown as md
 from gitsleep.check_text import CONTROL_CHARS, describe_check, search
 from gitsleep.models import Check, Edit, EditOutcome
 from gitsleep.proposals import PROMPT_EXAMPLE_TEXTS
@@ -220,8 +221,8 @@ def _hygiene_problem(
                       "asks for: a detail of one answer, not a rule")
     narrative = next((line for line in lines if _is_account_of_one_case(line)), "")
     if narrative:
-        return edit, (f"content tells what happened in one case ({_short(narrative)!r}) and asks "
-                      "nothing of the agent: an answer to a task, not a rule")
+        return edit, (f"content tells what happened in one case ({md.clip(narrative, 60)!r}) "
+                      "and asks nothing of the agent: an answer to a task, not a rule")
     for check in contradicted:
         if any(_contradicts(line, check) for line in lines) or _refers_back_negated(lines, check):
             return edit, f"content contradicts a failing check: {describe_check(check)}"
@@ -229,10 +230,6 @@ def _hygiene_problem(
             return edit, (f"contradicts a failing check: replacing {edit.anchor!r} takes away "
                           f"what it needs ({describe_check(check)})")
     return edit, _duplicate_problem(edit, lines, existing, earlier)
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _specific_words(
@@ -290,8 +287,10 @@ def _refers_back_negated(lines: list[str], check: Check) -> bool:
 
 
 def _is_account_of_one_case(line: str) -> bool:
-    """A prose line in the past tense that asks nothing of the agent ("The outage affected
-    the EU region."): what an answer says about one task, not a rule for every task."""
+    """A prose line that tells a story: every sentence has a subject and asks nothing of the
+    agent, and one is in the past tense with no present-tense verb ("The outage affected
+    the EU region."). That is what an answer says about one task, not a rule for every
+    task; "The last line names the owner." describes a format and is kept."""
     text = _LABEL.sub("", line.lstrip("#").strip(), count=1)
     if len(text.split()) < 6:
         return False

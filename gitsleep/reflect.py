@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from gitsleep import check_text, hygiene, proposals
 from gitsleep import documents as docs
+from gitsleep import markdown as md
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner
 from gitsleep.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
@@ -157,6 +158,7 @@ def propose(
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     proposal = Proposal(target=target, round=round_no, index=index, raw=None)
+    train_prompts = [t.prompt for t in tasks.values() if t.split == "train"]
     raws: list[str] = []
     seed = 1000 * round_no + index
     for _attempt in range(2):
@@ -181,7 +183,7 @@ def propose(
             parsed.edits,
             failing_checks=list(counts),
             contradiction_checks=common,
-            task_prompts=[t.prompt for t in tasks.values() if t.split == "train"],
+            task_prompts=train_prompts,
             current_rules=rules,
             max_chars=min(500, settings.block_max_chars),
         )
@@ -208,16 +210,11 @@ def propose(
 def _rejection_note(rejected: Sequence[EditOutcome]) -> str:
     """Why every edit of the last reply was rejected, for the one retry."""
     lines = ["Your last reply was rejected; none of its edits can be used:"]
-    lines += [f"- {_clip(o.edit.summary())}: {o.reason}" for o in rejected]
+    lines += [f"- {md.clip(md.one_line(o.edit.summary()), 120)}: {o.reason}" for o in rejected]
     lines.append("Propose again: short general rules that hold for every task, quoting the "
                  "exact headings, lines and limits the failing checks need. "
                  'Reply with only the JSON object {"edits": [...]}.')
     return "\n".join(lines)
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _failed_of(result: TaskResult) -> list[Check]:
