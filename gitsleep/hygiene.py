@@ -268,13 +268,11 @@ def _one_task_problem(content: str, specific: dict[str, int]) -> str:
 
 def _asks_for(check: Check, text: str) -> bool:
     """Whether `text` names, without negating it, what a content check needs."""
-    arg = "" if check.arg is None else str(check.arg)
-    if check.op in ("contains", "section_present", "section_contains"):
+    if check.op in ("section_present", "section_contains"):
+        arg = "" if check.arg is None else str(check.arg)
         named = bool(arg.strip()) and arg.casefold() in text.casefold()
-    elif check.op == "regex":
-        named = search(arg, text) is not None
     else:
-        return False
+        named = _satisfies(check, text)  # contains and regex; False for the rest
     return named and not _contradicts(text, check)
 
 
@@ -428,7 +426,7 @@ def _satisfies(check: Check, text: str) -> bool:
     """Whether `text` alone meets a content check (used to confirm a filled placeholder)."""
     arg = "" if check.arg is None else str(check.arg)
     if check.op == "contains":
-        return bool(arg) and arg.casefold() in text.casefold()
+        return bool(arg.strip()) and arg.casefold() in text.casefold()
     if check.op == "regex":
         return search(arg, text) is not None
     return False

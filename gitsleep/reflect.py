@@ -26,6 +26,8 @@ ANSWER_HEAD = 600
 CONTRADICTION_SHARE = 4
 # The retry after an all-rejected reply samples anew; proposal seeds are 1000 * round + index.
 RETRY_SEED_SHIFT = 500
+# How that retry's note opens (the real-model benchmark looks for it to label retries).
+REJECTION_NOTE = "Your last reply was rejected; none of its edits can be used:"
 
 _ADD = {"op": "add", "content": proposals.EXAMPLE_CONTENT,
         "rationale": proposals.EXAMPLE_RATIONALE}
@@ -209,7 +211,7 @@ def propose(
 
 def _rejection_note(rejected: Sequence[EditOutcome]) -> str:
     """Why every edit of the last reply was rejected, for the one retry."""
-    lines = ["Your last reply was rejected; none of its edits can be used:"]
+    lines = [REJECTION_NOTE]
     lines += [f"- {md.clip(md.one_line(o.edit.summary()), 120)}: {o.reason}" for o in rejected]
     lines.append("Propose again: short general rules that hold for every task, quoting the "
                  "exact headings, lines and limits the failing checks need. "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import textwrap
@@ -24,6 +23,7 @@ from tests.support.gitrepo import (
     write_files,
 )
 from tests.support.gitrepo import git as run_git
+from tests.support.processes import kill_child
 
 SKILL_PATH = "skills/brief-writer/SKILL.md"
 MEMORY_PATH = "AGENTS.md"
@@ -377,11 +377,7 @@ def test_worktree_left_by_a_killed_run_is_cleaned_by_the_next(work: Path) -> Non
         # while its owner lives, another run leaves it alone
         assert gitops.cleanup_stale_worktrees(gitops.open_repo(work)) == []
     finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        for stream in (child.stdin, child.stdout):
-            if stream is not None:
-                stream.close()
+        kill_child(child)
     assert leftover.is_dir()
     assert str(leftover) in worktree_paths(work)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from gitsleep.errors import EXIT_LOCKED, LockHeld, UsageError
 from gitsleep.lock import RepoLock, lock_path, process_alive
 from tests.support.gitrepo import git as run_git
 from tests.support.gitrepo import isolate_git, make_repo
+from tests.support.processes import kill_child
 
 
 @pytest.fixture(autouse=True)
@@ -169,10 +169,6 @@ def test_lock_of_a_process_killed_with_sigkill_is_taken_over(repo: git.Repo) -> 
         with pytest.raises(LockHeld, match=f"pid {holder.pid}"), RepoLock(repo, "brief-writer"):
             pass
     finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
-        for stream in (holder.stdin, holder.stdout):
-            if stream is not None:
-                stream.close()
+        kill_child(holder)
     with RepoLock(repo, "brief-writer") as lock:
         assert json.loads(lock.path.read_text(encoding="utf-8"))["pid"] == os.getpid()

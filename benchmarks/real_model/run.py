@@ -47,7 +47,6 @@ URL_ENV = "GITSLEEP_TEST_LLM_URL"
 HERE = Path(__file__).resolve().parent
 EXAMPLES = ("brief-writer", "incident-notes")
 SEED_STRIDE = 7919  # a prime: shifted seeds of different runs never meet
-RETRY_NOTE = "Your last reply was rejected"  # how reflect opens the retry after hygiene
 
 
 @dataclass
@@ -99,7 +98,7 @@ class SeededBackend(Backend):
         return {
             "model": call.model,
             "seed": call.seed,
-            "retry": len(call.messages) > 2 or RETRY_NOTE in call.messages[-1][1],
+            "retry": len(call.messages) > 2 or reflect.REJECTION_NOTE in call.messages[-1][1],
             "text": answer.text,
             "error": answer.error,
             "completion_tokens": answer.completion_tokens,

@@ -14,7 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.models import Answer
+from gitsleep.check_text import example_for_check
+from gitsleep.models import Answer, Check
 
 _Q = r"[\"'](.+?)[\"']"
 DIRECTIVES = [
@@ -116,9 +117,6 @@ def directive_for(op: str, arg: object) -> str | None:
     if op == "max_chars":
         return f"Keep answers under {text} characters"
     if op == "regex":
-        from gitsleep.check_text import example_for_check
-        from gitsleep.models import Check
-
         literal = example_for_check(Check("regex", text))
         return f'Always include "{literal}"' if literal else None
     return None

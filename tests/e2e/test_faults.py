@@ -35,6 +35,7 @@ from tests.support.cli import CliResult, run_cli
 from tests.support.fake_github import FakeGitHub, secondary_rate_limit, server_error
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo
+from tests.support.processes import kill_child
 
 BRANCH = "gitsleep/brief-writer"
 KEY = "sk-faults-0123456789abcdefghijklmnopqrstu"
@@ -492,8 +493,7 @@ def test_a_lock_left_by_a_killed_run_is_taken_over(
         assert busy.code == 5
         assert f"pid {holder.pid}" in the_line(busy)
     finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
+        kill_child(holder)
     assert list((work / ".git" / "gitsleep" / "locks").glob("*.lock")), "the lock was left"
     recovers(capsys, work, origin)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from tests.support.cli import run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo, snapshot
+from tests.support.processes import kill_child
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 BRANCH = "gitsleep/brief-writer"
@@ -367,8 +367,7 @@ def test_a_run_killed_mid_epoch_leaves_nothing_that_breaks_the_next(
         while server.request_count < 3 and time.time() < deadline:
             time.sleep(0.05)
         assert server.request_count >= 3, proc.stderr.read() if proc.poll() is not None else ""
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_child(proc)
     assert git(work, "branch", "--list", BRANCH) == ""
     assert git(origin, "branch", "--list", BRANCH) == ""
     code, data = consolidate(capsys, work)  # stale lock and worktree are cleaned up
