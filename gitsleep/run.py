@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gitsleep import __version__, report
+from gitsleep import __version__, repo_paths, report
 from gitsleep.backends import create_backend
 from gitsleep.cache import ResponseCache
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
@@ -102,7 +102,11 @@ class SkillOutcome:
 def read_document(root: Path, relative: str, *, field_name: str) -> str:
     """A document's exact text (bytes decoded as UTF-8, line endings untouched)."""
     path = root / relative
-    resolved = path.resolve()
+    try:
+        resolved = repo_paths.real_path(path)
+    except repo_paths.SymlinkLoop:
+        raise UsageError(f"{relative}: cannot read {field_name}: {repo_paths.LOOP}; "
+                         "replace the link with the file") from None
     if not resolved.is_relative_to(root.resolve()):
         raise UsageError(f"{relative}: {field_name} points outside the repository "
                          "(a symlink or '..'); keep documents inside the repo")
@@ -133,6 +137,7 @@ def read_document(root: Path, relative: str, *, field_name: str) -> str:
 
 def read_inputs(root: Path, skill: SkillConfig) -> tuple[list[Task], dict[str, str | None]]:
     tasks = load_skill_tasks(root, skill)
+    repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
     documents: dict[str, str | None] = {
         "skill": read_document(root, skill.skill, field_name="skill document"),
         "memory": read_document(root, skill.memory, field_name="memory document")
@@ -157,7 +162,9 @@ def inputs_digest(config: Config, skill: SkillConfig, root: Path,
 
 def default_output_dir(repo: Path, skill: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    return repo / ".gitsleep" / "runs" / f"{skill}-{stamp}"
+    runs = repo_paths.writable_dir(repo, repo_paths.RUNS_DIR,
+                                   fix="remove the link or pass --output-dir")
+    return runs / f"{skill}-{stamp}"
 
 
 def make_backend(setup: Setup):  # noqa: ANN201 - Backend, imported lazily by name
@@ -172,7 +179,8 @@ def make_backend(setup: Setup):  # noqa: ANN201 - Backend, imported lazily by na
 def make_cache(setup: Setup) -> ResponseCache:
     if not setup.config.cache:
         return ResponseCache()
-    return ResponseCache(setup.repo / ".gitsleep" / "cache")
+    return ResponseCache(repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
+                                                 fix="remove the link or set `cache: false`"))
 
 
 def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
