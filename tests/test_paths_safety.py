@@ -308,6 +308,14 @@ def test_a_linked_run_directory_never_receives_a_write(
         assert _snapshot(outside) == []
 
 
+def test_a_looping_run_directory_is_one_line(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link(repo / ".gitsleep", ".gitsleep")
+    assert_one_line(dry_run(capsys, repo), 2, ".gitsleep", "symlink loop")
+    assert_problem(validate(capsys, repo), "GS004", ".gitsleep", "symlink loop")
+
+
 def test_explicit_output_dir_and_a_link_inside_the_repository_are_fine(
     repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -510,6 +518,14 @@ def test_github_models_may_use_the_github_token_but_not_once_base_url_moves(
     assert validate(capsys, repo).code == 0
     monkeypatch.setenv("GITSLEEP_BASE_URL", "https://llm.example.com/v1")
     assert_one_line(dry_run(capsys, repo), 2, "api_key_env", "forge token")
+    monkeypatch.delenv("GITSLEEP_BASE_URL")
+    for look_alike in ("https://models.github.ai.example.com/v1", "http://models.github.ai/x",
+                       "https://models.github.ai@llm.example.com/v1"):
+        edit_config(repo, lambda c, u=look_alike: c.update(base_url=u))
+        assert_one_line(validate(capsys, repo), 2, "api_key_env", "forge token")
+    edit_config(repo, lambda c: c.update(base_url="https://models.github.ai/inference",
+                                         azure={"endpoint": "https://llm.example.com"}))
+    assert_one_line(validate(capsys, repo), 2, "api_key_env", "forge token")
 
 
 def test_other_key_names_stay_accepted(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
