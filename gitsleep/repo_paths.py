@@ -3,7 +3,7 @@
 Every path gitsleep reads or writes comes from the repository, and a pull request can
 commit a symlink as easily as a file. So configured paths are resolved before any model
 call: two fields that lead to one file (memory linked to the skill, a document that is a
-task file, two skills sharing a document) are refused, because gitsleep writes each
+task file, two skills sharing a skill document) are refused, because gitsleep writes each
 document on its own and `git add` of a link stages nothing, which lost a whole epoch's
 accepted rules. A document reached through a link is refused for the same reason. And
 gitsleep's own folders (`.gitsleep/cache`, `.gitsleep/runs`) must resolve inside the
@@ -145,8 +145,8 @@ def path_issues(root: Path, skills: Sequence[tuple[tuple[str | int, ...], SkillC
     """Configured paths that are one file, and documents reached through a symlink.
 
     `skills` pairs each skill with the key path its fields hang from, e.g.
-    (("skills", 0), skill). Two skills may share a task file (tasks are only read);
-    nothing else may be shared.
+    (("skills", 0), skill). Two skills may share a task file (tasks are only read) or a
+    memory document (a repository-wide AGENTS.md); nothing else may be shared.
     """
     groups: dict[object, list[tuple[int, _Entry]]] = {}
     for index, (entry, key) in enumerate(_entries(root, skills)):
@@ -180,6 +180,8 @@ def _alias_fix(earlier: _Entry, entry: _Entry) -> str | None:
             return None  # shared task files are fine; a repeated entry is GS001
         return "list the task file once"
     if earlier.document and entry.document:
+        if earlier.skill != entry.skill and earlier.loc[-1] == entry.loc[-1] == "memory":
+            return None  # one repository-wide AGENTS.md: each skill's branch edits it alone
         if earlier.skill == entry.skill:
             return ("give the memory a file of its own: gitsleep writes the skill and the "
                     "memory separately, so one would overwrite the other's rules")
