@@ -63,9 +63,7 @@ def without_invisible(text: str) -> tuple[str, list[int]]:
         kept.extend(range(start, match.start()))
         start = match.end()
     kept.extend(range(start, len(text)))
-    if len(kept) == len(text):
-        return text, kept
-    return "".join(text[i] for i in kept), kept
+    return (text if len(kept) == len(text) else INVISIBLE.sub("", text)), kept
 
 
 def _allowed(text: str, at: int) -> bool:

@@ -485,3 +485,24 @@ def test_a_delete_of_a_persons_rule_cannot_win_on_size_when_its_leave_one_out_wa
                        settings(proposals=2, rounds=1), backend, skill="s")
     assert result.decision == "accepted"
     assert 'Always include "Legacy"' in d.learned_rules(result.documents["skill"][1])
+
+
+@pytest.mark.parametrize("mark", ["\x01", "\x7f", "\u200e", "\u2028"], ids=repr)
+def test_the_secret_check_reads_text_as_the_document_will_hold_it(
+    mark: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind hygiene (switched off here) the epoch's own check must not be fooled by a
+    secret split with a character the document layer strips: before, the split secret
+    passed the check and the line cleaning wrote it whole into the document."""
+    from gitsleep import hygiene
+    from gitsleep.redact import Redactor
+
+    monkeypatch.setattr(hygiene, "check_hygiene", lambda edits, **_: (list(edits), []))
+    secret = "Sekr3t-Deploy-Value-0123456789"
+    leaky = {"op": "add", "content": f'Always include "Alpha" {secret[:9]}{mark}{secret[9:]}'}
+    result = run_epoch(alpha_tasks(), {"skill": SKILL, "memory": None},
+                       settings(proposals=1, rounds=1), ScriptedEdits(leaky), skill="s",
+                       redact=Redactor([secret]).redact)
+    assert result.documents["skill"] == (SKILL, SKILL)
+    reasons = [o.reason for o in result.unmatched]
+    assert any("secret" in r or "invisible" in r for r in reasons), reasons
