@@ -43,11 +43,13 @@ UNSAFE_SCHEMES = ("javascript", "vbscript", "data")
 _SCHEME_NAME = "(?P<scheme>" + "|".join("[\t\r\n]*".join(s) for s in UNSAFE_SCHEMES) + ")"
 _SCHEME = _SCHEME_NAME + r"[\t\r\n ]*:"
 # Where a URL starts: a Markdown link or image `](`, a reference definition `[x]:`, an
-# autolink `<`, an HTML attribute `href=` (quoted or not). Spaces may precede the URL.
+# autolink `<`, an HTML attribute `href=`. Then spaces, `<` or quotes may come before it.
+# Each part is matched on its own (see `_link_scheme`), so the search is linear.
 _LINK_START = re.compile(
-    r"(?:\]\s*\(\s*<?|^\s*(?:[-*+]\s+)?\[[^\]\n]*\]\s*:\s*<?|<|[\w:-]+\s*=\s*[\"'`]?)\s*" + _SCHEME,
-    re.IGNORECASE | re.MULTILINE,
+    r"\]\s*\(|^[ \t]*(?:[-*+][ \t]+)?\[[^\]\n]*\]\s*:|<|(?<![\w:-])[\w:-]+\s*=", re.MULTILINE
 )
+_URL_LEAD = re.compile(r"[\s<\"'`]*")
+_SCHEME_AT = re.compile(_SCHEME, re.IGNORECASE)
 # A bare URL: the scheme where a word starts, its colon followed by the URL itself (so
 # prose such as "JavaScript: prefer const" or "Data: cite the source" stays a rule).
 _BARE = re.compile(r"(?<![\w.+\-/?#&%~=])" + _SCHEME_NAME + r":(?=\S)", re.IGNORECASE)
@@ -86,7 +88,7 @@ def invisible_problem(text: str) -> str:
 
 def _decoded(text: str) -> str:
     """The text as a renderer reads a URL in it: entities decoded (twice-encoded too),
-    backslash escapes undone, tabs and line breaks inside a word dropped, folded."""
+    backslash escapes undone, invisible characters gone, full-width letters folded."""
     for _ in range(3):
         decoded = _BACKSLASH_ESCAPE.sub(r"\1", html.unescape(text))
         if decoded == text:
@@ -99,10 +101,25 @@ def _decoded(text: str) -> str:
 def unsafe_link_problem(text: str) -> str:
     """Why `text` cannot be a rule because it links to a script or data URL, or ''."""
     decoded = _decoded(text)
-    for pattern in (_LINK_START, _BARE):
-        match = pattern.search(decoded)
-        if match:
-            scheme = re.sub(r"\s", "", match.group("scheme")).lower()
-            return (f"content contains a {scheme}: link; links that run code or embed data "
-                    "are never written into a document")
+    scheme = _link_scheme(decoded)
+    if not scheme:
+        bare = _BARE.search(decoded)
+        scheme = bare.group("scheme") if bare else ""
+    if not scheme:
+        return ""
+    scheme = re.sub(r"\s", "", scheme).lower()
+    return (f"content contains a {scheme}: link; links that run code or embed data "
+            "are never written into a document")
+
+
+def _link_scheme(text: str) -> str:
+    """The unsafe scheme of the first link target in `text`, or ''."""
+    skipped_to = -1
+    for start in _LINK_START.finditer(text):
+        if start.end() <= skipped_to:
+            continue  # inside a lead already skipped: it ends where that one did
+        skipped_to = _URL_LEAD.match(text, start.end()).end()
+        scheme = _SCHEME_AT.match(text, skipped_to)
+        if scheme:
+            return scheme.group("scheme")
     return ""

@@ -254,3 +254,14 @@ def test_rules_that_only_look_like_hostile_text_are_written(content: str) -> Non
     new, outcomes = d.apply_edits(WITH_BLOCK, [add(content)])
     assert outcomes[0].status == "applied", outcomes[0].reason
     assert d.learned_rules(new)[-1] == content
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("content", [
+    "](" + " " * 200_000, "a=" + " " * 200_000, "[x]:" + " " * 200_000, "<" * 200_000,
+    "[x]\n" * 50_000, "j\t" * 100_000, "a=" * 100_000, "\u200b" * 200_000,
+], ids=lambda c: repr(c[:6]))
+def test_the_hostile_text_checks_take_linear_time(content: str) -> None:
+    # whitespace runs after a link start were quadratic in a first version (minutes here)
+    new, outcomes = d.apply_edits(WITH_BLOCK, [add(content + "x")])
+    assert new == WITH_BLOCK and outcomes[0].status == "unmatched"
