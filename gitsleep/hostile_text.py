@@ -51,8 +51,9 @@ _LINK_START = re.compile(
 _URL_LEAD = re.compile(r"[\s<\"'`]*")
 _SCHEME_AT = re.compile(_SCHEME, re.IGNORECASE)
 # A bare URL: the scheme where a word starts, its colon followed by the URL itself (so
-# prose such as "JavaScript: prefer const" or "Data: cite the source" stays a rule).
-_BARE = re.compile(r"(?<![\w.+\-/?#&%~=])" + _SCHEME_NAME + r":(?=\S)", re.IGNORECASE)
+# prose such as "JavaScript: prefer const", `Always include "Data:"` or "Data: cite the
+# source" stays a rule).
+_BARE = re.compile(r"(?<![\w.+\-/?#&%~=])" + _SCHEME_NAME + r":(?=[\w/%(,;])", re.IGNORECASE)
 _BACKSLASH_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 

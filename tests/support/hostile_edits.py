@@ -38,6 +38,8 @@ LINK_CONTENTS = [
     "See [the docs][ref]\n[ref]: javascript:alert(1)",
     "See [the docs](ｊａｖａｓｃｒｉｐｔ:alert(1))",
     "See [the docs](  \n javascript:alert(1))",
+    "Paste javascript://%0aalert(1) into the bar",
+    "Load data:,hello as the body",
 ]
 
 # Ordinary rules that only look close: kept by hygiene and applied by the document layer.
@@ -49,4 +51,6 @@ SAFE_CONTENTS = [
     "See [the guide](https://example.com/javascript:intro)",
     "⚠️ Never skip the summary",
     "Write names in their own script: 日本語, Ελληνικά, עברית",
+    'Always include "Data:" and "JavaScript:" labels',
+    "Label the table **Data:** and cite it",
 ]
