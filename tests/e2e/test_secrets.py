@@ -272,8 +272,9 @@ def split_secret_model(secret: str):  # noqa: ANN201 - a responder for FakeOpenA
 def test_a_secret_split_by_an_invisible_mark_is_in_no_output_even_once_the_mark_is_gone(
     secret: str, env_name: str | None
 ) -> None:
-    """Before: the redactor missed the split secret, then the commit message's line
-    cleaning dropped the mark and wrote the secret whole."""
+    """Before: the redactor missed the split secret, so stdout, stderr, diagnostics.json
+    and the git note held it with only an invisible mark inside, which a copy-paste, a
+    terminal or a cleaning step (like gitsleep's own one-line cleaning) drops."""
     from gitsleep.hostile_text import without_invisible
 
     code, data, found = whole_run(secret, env_name, {"model_reply"}, split_secret_model,
