@@ -285,8 +285,8 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                     setup, repo, remote, branch, state, options):
                 return _up_to_date(setup, skill, branch, state, tasks)
             if done:
-                setup.say(f"{skill.name}: finishing an interrupted run (push / pull request); "
-                          "replaying the epoch from the cache")
+                setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
+                          "request); replaying the epoch from the cache")
             result = epoch_for(setup, skill, tasks, documents)
             extra = {"base": base.sha, "branch": branch, **digests}
             path, data = write_report(setup, result, options.output_dir, extra)
