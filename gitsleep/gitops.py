@@ -4,13 +4,15 @@
 
     repo = open_repo(path); base = resolve_base(repo, args.base); check_shallow(repo)
     with RepoLock(repo, skill):
+        check_branch_name(repo, branch, base, remote)  # exit 2: base/current/default, ref clash
         state = inspect_branch(repo, branch, base.sha, remote)
+        ensure_gitsleep_branch(state)                  # exit 2 when gitsleep never made it
         ensure_only_gitsleep_commits(state)            # exit 4 when people committed there
         if is_up_to_date(state.last_trailers, ...): stop (idempotent re-run)
         with temporary_worktree(repo, branch, start) as tree:
             ... the epoch reads and writes documents under `tree` ...
             sha = commit_documents(repo, tree, branch, paths, message)
-        add_note(repo, sha, diagnostics_json)
+        add_note(repo, sha, diagnostics_json)          # with_proof: names sha and branch
         push(repo, remote, branch, state.remote_tip)
 
 Choices made here, so nobody has to rediscover them:
@@ -475,6 +477,16 @@ def _made_here(repo: git.Repo, branch: str) -> set[str]:
         return set()
     return {sha for sha, _, message in (line.partition("\x1f") for line in out.splitlines())
             if message.startswith(REFLOG_MARK)}
+
+
+def proof_of(repo: git.Repo, branch: str, sha: str, remote: str | None) -> str | None:
+    """How gitsleep knows it made `sha` on `branch`: "note", "reflog" or None (not proven).
+
+    Offline: reads the local notes, the remote's notes as last fetched, and the reflog.
+    """
+    if sha in _noted(repo, branch, [sha], remote):
+        return "note"
+    return "reflog" if sha in _made_here(repo, branch) else None
 
 
 def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | None) -> BranchState:

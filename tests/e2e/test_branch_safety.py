@@ -17,6 +17,7 @@ import yaml
 
 from gitsleep import gitops
 from tests.e2e.test_git_run import consolidate, example_files
+from tests.support.cli import run_cli
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo
 
 BRANCH = "gitsleep/brief-writer"
@@ -228,6 +229,8 @@ def test_a_commit_left_without_its_note_gets_it_before_the_push(
     commit = git(work, "rev-parse", BRANCH)
     assert git(work, "notes", "--ref=gitsleep", "list", commit, check=False) == ""
     assert git(origin, "branch", "--list", BRANCH) == ""
+    status = json.loads(run_cli(capsys, "--repo", str(work), "status", "--json").out)[0]
+    assert status["up_to_date"] is False and "no diagnostics note" in status["note"]
 
     code, data = consolidate(capsys, work)
     assert code == 0, data
@@ -236,6 +239,8 @@ def test_a_commit_left_without_its_note_gets_it_before_the_push(
     assert note["decision"] == "accepted"
     code, again = consolidate(capsys, work)
     assert code == 0 and again.get("up_to_date")
+    status = json.loads(run_cli(capsys, "--repo", str(work), "status", "--json").out)[0]
+    assert status["up_to_date"] is True and "note" not in status
 
 
 def test_a_pushed_commit_without_its_note_is_not_up_to_date_until_noted(
