@@ -455,8 +455,8 @@ def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None)
         status, out, _ = _try_git(repo.git, "notes", f"--ref={ref}", "list")
         if status != 0:
             continue
-        annotated = {line.split()[1]: line.split()[0] for line in out.splitlines()
-                     if len(line.split()) == 2}
+        pairs = (line.split() for line in out.splitlines())
+        annotated = {pair[1]: pair[0] for pair in pairs if len(pair) == 2}  # commit -> blob
         for sha in sorted((wanted - found) & annotated.keys()):
             status, text, _ = _try_git(repo.git, "cat-file", "blob", annotated[sha])
             try:
@@ -520,7 +520,9 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
     all_commits = [replace(c, by_gitsleep=c.sha in proven) for c in listed]
     on_tip = _commits(repo, base_sha, [tip], proven) if len(tips) > 1 else all_commits
     ours = tuple(c for c in on_tip if c.by_gitsleep)
-    # A tip proven gitsleep's with nothing since the base: its pull request was merged.
+    # gitsleep made this branch: its reflog says so, a tip is proven its own (with nothing
+    # since the base when its pull request was merged), or a commit is or looks like its own
+    # (an amended copy: `ensure_only_gitsleep_commits` then lists it as a person's, exit 4)
     owned = not tips or bool(made_here) or any(t in proven for t in tips) or any(
         c.by_gitsleep or c.looks_like_gitsleep for c in all_commits)
     return BranchState(
