@@ -256,8 +256,10 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
     branch = f"{setup.config.branch_prefix}{skill.name}"
     remote = base.remote or gitops.default_remote(repo, base.branch)
     with RepoLock(repo, skill.name):
+        gitops.check_branch_name(repo, branch, base, remote)
         state = gitops.inspect_branch(repo, branch, base.sha, remote)
         gitops.check_shallow(repo, base.sha, [t for t in (state.local_tip, state.remote_tip) if t])
+        gitops.ensure_gitsleep_branch(state)
         gitops.ensure_only_gitsleep_commits(state)
         for relative in filter(None, (skill.skill, skill.memory)):
             require_tracked(repo, base.sha, relative)
@@ -278,6 +280,8 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             )
             unpushed = bool(remote and options.push is not False and state.local_tip
                             and state.local_tip != state.remote_tip)
+            # a run stopped between its commit and its note: the note is written before the push
+            unnoted = bool(done and state.last_gitsleep_commit and not state.noted)
             if (done and not unpushed and remote and options.push is not False
                     and state.last_gitsleep_commit
                     and gitops.read_note(repo, state.last_gitsleep_commit, NOTES_REF)
@@ -285,12 +289,12 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                 error = gitops.push_notes(repo, remote, NOTES_REF)  # a kill mid notes push
                 setup.say(f"{skill.name}: pushed the diagnostics note left behind"
                           if error is None else f"{skill.name}: notes push failed: {error}")
-            if done and not unpushed and not _pr_missing(setup, repo, remote, branch, state,
-                                                         options):
+            if done and not unpushed and not unnoted and not _pr_missing(
+                    setup, repo, remote, branch, state, options):
                 return _up_to_date(setup, skill, branch, state, tasks)
             if done:
-                setup.say(f"{skill.name}: finishing an interrupted run (push / pull request); "
-                          "replaying the epoch from the cache")
+                setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
+                          "request); replaying the epoch from the cache")
             result = epoch_for(setup, skill, tasks, documents)
             extra = {"base": base.sha, "branch": branch, **digests}
             path, data = write_report(setup, result, options.output_dir, extra)
@@ -299,6 +303,11 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                                    commit_message=message)
             if done:
                 commit = state.last_gitsleep_commit
+                if unnoted and commit:
+                    gitops.add_note(repo, commit, report.dumps_diagnostics(
+                        gitops.with_proof(data, commit, branch)), NOTES_REF)
+                    setup.say(f"{skill.name}: attached the diagnostics note missing from "
+                              f"{commit[:12]}")
             else:
                 commit = _commit(setup, repo, tree, skill, branch, result, message, data)
         pushed = False
@@ -306,6 +315,10 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             gitops.push(repo, remote, branch, state.remote_tip)
             pushed = True
             setup.say(f"{skill.name}: pushed {branch} to {remote}")
+        elif remote and options.push is not False and unnoted:
+            error = gitops.push_notes(repo, remote, NOTES_REF)
+            if error is not None:
+                setup.say(f"{skill.name}: notes push failed: {error}")
         pr = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote, repo,
                       options, pushed=pushed, outcome=outcome)
     outcome.summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
@@ -325,7 +338,8 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
         (tree / relative).write_bytes(after.encode("utf-8"))
     paths = [p for p in (skill.skill, skill.memory) if p]
     commit = gitops.commit_documents(repo, tree, branch, paths, message)
-    gitops.add_note(repo, commit, report.dumps_diagnostics(data), NOTES_REF)
+    gitops.add_note(repo, commit, report.dumps_diagnostics(
+        gitops.with_proof(dict(data), commit, branch)), NOTES_REF)
     setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
     return commit
 
