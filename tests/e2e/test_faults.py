@@ -83,7 +83,10 @@ def the_line(result: CliResult) -> str:
         assert len(errors) == 1, result.err
         return errors[0]
     results = [line for line in result.out.splitlines() if line.startswith("brief-writer: ")]
-    assert len(results) == 1, result.out
+    # An aborted epoch is a failure: its result line goes to stderr, with the errors.
+    results += [line for line in result.err.splitlines()
+                if line.startswith("brief-writer: aborted: ")]
+    assert len(results) == 1, (result.out, result.err)
     return results[0]
 
 
@@ -150,6 +153,18 @@ def test_model_server_down_is_exit_3_and_nothing_is_committed(
     with FakeOpenAIServer(responder=scripted_model) as server:  # the server is back
         use_model_server(work, server.base_url)
         recovers(capsys, work, origin)
+
+
+def test_the_abort_line_goes_to_stderr_and_stdout_stays_empty(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, _origin = repo
+    use_model_server(work, f"http://127.0.0.1:{free_port()}/v1")
+    result = consolidate(capsys, work)
+    assert result.code == 3
+    assert "aborted" not in result.out and result.out == "", result.out
+    assert [line for line in result.err.splitlines()
+            if line.startswith("brief-writer: aborted: ")], result.err
 
 
 def test_a_few_hung_calls_are_retried_and_the_run_goes_on(
