@@ -92,6 +92,7 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    finish_reason: str | None = None  # "length": cut off by the token cap
 
     @property
     def ok(self) -> bool:

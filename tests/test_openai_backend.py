@@ -534,3 +534,71 @@ def test_factory_switches_to_azure_from_the_usual_variables(server: FakeOpenAISe
     assert request.deployment == "dep-a"
     assert request.query["api-version"] == ["2025-01-01-preview"]
     assert request.headers["api-key"] == KEY
+
+
+# -- hostile replies: a failed call, never a crash ----------------------------------------
+
+MALFORMED_REPLIES = ("usage-strings", "usage-nan", "usage-negative", "usage-huge",
+                     "invalid-utf8", "huge-int")
+
+
+@pytest.mark.parametrize("fault", MALFORMED_REPLIES)
+def test_a_malformed_reply_is_retried_like_a_transient_failure(
+    server: FakeOpenAIServer, backend: OpenAIBackend, fault: str
+) -> None:
+    server.inject(fault)
+    answer = backend.complete(call())
+    assert answer.text == "echo: Write a brief."
+    assert server.request_count == 2
+    # Counts that are not counts are not added: only the good reply's usage.
+    assert (answer.prompt_tokens, answer.completion_tokens) == (6, 4)
+
+
+@pytest.mark.parametrize("fault", MALFORMED_REPLIES)
+def test_a_malformed_reply_that_persists_is_a_recorded_error(
+    server: FakeOpenAIServer, backend: OpenAIBackend, fault: str
+) -> None:
+    server.inject(*[fault] * (EMPTY_REPLY_RETRIES + 1))
+    answer = backend.complete(call())
+    assert answer.text is None
+    assert answer.error is not None and answer.error.startswith("malformed reply: ")
+    assert "\n" not in answer.error and len(answer.error) <= 400
+    assert answer.prompt_tokens >= 0 and answer.completion_tokens >= 0
+    assert server.request_count == EMPTY_REPLY_RETRIES + 1
+
+
+def test_bad_token_counts_are_named_in_the_error(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject(*["usage-strings"] * (EMPTY_REPLY_RETRIES + 1))
+    error = backend.complete(call()).error or ""
+    assert "usage.prompt_tokens is 'many', not a token count" in error
+
+
+def test_content_as_a_list_of_parts_is_read_as_its_text(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject("content-parts")
+    answer = backend.complete(call())
+    assert answer.text == "echo: Write a brief."
+    assert server.request_count == 1
+
+
+def test_a_reply_cut_by_the_token_cap_says_so(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject("length")
+    answer = backend.complete(call(max_tokens=16))
+    assert answer.ok and answer.finish_reason == "length"
+    assert backend.complete(call("again")).finish_reason == "stop"
+
+
+def test_a_cap_spent_before_any_text_is_an_error_without_retries(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject("length-empty", "length-empty")
+    answer = backend.complete(call(max_tokens=16))
+    assert answer.text is None
+    assert answer.error is not None and "token cap (max_tokens=16)" in answer.error
+    assert "max_answer_tokens" in answer.error
+    assert server.request_count == 1

@@ -19,18 +19,20 @@ It works with OpenAI, Azure OpenAI and the local servers that speak the same pro
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.errors import BackendError
 from gitsleep.models import Answer
+from gitsleep.numbers import loads_json
 
 if TYPE_CHECKING:  # openai 3.x ships httpx2; only the type names are needed here
     import httpx2
@@ -261,7 +263,8 @@ class OpenAIBackend(Backend):
         for _ in range(len(FORMAT_LEVELS) + len(_PARAM_NAMES) + EMPTY_REPLY_RETRIES + 1):
             level, request = self._request(call, messages, schema)
             try:
-                completion = self._client.chat.completions.create(**request)
+                raw = self._client.chat.completions.with_raw_response.create(**request)
+                reply = _parse_reply(raw.http_response.content)
             except openai.APIStatusError as err:
                 if self._fall_back(err, level, request, call.model):
                     continue
@@ -282,25 +285,39 @@ class OpenAIBackend(Backend):
                     prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens,
                 )
-            except (openai.APIResponseValidationError, json.JSONDecodeError) as err:
+            except (openai.APIResponseValidationError, MalformedReply) as err:
                 # A 200 whose body is not a chat completion (a proxy's HTML page, a
-                # truncated body): the server is up, so try again like an empty reply.
+                # truncated body, bytes that are not UTF-8, token counts that are not
+                # counts): the server is up, so try again like an empty reply.
                 bad_replies += 1
-                last_problem = self._one_line(f"malformed reply: {type(err).__name__}: {err}")
+                last_problem = self._one_line(f"malformed reply: {err}")
                 if bad_replies > EMPTY_REPLY_RETRIES:
                     break
                 continue
 
-            text, refusal, finish_reason = _reply_parts(completion)
-            usage = getattr(completion, "usage", None)
-            prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-            completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+            text, refusal, finish_reason = reply.text, reply.refusal, reply.finish_reason
+            prompt_tokens += reply.prompt_tokens
+            completion_tokens += reply.completion_tokens
             if text is not None and text.strip():
-                return Answer(text, None, prompt_tokens, completion_tokens)
+                return Answer(text, None, prompt_tokens, completion_tokens,
+                              finish_reason=finish_reason)
             if refusal:
                 # A refusal is the model's answer: judges score it (no_refusal), it is
                 # not a transport failure.
-                return Answer(refusal, None, prompt_tokens, completion_tokens)
+                return Answer(refusal, None, prompt_tokens, completion_tokens,
+                              finish_reason=finish_reason)
+            if finish_reason == "length":
+                # The cap ran out before any text (a reasoning model thinking): asking
+                # again with the same cap gives the same nothing.
+                return Answer(
+                    text=None,
+                    error=f"the reply reached the token cap (max_tokens={call.max_tokens}) "
+                    f"before any text from model {call.model!r}; raise max_answer_tokens "
+                    "or max_reflect_tokens in .gitsleep.yml",
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    finish_reason=finish_reason,
+                )
             bad_replies += 1
             last_problem = (
                 f"empty reply (finish_reason={finish_reason}) from model {call.model!r}"
@@ -453,16 +470,76 @@ class OpenAIBackend(Backend):
         return _SK_KEY.sub("sk-***", text)
 
 
-def _reply_parts(completion: object) -> tuple[str | None, str | None, str | None]:
-    """(content, refusal, finish_reason) of the first choice, tolerating odd servers."""
-    if not isinstance(completion, ChatCompletion):
-        return None, None, None
+class MalformedReply(Exception):
+    """A 200 reply that is not a usable chat completion; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str | None
+    refusal: str | None
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _parse_reply(body: bytes) -> _Reply:
+    """The parts of a chat completion gitsleep uses, read from the raw body by hand.
+
+    Servers get this wrong in many ways, and none of them may crash a run: bytes that
+    are not UTF-8, numbers too long for Python's int, `content` as a list of parts (the
+    text parts are joined), token counts that are strings, NaN or negative (refused:
+    they feed the token budget). Anything unusable raises MalformedReply.
+    """
     try:
-        choice = completion.choices[0]
-        message = choice.message
-        return message.content, getattr(message, "refusal", None), choice.finish_reason
-    except (AttributeError, IndexError, TypeError):
-        return None, None, None
+        data = loads_json(body.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise MalformedReply(f"the body is not UTF-8 (byte {err.start})") from None
+    except (ValueError, RecursionError) as err:
+        raise MalformedReply(f"the body is not JSON ({type(err).__name__}: {err})") from None
+    choices = data.get("choices") if isinstance(data, Mapping) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, Mapping):
+        raise MalformedReply("the body has no choices[0]")
+    message = choice.get("message")
+    message = message if isinstance(message, Mapping) else {}
+    finish = choice.get("finish_reason")
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    return _Reply(
+        text=_content_text(message.get("content")),
+        refusal=message.get("refusal") if isinstance(message.get("refusal"), str) else None,
+        finish_reason=finish if isinstance(finish, str) else None,
+        prompt_tokens=_token_count(usage, "prompt_tokens"),
+        completion_tokens=_token_count(usage, "completion_tokens"),
+    )
+
+
+def _content_text(content: object) -> str | None:
+    """A message's text: a string, or the text parts of a list of content parts."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part.get("text") for part in content if isinstance(part, Mapping)]
+        return "".join(t for t in texts if isinstance(t, str))
+    raise MalformedReply(f"message content is a {type(content).__name__}, not text")
+
+
+def _token_count(usage: Mapping[str, Any], name: str) -> int:
+    """A usage count: absent is 0; anything but a whole number >= 0 is malformed."""
+    value = usage.get(name)
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
+        raise MalformedReply(f"usage.{name} is {_shown(value)}, not a token count")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _schema_name(schema: Any, purpose: str) -> str:

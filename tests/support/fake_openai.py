@@ -50,7 +50,18 @@ FAULT_KINDS = (
     "empty",  # 200 with empty content and no refusal
     "refusal",  # 200 with a refusal instead of content
     "malformed",  # 200 with a body that is not JSON
+    "usage-strings",  # 200 whose usage token counts are strings
+    "usage-nan",  # 200 whose usage token counts are NaN (Python's json writes and reads it)
+    "usage-negative",  # 200 whose usage token counts are negative
+    "usage-huge",  # 200 whose usage token counts are 1e400 (infinity when read)
+    "invalid-utf8",  # 200 whose body is not UTF-8
+    "content-parts",  # 200 whose content is a list of parts, not a string
+    "huge-int",  # 200 whose usage holds a 5000-digit integer (over Python's int-string limit)
+    "huge-int-content",  # 200 whose content is JSON with a 5000-digit integer in it
+    "length",  # 200 cut off by the token cap: finish_reason "length"
+    "length-empty",  # 200 cut off before any text (a reasoning model spent the cap)
 )
+HUGE_INT = "9" * 5000
 
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
     "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
@@ -430,17 +441,34 @@ class _Handler(BaseHTTPRequestHandler):
             fake._pause(fake.hang_seconds)
         if kind == "malformed":
             return self._send_raw(200, b"<html>upstream proxy error", "application/json")
+        if kind == "invalid-utf8":
+            return self._send_raw(200, b'{"choices": [{"message": {"content": "\xff\xfe"}}]}',
+                                  "application/json")
 
         refusal = None
+        finish_reason = "stop"
         if kind == "empty":
             text: str | None = ""
         elif kind == "refusal":
             text, refusal = None, "I'm sorry, but I can't help with that."
+        elif kind == "huge-int-content":
+            text = f'{{"score": {HUGE_INT}, "edits": [], "reason": "big"}}'
+        elif kind == "length-empty":
+            text, finish_reason = "", "length"
         else:
             text = fake.responder(body)
+            if kind == "length":
+                finish_reason = "length"
         prompt_text = " ".join(_content_text(m.get("content")) for m in body.get("messages") or [])
-        completion_tokens = _count_tokens(text or refusal or "")
-        prompt_tokens = _count_tokens(prompt_text)
+        completion_tokens: Any = _count_tokens(text or refusal or "")
+        prompt_tokens: Any = _count_tokens(prompt_text)
+        content: Any = text
+        if kind == "content-parts":
+            content = [{"type": "text", "text": text}, {"type": "image_url", "image_url": {}}]
+        bad_usage = {"usage-strings": "many", "usage-nan": float("nan"),
+                     "usage-negative": -1_000_000, "usage-huge": float("inf")}
+        if kind in bad_usage:
+            prompt_tokens = completion_tokens = bad_usage[kind]
         reply = {
             "id": f"chatcmpl-fake{record.received_at:.6f}".replace(".", ""),
             "object": "chat.completion",
@@ -449,17 +477,22 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text, "refusal": refusal},
-                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content, "refusal": refusal},
+                    "finish_reason": finish_reason,
                     "logprobs": None,
                 }
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
+                "total_tokens": prompt_tokens if kind in bad_usage else
+                prompt_tokens + completion_tokens,
             },
         }
+        if kind == "huge-int":
+            usage = {**reply["usage"], "completion_tokens": "HUGE"}
+            data = json.dumps({**reply, "usage": usage}).replace('"HUGE"', HUGE_INT)
+            return self._send_raw(200, data.encode("utf-8"), "application/json")
         return self._send_json(200, reply)
 
     # -- writing -----------------------------------------------------------------
