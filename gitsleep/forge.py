@@ -182,6 +182,28 @@ def _api_serves_host(api_url: str, remote_host: str) -> bool:
     return remote_host in (api_host, api_host.removeprefix("api."))
 
 
+def check_api_url(api_url: str) -> None:
+    """Refuse an API URL the client cannot use, as one line (exit 4, like an unreachable API).
+
+    PyGithub fails on one with an AssertionError or an AttributeError; the value is not
+    echoed whole, since a URL can carry credentials.
+    """
+    scheme, port_ok, host = "", False, None
+    try:
+        parts = urlsplit(api_url)
+        scheme, host = parts.scheme, parts.hostname
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # a port out of range, a broken [IPv6] host
+        pass
+    if (scheme not in ("http", "https") or not host or not port_ok
+            or any(c.isspace() or not c.isprintable() for c in api_url)):
+        raise GitError(
+            f"GITHUB_API_URL is not an http(s) URL with a host (scheme {scheme!r}): set it "
+            "to https://api.github.com, or https://<host>/api/v3 for GitHub Enterprise, "
+            "or unset it"
+        )
+
+
 def settings_from_env(
     env: Mapping[str, str], remote_url: str | None
 ) -> tuple[ForgeSettings | None, str]:
@@ -190,6 +212,7 @@ def settings_from_env(
     api_url = (env.get("GITHUB_API_URL") or DEFAULT_API_URL).strip().rstrip("/")
     if not token:
         return None, "no GITHUB_TOKEN or GH_TOKEN in the environment: no pull request"
+    check_api_url(api_url)
     repository = (env.get("GITHUB_REPOSITORY") or "").strip()
     if repository:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repository):

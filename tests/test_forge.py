@@ -362,6 +362,21 @@ def test_no_pull_request_for_remotes_github_does_not_serve(remote: str | None):
     assert "GITHUB_REPOSITORY" in reason and "t2" not in reason
 
 
+@pytest.mark.parametrize("api_url", [
+    "ftp://ghe.example.com/api/v3", "file:///etc/passwd", "api.github.com",
+    "javascript:alert(1)", "http://", "https://ghe.example.com:99999", "https://a b",
+    "https://[::1", "https://u:secret@ghe.example.com\x00",
+])
+def test_an_api_url_that_is_not_http_is_one_line_exit_4(api_url: str):
+    env = {"GITHUB_TOKEN": "t1", "GITHUB_REPOSITORY": "octo/skills", "GITHUB_API_URL": api_url}
+    with pytest.raises(GitError) as raised:
+        forge_from_env(env, None)
+    message = str(raised.value)
+    assert raised.value.exit_code == 4
+    assert message.startswith("GITHUB_API_URL is not an http(s) URL") and "\n" not in message
+    assert "secret" not in message
+
+
 def test_forge_from_env_talks_to_the_api_url(fake: FakeGitHub):
     client = forge_from_env(fake.env(), "/srv/origin.git")
     assert client is not None

@@ -329,6 +329,27 @@ def test_github_down_for_good_is_exit_4_and_the_next_run_opens_the_pr(
     assert data["commit"] == pushed and data["pr"]["operation"] == "created"
 
 
+def test_a_github_api_url_that_is_not_http_is_exit_4_and_the_next_run_opens_the_pr(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, origin = repo
+    with FakeGitHub() as fake:
+        for key, value in fake.env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("GITHUB_API_URL", "ftp://" + fake.api_url.removeprefix("http://"))
+        result = consolidate(capsys, work)
+        assert result.code == 4
+        line = the_line(result)
+        assert line.startswith("gitsleep: error: GITHUB_API_URL is not an http(s) URL")
+        pushed = remote_tip(origin)
+        assert pushed, "the commit was pushed: only the pull request is missing"
+        assert fake.requests == []
+        monkeypatch.setenv("GITHUB_API_URL", fake.api_url)
+        data = recovers(capsys, work, origin, calls=0)
+        assert data["commit"] == pushed and data["pr"]["operation"] == "created"
+
+
 # -- the git remote ------------------------------------------------------------------------
 
 
