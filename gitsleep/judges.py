@@ -179,7 +179,8 @@ RUBRIC_SCHEMA = json.dumps(
 )
 
 
-def rubric_call(model: str, prompt: str, rubric: str, answer: str, sample: int) -> ModelCall:
+def rubric_call(model: str, prompt: str, rubric: str, answer: str, sample: int,
+                max_tokens: int | None = None) -> ModelCall:
     user = (
         f"<<<TASK\n{prompt}\nTASK>>>\n\n<<<RUBRIC\n{rubric}\nRUBRIC>>>\n\n"
         f"<<<ANSWER\n{answer}\nANSWER>>>"
@@ -191,6 +192,7 @@ def rubric_call(model: str, prompt: str, rubric: str, answer: str, sample: int) 
         temperature=0.0,
         seed=0,
         sample=sample,
+        max_tokens=max_tokens,
         json_schema=RUBRIC_SCHEMA,
         context={"rubric": rubric, "answer": answer},
     )

@@ -60,6 +60,7 @@ _PARAM_NAMES = {
     "seed": ("seed",),
     "temperature": ("temperature",),
     "max_tokens": ("max_tokens",),
+    "max_completion_tokens": ("max_completion_tokens",),
 }
 _REFUSAL_CODES = {"unsupported_parameter", "unsupported_value"}  # OpenAI's codes
 _FATAL_CODES = {"model_not_found", "deploymentnotfound"}
@@ -353,7 +354,7 @@ class OpenAIBackend(Backend):
             request["temperature"] = call.temperature
         if call.seed is not None and "seed" not in dropped:
             request["seed"] = call.seed
-        if call.max_tokens is not None:
+        if call.max_tokens is not None and token_param not in dropped:
             request[token_param] = call.max_tokens
         if schema is not None:
             if FORMAT_LEVELS[level] == "json_schema":
@@ -396,6 +397,10 @@ class OpenAIBackend(Backend):
                     return True
                 elif refused == "max_tokens":
                     self._token_param = "max_completion_tokens"
+                    return True
+                elif refused == "max_completion_tokens":
+                    # Neither name is taken: no cap, and the total deadline still holds.
+                    self._dropped.add(refused)
                     return True
             raise BackendError(
                 self._one_line(

@@ -10,7 +10,9 @@ retries, timeouts and error mapping instead of a mock. It answers
 - persistent server quirks: a required API key, a list of known models, llama.cpp's
   HTTP 500 for `response_format: json_schema`, parameters rejected as unsupported;
 - a fixed latency, for benchmarks;
-- a record of every request (headers and JSON body) and `usage` in every reply.
+- a record of every request (headers and JSON body) and `usage` in every reply;
+- `max_tokens` / `max_completion_tokens` honoured: a longer reply is cut there (in
+  words, its stand-in for tokens) with `finish_reason: "length"`.
 
     with FakeOpenAIServer() as server:
         client = OpenAI(api_key="k", base_url=server.base_url)
@@ -459,6 +461,10 @@ class _Handler(BaseHTTPRequestHandler):
             text = fake.responder(body)
             if kind == "length":
                 finish_reason = "length"
+            cap = body.get("max_tokens") or body.get("max_completion_tokens")
+            if isinstance(cap, int) and text and _count_tokens(text) > cap:
+                # Like a real server: generation stops at the cap, mid-answer.
+                text, finish_reason = " ".join(text.split()[:cap]), "length"
         prompt_text = " ".join(_content_text(m.get("content")) for m in body.get("messages") or [])
         completion_tokens: Any = _count_tokens(text or refusal or "")
         prompt_tokens: Any = _count_tokens(prompt_text)
