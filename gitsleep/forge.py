@@ -26,11 +26,14 @@ from github.GithubException import (
 )
 from github.PullRequest import PullRequest
 from github.Repository import Repository
+from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass
 from urllib3 import Retry
 
+from gitsleep.deadline import DeadlineAdapter
 from gitsleep.errors import GitError
 
 DEFAULT_API_URL = "https://api.github.com"
+REQUEST_TIMEOUT = 30  # seconds for one whole GitHub API request, not per read (PyGithub: an int)
 # GitHub rejects longer pull request bodies (create-pull-request truncates at the same size).
 MAX_BODY_CHARS = 65_536
 TRUNCATION_NOTE = (
@@ -259,12 +262,34 @@ def _error_message(exc: GithubException) -> str:
     return ": ".join(part for part in parts if part) or "no message"
 
 
+def _with_deadline(base: type) -> type:
+    """PyGithub's connection class for one scheme, mounting a DeadlineAdapter: the
+    request `timeout` PyGithub passes on becomes the whole request's deadline."""
+
+    class Connection(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.adapter = DeadlineAdapter(float(self.timeout or REQUEST_TIMEOUT),
+                                           max_retries=self.retry,
+                                           pool_connections=self.pool_size,
+                                           pool_maxsize=self.pool_size)
+            self.session.mount(f"{self.protocol}://", self.adapter)
+
+    return Connection
+
+
+_CONNECTIONS = {"http": _with_deadline(HTTPRequestsConnectionClass),
+                "https": _with_deadline(HTTPSRequestsConnectionClass)}
+
+
 class GitHubForge:
     """`Forge` over the GitHub REST API with PyGithub (retries, rate limits, Retry-After)."""
 
-    def __init__(self, settings: ForgeSettings, *, pacing: Pacing | None = None) -> None:
+    def __init__(self, settings: ForgeSettings, *, pacing: Pacing | None = None,
+                 timeout: int = REQUEST_TIMEOUT) -> None:
         pacing = pacing or Pacing()
         self.settings = settings
+        self.timeout = timeout
         self.owner = settings.repository.split("/", 1)[0]
         self._github = Github(
             auth=Auth.Token(settings.token),
@@ -272,8 +297,12 @@ class GitHubForge:
             retry=pacing.retry(),
             seconds_between_requests=pacing.seconds_between_requests,
             seconds_between_writes=pacing.seconds_between_writes,
-            timeout=30,
+            timeout=timeout,
         )
+        # PyGithub picks its connection class per instance from the URL's scheme; it has
+        # no public way to pass one, so set it on this instance's requester.
+        scheme = urlsplit(settings.api_url).scheme
+        self._github.requester._Requester__connectionClass = _CONNECTIONS[scheme]  # type: ignore[attr-defined]
         self._repository: Repository | None = None
         self._pulls: dict[int, PullRequest] = {}
 
@@ -313,6 +342,12 @@ class GitHubForge:
                 f"to {action} in {self.settings.repository}: try again later"
             ) from None
         except requests.RequestException as exc:
+            # A body cut at the deadline surfaces as a ConnectionError("Read timed out").
+            if isinstance(exc, requests.Timeout) or "timed out" in str(exc):
+                raise self._git_error(
+                    f"GitHub did not answer within {self.timeout:g}s while gitsleep tried "
+                    f"to {action}: try again later"
+                ) from None
             raise self._git_error(
                 f"cannot reach the GitHub API at {self.settings.api_url} to {action}: "
                 f"{type(exc).__name__}"

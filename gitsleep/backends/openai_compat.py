@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.deadline import DeadlineClientMixin
 from gitsleep.errors import BackendError
 from gitsleep.models import Answer
 from gitsleep.numbers import loads_json
@@ -41,6 +42,7 @@ FORMAT_LEVELS = ("json_schema", "json_object", "none")  # structured output, bes
 EMPTY_REPLY_RETRIES = 2  # extra attempts when the server answers 200 with nothing in it
 DEFAULT_AZURE_API_VERSION = "2024-10-21"  # GA; supports json_schema structured outputs
 MESSAGE_MAX_CHARS = 400
+TIMEOUT_PAUSE_MAX = 60.0  # the longest shared pause after timeouts, in seconds
 
 # Words servers use when they refuse a parameter rather than fail.
 _REFUSAL_MARKERS = (
@@ -180,6 +182,10 @@ class _OpenAIClient(_GuardedClientMixin, openai.OpenAI):
     pass
 
 
+class _HttpClient(DeadlineClientMixin, openai.DefaultHttpxClient):
+    """The openai client's HTTP client (its defaults), with a total deadline per request."""
+
+
 class _AzureClient(_GuardedClientMixin, openai.AzureOpenAI):
     pass
 
@@ -210,6 +216,9 @@ class OpenAIBackend(Backend):
         )
         self.rate_gate = RateGate()
         self._lock = threading.Lock()
+        self._timeouts_in_row = 0  # grows the shared pause after each timeout; 0 on a reply
+        if http_client is None:
+            http_client = _HttpClient(total=timeout, on_timeout=self._timed_out)
         self._format_level = 0  # index into FORMAT_LEVELS that works with this server
         self._dropped: set[str] = set()  # optional parameters the server refused
         self._token_param = "max_tokens"  # or max_completion_tokens (reasoning models)
@@ -296,6 +305,8 @@ class OpenAIBackend(Backend):
                     break
                 continue
 
+            with self._lock:
+                self._timeouts_in_row = 0  # the server answers again
             text, refusal, finish_reason = reply.text, reply.refusal, reply.finish_reason
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
@@ -338,6 +349,18 @@ class OpenAIBackend(Backend):
 
     def close(self) -> None:
         self._client.close()
+
+    def _timed_out(self) -> None:
+        """Every worker pauses after a timeout, longer after each one in a row.
+
+        The server may still be working on the request we gave up on (a local server with
+        one slot goes on generating); retrying at once, from every worker, queues more
+        work behind it and makes every later call time out too.
+        """
+        with self._lock:
+            self._timeouts_in_row += 1
+            pause = min(self.timeout * 2 ** min(self._timeouts_in_row - 1, 3), TIMEOUT_PAUSE_MAX)
+        self.rate_gate.hold(pause)
 
     # -- building requests -------------------------------------------------------------
 

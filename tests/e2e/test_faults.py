@@ -201,6 +201,28 @@ def test_a_slow_server_times_out_into_exit_3_and_the_next_run_recovers(
         recovers(capsys, work, origin)
 
 
+def test_a_server_that_trickles_is_cut_by_the_total_deadline_into_exit_3(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Headers at once, then one byte per 0.2 s: no read ever times out, every call does."""
+    work, origin = repo
+    with FakeOpenAIServer(responder=scripted_model, trickle_interval=0.2,
+                          trickle_seconds=60) as server:
+        use_model_server(work, server.base_url, timeout=0.4, max_retries=0, workers=16)
+        server.inject(*["trickle"] * 1000)
+        started = time.monotonic()
+        result = consolidate(capsys, work)
+        elapsed = time.monotonic() - started
+        server.reset()
+        assert result.code == 3
+        line = the_line(result)
+        assert "aborted" in line and "timeout: no reply within 0.4s" in line
+        assert elapsed < 30, f"each call is bounded by its timeout; took {elapsed:.0f}s"
+        assert_nothing_committed(work, origin)
+        assert_nothing_left(work)
+        recovers(capsys, work, origin)
+
+
 def test_a_429_storm_is_waited_out(
     repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -62,6 +62,7 @@ FAULT_KINDS = (
     "huge-int-content",  # 200 whose content is JSON with a 5000-digit integer in it
     "length",  # 200 cut off by the token cap: finish_reason "length"
     "length-empty",  # 200 cut off before any text (a reasoning model spent the cap)
+    "trickle",  # 200 headers at once, then the body one byte every `trickle_interval`
 )
 HUGE_INT = "9" * 5000
 
@@ -133,6 +134,9 @@ class FakeOpenAIServer:
         models: tuple[str, ...] | None = None,
         reject_json_schema: bool = False,
         reject_params: tuple[str, ...] = (),
+        serial: bool = False,
+        trickle_interval: float = 0.5,
+        trickle_seconds: float = 10.0,
     ) -> None:
         self.responder = responder
         self.latency = latency
@@ -142,6 +146,14 @@ class FakeOpenAIServer:
         self.models = models
         self.reject_json_schema = reject_json_schema
         self.reject_params = reject_params
+        # One request at a time, like a local server with one slot: the rest queue. A
+        # request the client gave up on still holds the slot until it is done.
+        self.serial = serial
+        self.trickle_interval = trickle_interval
+        self.trickle_seconds = trickle_seconds  # a trickle stops (connection closed) after this
+        self._slot = threading.Lock()
+        self.in_flight = 0  # chat requests received and not yet answered
+        self.max_in_flight = 0
         self._faults: deque[Fault] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -243,6 +255,11 @@ class FakeOpenAIServer:
             self._requests.append(request)
             return self._faults.popleft() if take_fault and self._faults else None
 
+    def _count(self, step: int) -> None:
+        with self._lock:
+            self.in_flight += step
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
     def _track(self, conn: socket.socket, open_: bool) -> None:
         with self._lock:
             if open_:
@@ -319,7 +336,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fault = self.fake._record(record, take_fault=True)
         record.fault = fault.kind if fault else None
-        self._chat(record, fault)
+        self.fake._count(+1)
+        try:
+            if self.fake.serial:
+                with self.fake._slot:
+                    self._chat(record, fault)
+            else:
+                self._chat(record, fault)
+        finally:
+            self.fake._count(-1)
 
     # -- the chat endpoint -------------------------------------------------------
 
@@ -499,6 +524,9 @@ class _Handler(BaseHTTPRequestHandler):
             usage = {**reply["usage"], "completion_tokens": "HUGE"}
             data = json.dumps({**reply, "usage": usage}).replace('"HUGE"', HUGE_INT)
             return self._send_raw(200, data.encode("utf-8"), "application/json")
+        if kind == "trickle":
+            return self._send_raw(200, json.dumps(reply).encode("utf-8"), "application/json",
+                                  trickle=True)
         return self._send_json(200, reply)
 
     # -- writing -----------------------------------------------------------------
@@ -513,6 +541,8 @@ class _Handler(BaseHTTPRequestHandler):
         data: bytes,
         content_type: str,
         headers: dict[str, str] | None = None,
+        *,
+        trickle: bool = False,
     ) -> int:
         if self.current is not None:
             self.current.status = status
@@ -524,11 +554,29 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if trickle:
+                self._trickle(data)
+            else:
+                self.wfile.write(data)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True  # the client gave up (e.g. after a timeout)
         return status
+
+
+    def _trickle(self, data: bytes) -> None:
+        """One byte per interval: every read returns in time, the reply never ends soon.
+        Bounded: after `trickle_seconds` (or when the server stops) the connection closes."""
+        fake = self.fake
+        self.wfile.flush()
+        ends = time.monotonic() + fake.trickle_seconds
+        for index in range(len(data)):
+            if time.monotonic() >= ends or fake._stopping.is_set():
+                self.close_connection = True
+                return
+            self.wfile.write(data[index : index + 1])
+            self.wfile.flush()
+            fake._pause(fake.trickle_interval)
 
 
 @pytest.fixture
