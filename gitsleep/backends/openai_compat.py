@@ -12,7 +12,10 @@ It works with OpenAI, Azure OpenAI and the local servers that speak the same pro
   then `json_object`, then plain text; `seed` (and `temperature`, `max_tokens` for
   reasoning models) are dropped or renamed when refused. What worked is remembered for
   the life of the backend, so the probing costs one extra request, once.
-- A 429 with Retry-After pauses every worker, not just the one that got it.
+- A 429 with Retry-After pauses every worker, not just the one that got it; so does a
+  timeout (the server may still be busy with the request given up on).
+- `timeout` is the whole request (`gitsleep.deadline`), not each socket read.
+- A reply is parsed by hand (`_parse_reply`): a malformed one is a failed call, never a crash.
 - The API key never appears in an error message.
 """
 
