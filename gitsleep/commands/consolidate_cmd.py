@@ -60,13 +60,15 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
         end_progress(setup)
         if not as_json:
             s = outcome.summary
-            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}")
+            # An aborted epoch is a failure (exit 3 or 6): its line goes with the errors.
+            err = s["decision"] == "aborted"
+            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}", err=err)
             if s.get("commit"):
-                click.echo(f"  commit {s['commit']} on {s['branch']}")
+                click.echo(f"  commit {s['commit']} on {s['branch']}", err=err)
             if s.get("pr", {}).get("operation") not in (None, "none"):
-                click.echo(f"  pull request {s['pr']['operation']}: {s['pr']['url']}")
+                click.echo(f"  pull request {s['pr']['operation']}: {s['pr']['url']}", err=err)
             if s.get("diagnostics"):
-                click.echo(f"  diagnostics: {s['diagnostics']}")
+                click.echo(f"  diagnostics: {s['diagnostics']}", err=err)
     if as_json:
         summaries = [o.summary for o in outcomes]
         print_json(summaries[0] if len(summaries) == 1 and len(chosen) == 1 else summaries)
