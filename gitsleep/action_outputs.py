@@ -7,7 +7,8 @@
         step outputs to $GITHUB_OUTPUT and a Markdown table to $GITHUB_STEP_SUMMARY.
 
 With several skills, the scalar outputs (`decision`, `val-baseline`, ...) hold the FIRST
-skill's values, `results` holds every skill's result as a JSON array, and the summary
+skill's values (the action's exit code is the highest of the skills', as the CLI's),
+`results` holds every skill's result as a JSON array, and the summary
 has one row per skill. The action's matrix example runs one skill per job, where the
 scalar outputs are simply that skill's.
 """
@@ -88,7 +89,12 @@ def load_results(results_dir: Path) -> list[dict[str, Any]]:
 
 
 def _score(value: Any) -> str:
-    return "" if value is None else str(value)
+    """A score as text, rounded to 3 decimals (never 0.20000000000000004)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return str(round(value, 3))
+    return str(value)
 
 
 def outputs_for(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -106,9 +112,20 @@ def outputs_for(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         "pr-number": _score(pr.get("number")),
         "pr-url": str(pr.get("url") or ""),
         "commit": str(first.get("commit") or ""),
-        "results": json.dumps(list(results), separators=(",", ":")),
+        "results": json.dumps([_rounded(r) for r in results], separators=(",", ":")),
     }
     return outputs
+
+
+def _rounded(data: Any) -> Any:
+    """The result with every float rounded to 3 decimals."""
+    if isinstance(data, float):
+        return round(data, 3)
+    if isinstance(data, dict):
+        return {k: _rounded(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_rounded(v) for v in data]
+    return data
 
 
 def github_output_lines(outputs: Mapping[str, str]) -> str:
@@ -170,14 +187,23 @@ def summary_markdown(results: Sequence[Mapping[str, Any]], exit_code: int,
     for result in results:
         commit = str(result.get("commit") or "")
         lines.append(
-            f"| {_cell(result.get('skill', '?'))} | {_cell(result.get('decision', '?'))} "
+            f"| {_cell(result.get('skill', '?'))} | {_cell(result.get('decision', '?'))}"
+            f"{' _(offline)_' if result.get('simulated') else ''} "
             f"| {_split_cell(result.get('val'))} | {_split_cell(result.get('test'))} "
             f"| {_pr_cell(result.get('pr'))} | {f'`{_cell(commit[:12])}`' if commit else '—'} |"
         )
     lines.append("")
     for result in results:
+        skill = f"**{_cell(result.get('skill', '?'))}**"
         if result.get("reason"):
-            lines.append(f"- **{_cell(result.get('skill', '?'))}**: {_cell(result['reason'])}")
+            lines.append(f"- {skill}: {_cell(result['reason'])}")
+        pr = result.get("pr") or {}
+        if (pr.get("operation") or "none") == "none" and pr.get("reason"):
+            lines.append(f"- {skill}: no pull request: {_cell(pr['reason'])}")
+    if any(r.get("simulated") for r in results):
+        lines += ["", "> [!WARNING]", "> Rows marked _(offline)_ were scored by gitsleep's "
+                  "offline simulator (`backend: offline`), not a real model: their scores say "
+                  "nothing about a real model."]
     return "\n".join(lines) + "\n"
 
 

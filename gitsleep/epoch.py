@@ -106,7 +106,9 @@ class Epoch:
     # -- scoring -------------------------------------------------------------------------
 
     def score(self, split: str, documents: Mapping[str, str | None], label: str) -> PassResult:
-        self.progress(f"{self.skill}: scoring {split} ({label}, {len(self.split[split])} tasks)")
+        count = len(self.split[split])
+        self.progress(f"{self.skill}: scoring {split} ({label}, {count} "
+                      f"task{'' if count == 1 else 's'})")
         result = replay.score_split(
             self.runner, self.split[split], documents, self.settings, label=label, split=split
         )

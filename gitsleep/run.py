@@ -215,7 +215,8 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillO
     tasks, documents = read_inputs(setup.repo, skill)
     result = epoch_for(setup, skill, tasks, documents)
     path, _ = write_report(setup, result, output_dir, {"dry_run": True})
-    summary = report.json_summary(result, branch=None, commit=None, pr={"operation": "none"},
+    summary = report.json_summary(result, branch=None, commit=None,
+                                  pr={"operation": "none", "reason": "dry run"},
                                   diagnostics_path=path, redactor=setup.redactor)
     return SkillOutcome(skill.name, summary, result.abort_code, result,
                         pr_body=report.pr_body(result, rerun=rerun_command(skill.name),
@@ -390,7 +391,9 @@ def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
         documents={},
     )
     summary = report.json_summary(recorded_result, branch=branch,
-                                  commit=state.last_gitsleep_commit, pr={"operation": "none"},
+                                  commit=state.last_gitsleep_commit,
+                                  pr={"operation": "none", "reason": "up to date: its pull "
+                                      "request, if one was opened, is unchanged"},
                                   diagnostics_path=None, redactor=setup.redactor)
     return SkillOutcome(skill.name, {**summary, "up_to_date": True})
 
@@ -410,10 +413,12 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
              pushed: bool, outcome: SkillOutcome) -> dict[str, Any]:
     """Create, update or close the skill's PR per the rules; never without a push."""
     none = {"operation": "none", "number": None, "url": None}
-    if options.pr is False or options.push is False or result.decision == "aborted":
+    if options.pr is False or options.push is False:
+        return {**none, "reason": "--no-pr" if options.pr is False else "--no-push"}
+    if result.decision == "aborted":
         return none
     if remote is None:
-        return none
+        return {**none, "reason": "the repository has no remote to push to"}
     from gitsleep import forge
 
     hub, why_not = _forge_for(setup, repo, remote)
@@ -421,7 +426,7 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
         if options.pr:
             raise UsageError(f"--pr cannot open a pull request: {why_not}")
         setup.say(f"{skill.name}: no pull request: {why_not}")
-        return none
+        return {**none, "reason": why_not}
     improved = result.pr_eligible and result.decision == "accepted"
     body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor)
     outcome.pr_body = body

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import click
 
-from gitsleep import run
+from gitsleep import report, run
 from gitsleep.commands.common import (
     end_progress,
     exit_with,
@@ -14,6 +15,7 @@ from gitsleep.commands.common import (
     setup_from,
     worst_exit,
 )
+from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
 
 
@@ -53,12 +55,22 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             setup.say(f"{skill.name}: error: {exc}")
             codes.append(exc.exit_code)
             continue
+        unused = [] if dry_run else uncommitted(setup.repo, skill)
+        if unused:
+            outcome.summary["uncommitted"] = unused
         outcomes.append(outcome)
         codes.append(outcome.exit_code)
         end_progress(setup)
         if not as_json:
             s = outcome.summary
-            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}")
+            dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
+            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}{dry}")
+            if outcome.result is not None and report.small_sample_note(outcome.result):
+                click.echo(f"  warning: {report.small_sample_note(outcome.result)}")
+            if unused:
+                click.echo(f"  not used: uncommitted changes to {', '.join(unused)}; "
+                           "consolidate reads the committed base, so commit them to include "
+                           "them (or try them first with --dry-run)")
             if s.get("commit"):
                 click.echo(f"  commit {s['commit']} on {s['branch']}")
             if s.get("pr", {}).get("operation") not in (None, "none"):
@@ -69,3 +81,18 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
         summaries = [o.summary for o in outcomes]
         print_json(summaries[0] if len(summaries) == 1 and len(chosen) == 1 else summaries)
     exit_with(worst_exit(codes))
+
+
+def uncommitted(repo: Path, skill: SkillConfig) -> list[str]:
+    """The skill's documents and task files with changes git has not committed.
+
+    `--no-optional-locks` keeps `git status` from refreshing the user's index.
+    """
+    paths = [p for p in (skill.skill, skill.memory) if p] + [t.path for t in skill.tasks]
+    done = subprocess.run(
+        ["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all",
+         "--", *paths], cwd=repo, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return []
+    entries = [e for e in done.stdout.split("\0") if e]
+    return sorted({e[3:] for e in entries if len(e) > 3 and e[2] == " "})
