@@ -26,6 +26,7 @@ from typing import Any
 from gitsleep import __version__, report
 from gitsleep.backends import create_backend
 from gitsleep.cache import ResponseCache
+from gitsleep.calls import StepHook, Tick, no_tick
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
 from gitsleep.documents import find_block
 from gitsleep.epoch import call_ceiling, run_epoch
@@ -51,6 +52,7 @@ class Setup:
     env: Mapping[str, str]
     redactor: Redactor
     progress: Progress
+    steps: StepHook | None = None  # per-answer progress of a pass (the CLI's bar or lines)
 
     @classmethod
     def load(
@@ -62,13 +64,15 @@ class Setup:
         backend: str | None = None,
         model: str | None = None,
         progress: Progress | None = None,
+        steps: StepHook | None = None,
     ) -> Setup:
         env = dict(os.environ if env is None else env)
         path = config_path(repo, config)
         loaded = apply_overrides(load_config(path), env, backend=backend, model=model)
         redactor = Redactor.from_env(env, [loaded.api_key_env])
         use_redactor(redactor)
-        return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr)
+        return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr,
+                   steps)
 
     def skills(self, names: tuple[str, ...] | list[str] | None) -> list[SkillConfig]:
         if not names:
@@ -77,6 +81,10 @@ class Setup:
 
     def say(self, line: str) -> None:
         self.progress(self.redactor.redact(line))
+
+    def counter(self, label: str, total: int) -> Tick:
+        """A tick per answer of a pass on the edge's display; the label is redacted first."""
+        return self.steps(self.redactor.redact(label), total) if self.steps else no_tick
 
 
 def _stderr(line: str) -> None:
@@ -186,7 +194,8 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               f"{backend.name}{' (simulated)' if backend.simulated else ''}")
     return run_epoch(tasks, documents, settings, backend, skill=skill.name,
                      cache=make_cache(setup), progress=setup.say,
-                     redact=setup.redactor.redact)
+                     redact=setup.redactor.redact,
+                     steps=setup.counter if setup.steps else None)
 
 
 def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,

@@ -40,8 +40,10 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                         end_progress(setup)
                         click.echo(f"{skill.name} {name:5} n=0    (no tasks)")
                     continue
+                tick = setup.counter(f"{skill.name}: scoring {name}",
+                                     len(chosen) * max(1, settings.gate.repeats))
                 result = replay.score_split(runner, chosen, documents, settings,
-                                            label="eval", split=name)
+                                            label="eval", split=name, on_answer=tick)
                 row = {
                     "skill": skill.name, "split": name, "n": len(chosen),
                     "score": rounded(result.mean), "metric": settings.gate.metric,
