@@ -167,8 +167,26 @@ def _pr_cell(pr: Mapping[str, Any] | None) -> str:
     return f"{operation} #{int(number)}" if number else operation
 
 
+def history_charts(results: Sequence[Mapping[str, Any]], repo: Path) -> dict[str, str]:
+    """skill -> a Mermaid chart of held-out per epoch, for skills with 2 or more epochs."""
+    from gitsleep import history, report
+
+    charts: dict[str, str] = {}
+    for result in results:
+        skill, branch = result.get("skill"), result.get("branch")
+        if not isinstance(skill, str) or not isinstance(branch, str):
+            continue
+        epochs = history.read_epochs(repo, base="HEAD", branch_refs=[f"refs/heads/{branch}"],
+                                     skills=[skill])
+        chart = report.held_out_chart(history.held_out_points(epochs),
+                                      str(result.get("metric") or ""))
+        if chart:
+            charts[skill] = chart
+    return charts
+
+
 def summary_markdown(results: Sequence[Mapping[str, Any]], exit_code: int,
-                     problem: str = "") -> str:
+                     problem: str = "", charts: Mapping[str, str] | None = None) -> str:
     """The Markdown written to $GITHUB_STEP_SUMMARY: one table row per skill."""
     lines = ["## gitsleep", ""]
     if exit_code:
@@ -200,6 +218,8 @@ def summary_markdown(results: Sequence[Mapping[str, Any]], exit_code: int,
         pr = result.get("pr") or {}
         if (pr.get("operation") or "none") == "none" and pr.get("reason"):
             lines.append(f"- {skill}: no pull request: {_cell(pr['reason'])}")
+    for skill, chart in (charts or {}).items():
+        lines += ["", f"### {_cell(skill)}: held-out per epoch", "", chart]
     if any(r.get("simulated") for r in results):
         lines += ["", "> [!WARNING]", "> Rows marked _(offline)_ were scored by gitsleep's "
                   "offline simulator (`backend: offline`), not a real model: their scores say "
@@ -225,7 +245,9 @@ def publish(results_dir: Path, exit_code: int, env: Mapping[str, str]) -> int:
     except (ValueError, OSError) as exc:
         results, problem = [], str(exc)
     _append(env.get("GITHUB_OUTPUT"), github_output_lines(outputs_for(results)))
-    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(results, exit_code, problem))
+    charts = history_charts(results, Path.cwd())
+    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(results, exit_code, problem,
+                                                             charts))
     if problem:
         print(f"::error title=gitsleep::cannot read the consolidate results: {problem}")
         return 0 if exit_code else 1

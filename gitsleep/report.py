@@ -416,6 +416,20 @@ def write_diagnostics(path: Path, data: Mapping[str, Any]) -> None:
 # -- pull request ----------------------------------------------------------------------
 
 
+def held_out_chart(points: list[tuple[str, float]], metric: str) -> str:
+    """A Mermaid `xychart-beta` of held-out per epoch (GitHub renders it); "" below 2 points."""
+    if len(points) < 2:
+        return ""
+    labels = ", ".join('"' + md.one_line(label).replace('"', "'") + '"' for label, _ in points)
+    values = ", ".join(f"{value:.3f}" for _, value in points)
+    name = re.sub(r"[^a-z]", "", metric.lower()) or "score"
+    return "\n".join([
+        "```mermaid", "xychart-beta", f'    title "Held-out {name} score per epoch"',
+        f"    x-axis [{labels}]", '    y-axis "held-out" 0 --> 1', f"    line [{values}]", "```",
+    ])
+
+
+
 def pr_title(result: EpochResult) -> str:
     """`gitsleep(<skill>): held-out <b> -> <c>` (val when it decided)."""
     skill = " ".join(md.one_line(result.skill).split())
@@ -504,6 +518,7 @@ def pr_body(
     rerun: str,
     redactor: Redactor,
     limit: int = PR_BODY_LIMIT,
+    chart: str = "",
 ) -> str:
     """The pull-request body: scores first, then the learned-block diff, the edits, the
     per-task tables, models, cost and a footer on how to re-run or stop gitsleep.
@@ -543,6 +558,8 @@ def pr_body(
     ]
     if metric_note(result.metric):
         head += ["", f"_{metric_note(result.metric)}._"]
+    if chart:  # held-out per epoch, from `held_out_chart`: our own text, never a task's
+        head += ["", "### Held-out per epoch", "", chart]
 
     diff_parts: list[str] = []
     for target, (before, after) in result.documents.items():

@@ -417,6 +417,16 @@ def _scores_from_trailer(value: str | None) -> tuple[float | None, float | None]
     return before, after
 
 
+def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
+                   metric: str) -> str:
+    """The held-out-per-epoch chart for the PR body, from the skill's recorded epochs."""
+    from gitsleep import history
+
+    epochs = history.read_epochs(setup.repo, base=base, branch_refs=[f"refs/heads/{branch}"],
+                                 skills=[skill.name])
+    return report.held_out_chart(history.held_out_points(epochs), metric)
+
+
 def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
              base_name: str, remote: str | None, repo: Any, options: GitOptions, *,
              pushed: bool, outcome: SkillOutcome) -> dict[str, Any]:
@@ -437,7 +447,8 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
         setup.say(f"{skill.name}: no pull request: {why_not}")
         return {**none, "reason": why_not}
     improved = result.pr_eligible and result.decision == "accepted"
-    body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor)
+    body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor,
+                          chart=_history_chart(setup, skill, branch, base_name, result.metric))
     outcome.pr_body = body
     pr_cfg = setup.config.pr
     try:
