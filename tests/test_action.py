@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gitsleep import __version__
 from gitsleep.action_outputs import github_output_lines, outputs_for, summary_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,7 +193,7 @@ def test_example_workflow_shape():
     assert cache["with"]["path"] == ".gitsleep/cache"
     assert "${{ matrix.skill }}" in cache["with"]["key"] and "hashFiles(" in cache["with"]["key"]
     assert cache["with"]["restore-keys"].strip() == "gitsleep-${{ matrix.skill }}-"
-    assert gitsleep["uses"] == "OWNER/gitsleep@v1"
+    assert gitsleep["uses"] == f"OWNER/gitsleep@v{__version__}"  # a release bumps it
     assert gitsleep["with"]["skill"] == "${{ matrix.skill }}"
     assert "pull_request_target" not in EXAMPLE.read_text(encoding="utf-8")
 
