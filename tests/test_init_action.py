@@ -41,6 +41,9 @@ def test_init_fills_the_action_repository_and_the_comment_matches(
     assert f"#   1. `gitsleep init` set the gitsleep action to acme/gitsleep@{TAG}" in text
     assert "Copy this file" not in text
     check_workflow_schema(tmp_path / WORKFLOW)
+    assert (tmp_path / ".gitsleep.yml").read_text().startswith(
+        "# yaml-language-server: $schema=https://raw.githubusercontent.com/acme/gitsleep/"
+        f"{TAG}/schemas/gitsleep-config.schema.json\n")
     assert (f"  4. in {WORKFLOW}, the action is acme/gitsleep@{TAG}: pin it to that tag's "
             "commit SHA") in result.out
     assert "  5. add the repository secret OPENAI_API_KEY" in result.out
@@ -59,7 +62,8 @@ def test_without_a_known_repository_next_steps_say_to_replace_owner(
     else:
         assert f"uses: OWNER/gitsleep@{TAG}" in text
         assert "Replace OWNER below (twice)" in text
-        assert "re-run `gitsleep init --action-repo owner/gitsleep --force`" in result.out
+        assert "replace OWNER with the account that publishes gitsleep" in result.out
+        assert "/OWNER/gitsleep/" in (tmp_path / ".gitsleep.yml").read_text()
     assert "Copy this file" not in text
 
 

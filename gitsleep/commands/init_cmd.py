@@ -94,6 +94,17 @@ def fill_workflow(content: bytes, action_repo: str | None) -> bytes:
     return text.encode("utf-8")
 
 
+_SCHEMA_URL = re.compile(r"OWNER/gitsleep/v[\w.]+/schemas/")
+
+
+def fill_config(content: bytes, action_repo: str | None) -> bytes:
+    """The config template with its `$schema` line (for editors) at this version's tag,
+    in `action_repo` when it is known."""
+    owner = action_repo or "OWNER/gitsleep"
+    text = _SCHEMA_URL.sub(f"{owner}/v{__version__}/schemas/", content.decode("utf-8"))
+    return text.encode("utf-8")
+
+
 def write_file(target: Path, content: bytes, *, force: bool) -> str:
     """Write `content` unless the file exists (or replace it with `force`); say what happened."""
     if target.exists() or target.is_symlink():
@@ -145,7 +156,7 @@ def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
     action_repo = action_repo or installed_from()
     workflow = workflow_template()
     planned: list[tuple[Path, bytes | None]] = [
-        (cfg, template("gitsleep.yml")),
+        (cfg, fill_config(template("gitsleep.yml"), action_repo)),
         (repo / SKILL_PATH, template("SKILL.md")),
         (repo / TASKS_PATH, template("tasks.jsonl")),
         (repo / WORKFLOW_PATH, fill_workflow(workflow, action_repo) if workflow else None),
@@ -189,8 +200,9 @@ def workflow_steps(outcome: str | None, action_repo: str | None) -> list[str]:
     tag = f"v{__version__}"
     pin = (f"in {WORKFLOW_PATH}, the action is {action_repo}@{tag}: pin it to that tag's "
            "commit SHA once you have reviewed the release" if action_repo else
-           f"in {WORKFLOW_PATH}, replace OWNER (twice) with the account that publishes the "
-           "gitsleep action, or re-run `gitsleep init --action-repo owner/gitsleep --force`")
+           f"in {WORKFLOW_PATH} (twice) and in the `$schema` line of .gitsleep.yml, replace "
+           "OWNER with the account that publishes gitsleep (`gitsleep init --action-repo "
+           "owner/gitsleep` fills it in when it writes these files)")
     return [pin,
             "add the repository secret OPENAI_API_KEY, and allow GitHub Actions to create "
             "pull requests (Settings > Actions > General)",
