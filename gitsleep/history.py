@@ -156,7 +156,18 @@ def read_epochs(repo: Path, *, base: str, branch_refs: list[str],
             continue
         date = git_out(repo, "show", "-s", "--format=%cI", sha, "--").strip()
         epochs[sha] = _epoch(skill, sha, date, "superseded", {}, note, "")
-    return sorted(epochs.values(), key=lambda e: (e.date or "9999", e.commit))
+    return sorted(epochs.values(), key=lambda e: _order(repo, e))
+
+
+def _order(repo: Path, epoch: Epoch) -> tuple[float, int, str]:
+    """Oldest first: by commit time, then (for epochs in the same second) by how much
+    history the commit has, since a later epoch starts from a later base."""
+    try:
+        when = datetime.fromisoformat(epoch.date).timestamp()
+    except ValueError:
+        when = float("inf")
+    depth = git_out(repo, "rev-list", "--count", epoch.commit, "--").strip()
+    return when, int(depth) if depth.isdigit() else 0, epoch.commit
 
 
 def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str],
