@@ -141,6 +141,7 @@ def test_uncommitted_documents_and_tasks_are_named_with_how_to_include_them(
             f"{SKILL_MD}; consolidate reads the committed base, so commit them") in result.out
     data = json.loads(run_cli(capsys, "--repo", str(work), "consolidate", "--json").out)
     assert data["uncommitted"] == ["evals/example-skill/tasks.jsonl", SKILL_MD]
+    assert data["pr"]["reason"] == "up to date: its pull request, if one was opened, is unchanged"
     assert (work / ".git" / "index").read_bytes() == index  # git status left it alone
 
 
