@@ -24,17 +24,28 @@ class ResponseCache:
         self._memory: dict[str, Answer] = {}
         self._lock = threading.Lock()
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str) -> Path | None:
+        """The entry's file, or None when a link would lead it out of the cache folder
+        (a committed `.gitsleep/cache/ab` link must not receive or supply replies)."""
         assert self.directory is not None
-        return self.directory / key[:2] / f"{key}.json"
+        path = self.directory / key[:2] / f"{key}.json"
+        try:
+            if not path.resolve().is_relative_to(self.directory.resolve()):
+                return None
+        except (OSError, RuntimeError):  # a symlink loop
+            return None
+        return path
 
     def get(self, key: str) -> Answer | None:
         with self._lock:
             hit = self._memory.get(key)
         if hit is not None or self.directory is None:
             return hit
+        path = self._path(key)
+        if path is None:
+            return None
         try:
-            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
             answer = Answer(
                 text=str(data["text"]),
                 prompt_tokens=int(data.get("prompt_tokens", 0)),
@@ -59,6 +70,8 @@ class ResponseCache:
         if self.directory is None:
             return
         path = self._path(key)
+        if path is None:
+            return
         payload = {
             "text": answer.text,
             "prompt_tokens": answer.prompt_tokens,

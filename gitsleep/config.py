@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -32,6 +33,13 @@ CONFIG_NAME = ".gitsleep.yml"
 BACKENDS = ("openai", "offline")
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Tokens a forge or CI hands a job: as `api_key_env` they would be sent to `base_url`.
+FORGE_TOKEN_RE = re.compile(
+    r"^(?:(?:GITHUB|GH|GITLAB|GITEA|FORGEJO|BITBUCKET|ACTIONS|CI_JOB)_\w*(?:TOKEN|JWT)\w*"
+    r"|SYSTEM_ACCESSTOKEN)$"
+)
+# GitHub Models takes the workflow's GITHUB_TOKEN: there the token goes back to GitHub.
+GITHUB_MODELS_HOSTS = ("models.github.ai", "models.inference.ai.azure.com")
 ENV_OVERRIDES = {
     "backend": "GITSLEEP_BACKEND",
     "model": "GITSLEEP_MODEL",
@@ -217,6 +225,31 @@ class Config(_Section):
             )
         return value
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _not_a_forge_token(cls, value: str, info: ValidationInfo) -> str:
+        """A forge token as the model key would be sent to whatever `base_url` names."""
+        if not FORGE_TOKEN_RE.match(value.upper()):
+            return value
+        base_url = info.data.get("base_url") or ""
+        host = re.match(r"^https://([^/:?#]+)(?:[/?#]|$)", base_url)
+        if value.upper() in ("GITHUB_TOKEN", "GH_TOKEN") and host \
+                and host.group(1).lower() in GITHUB_MODELS_HOSTS:
+            return value
+        raise ValueError(
+            f"{value} is a forge token, not a model key: gitsleep sends the key to the model "
+            "server (base_url), so the token would leave with every call; name the model "
+            "provider's key instead (e.g. OPENAI_API_KEY)"
+        )
+
+    @model_validator(mode="after")
+    def _forge_token_not_to_azure(self) -> Config:
+        """The GitHub Models exception holds for base_url only: `azure` sends elsewhere."""
+        if self.azure is not None and FORGE_TOKEN_RE.match(self.api_key_env.upper()):
+            raise ValueError(f"api_key_env: {self.api_key_env} is a forge token, not a model "
+                             "key: name the Azure OpenAI key instead (e.g. AZURE_OPENAI_API_KEY)")
+        return self
+
     @field_validator("branch_prefix")
     @classmethod
     def _check_branch_prefix(cls, value: str) -> str:
@@ -324,7 +357,8 @@ def load_config(path: Path) -> Config:
         data = construct_yaml(node) if node is not None else None
     except FileProblem as problem:
         where = f"{label}:{problem.line}" if problem.line else label
-        hint = " (run `gitsleep init` to create one)" if problem.code == "GS100" else ""
+        missing = problem.code == "GS100" and problem.message.startswith("not found")
+        hint = " (run `gitsleep init` to create one)" if missing else ""
         raise UsageError(f"{where}: {problem.message}{hint}") from None
     if data is None:
         raise UsageError(
@@ -458,6 +492,14 @@ def _describe(exc: ValidationError, label: str, node: yaml.Node | None) -> str:
     path = key_path(loc) or "(top level)"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{where}: {path}: {_explain(err)}{more}"
+
+
+def field_line(path: Path, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line of a key path in a config file, or None when it cannot be read."""
+    try:
+        return _line_of(compose_yaml(read_text(path)), loc)
+    except FileProblem:
+        return None
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:

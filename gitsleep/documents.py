@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gitsleep.errors import UsageError
+from gitsleep.hostile_text import invisible_problem, unsafe_link_problem
 from gitsleep.models import Edit, EditOutcome
 
 START = "<!-- gitsleep:learned:start -->"
@@ -167,6 +168,11 @@ def clean_content(content: str) -> tuple[list[str], str | None]:
         return [], "content contains learned-block markers"
     if "<!--" in content or "-->" in content:
         return [], "content contains HTML comment markers"
+    # Invisible characters are refused. Control characters are stripped below; the epoch's
+    # secret check reads text without them, so stripping cannot join a split secret.
+    hostile = invisible_problem(_CONTROL.sub("", content)) or unsafe_link_problem(content)
+    if hostile:
+        return [], hostile
     lines = []
     for raw in content.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         line = _rule_text(_CONTROL.sub("", raw).replace("\t", " "))

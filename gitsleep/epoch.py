@@ -250,10 +250,15 @@ class Epoch:
             candidates.append(merged)
             passing += [merged] if merged.trial.accepted else []
         winner = max(passing, key=lambda c: (c.trial.candidate or 0.0, -c.size), default=None)
+        pruned_from = len(self.result.trials)
         if (winner is not None and len(winner.trial.applied) > 1
                 and (winner.trial.candidate or 0.0) < 1.0):
             # at a perfect val score no edit can be harmful on val: nothing to prune for
             winner = self._prune(target, round_no, winner, best_val, seen, candidates)
+        if winner is not None:  # within the val passes the pruning may use (the ceiling)
+            spare = self.settings.edit_budget - 1 - (len(self.result.trials) - pruned_from)
+            winner = self._prove_deletes(target, round_no, winner, best_val, seen, candidates,
+                                         spare)
         self._book_losers(candidates, winner)
         return winner, bool(candidates)
 
@@ -296,7 +301,9 @@ class Epoch:
         """Leave each edit of a winning bundle out once; keep the bundle without it when
         val does not drop. A harmful edit cannot ride along with helpful ones, and an edit
         val cannot tell apart is left out (ties go to the smaller change)."""
-        for edit in list(winner.trial.applied):
+        # a delete of a person's rule last, so its leave-one-out is against the final bundle
+        for edit in sorted(winner.trial.applied, key=lambda e: self._deletes_a_persons_rule(
+                target, e)):
             if len(winner.trial.applied) <= 1:
                 break
             rest = [e for e in winner.trial.applied if e is not edit]
@@ -317,6 +324,62 @@ class Epoch:
                 self.rejected.append(edit)
                 self.result.rejected.append(EditOutcome(edit, "rejected", why))
             winner = cand
+        return winner
+
+    def _deletes_a_persons_rule(self, target: str, edit: Edit) -> bool:
+        """A delete whose anchor names a rule of the document as given (a person's rule,
+        not one this epoch added; an anchor naming both counts as the person's)."""
+        anchor = edit.anchor or edit.content
+        given = docs.learned_rules(self.original.get(target) or "")
+        return edit.op == "delete" and docs.anchor_names_a_rule(given, anchor)
+
+    def _prove_deletes(
+        self,
+        target: str,
+        round_no: int,
+        winner: _Candidate,
+        best_val: PassResult,
+        seen: set[str],
+        candidates: list[_Candidate],
+        spare: int,
+    ) -> _Candidate | None:
+        """A delete of a person's rule never rides along in a bundle: the bundle keeps it
+        only when the same bundle without it scores strictly lower on val (its own
+        evidence; alone, it is gated like any edit). Otherwise it is left out, and the
+        rest wins only if it passes the gate itself. Runs even at a perfect val score.
+        A bundle already scored (by the pruning, mostly) costs no call; at most `spare`
+        new val passes are made, and a delete that cannot get its evidence is left out."""
+        for edit in list(winner.trial.applied):
+            if len(winner.trial.applied) <= 1 or not self._deletes_a_persons_rule(target, edit):
+                continue
+            rest = [e for e in winner.trial.applied if e is not edit]
+            text = docs.apply_edits(self.current[target] or "", rest,
+                                    max_lines=self.settings.block_max_lines,
+                                    max_chars=self.settings.block_max_chars)[0]
+            without = next((c for c in candidates if c.documents[target] == text), None)
+            if without is None and spare > 0:
+                spare -= 1
+                label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
+                         f"without the delete: {edit.summary()[:60]}")
+                without = self._try(target, round_no, winner.trial.proposal, rest, label,
+                                    best_val, seen)
+                if without is not None:
+                    candidates.append(without)
+            with_score = winner.trial.candidate or 0.0
+            without_score = None if without is None else without.trial.candidate or 0.0
+            if without_score is not None and without_score < with_score:
+                continue  # the delete earned its place
+            why = (f"deletes a rule of the document as given without its own evidence: val "
+                   f"{_fmt(with_score)} with it, {_fmt(without_score)} without it (a person's "
+                   "rule is deleted only when val is strictly lower without the delete)")
+            self.rejected.append(edit)
+            self.result.rejected.append(EditOutcome(edit, "rejected", why))
+            winner.trial.accepted = False
+            winner.trial.reason += ("; not taken: it deletes a rule of the document as given "
+                                    "that val does not show is better gone")
+            if without is None or not without.trial.accepted:
+                return None
+            winner = without
         return winner
 
     def _try(

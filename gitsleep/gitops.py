@@ -4,13 +4,15 @@
 
     repo = open_repo(path); base = resolve_base(repo, args.base); check_shallow(repo)
     with RepoLock(repo, skill):
+        check_branch_name(repo, branch, base, remote)  # exit 2: base/current/default, ref clash
         state = inspect_branch(repo, branch, base.sha, remote)
+        ensure_gitsleep_branch(state)                  # exit 2 when gitsleep never made it
         ensure_only_gitsleep_commits(state)            # exit 4 when people committed there
         if is_up_to_date(state.last_trailers, ...): stop (idempotent re-run)
         with temporary_worktree(repo, branch, start) as tree:
             ... the epoch reads and writes documents under `tree` ...
             sha = commit_documents(repo, tree, branch, paths, message)
-        add_note(repo, sha, diagnostics_json)
+        add_note(repo, sha, diagnostics_json)          # with_proof: names sha and branch
         push(repo, remote, branch, state.remote_tip)
 
 Choices made here, so nobody has to rediscover them:
@@ -22,13 +24,23 @@ Choices made here, so nobody has to rediscover them:
   moved meanwhile is not overwritten. Worktree commands pin GIT_DIR, GIT_WORK_TREE and
   GIT_INDEX_FILE, so even a leaked GIT_INDEX_FILE (gitsleep started from a hook) cannot
   reach the user's index.
-- gitsleep's own git commands run no repository hooks (`core.hooksPath` points at the null
-  device): gitsleep validates the documents it writes itself, and a pre-commit or pre-push
-  hook made for people (tests, formatters, prompts) has no business in an unattended commit.
-  `commit.gpgsign` and other config are honoured, because commits go through `git commit`.
-- A commit counts as gitsleep's when its subject starts with `gitsleep(` and its message has
-  a `Gitsleep-Skill:` trailer. Any other commit on the branch since the base is someone
-  else's, and gitsleep stops instead of overwriting it.
+- gitsleep's own git commands run no program the repository configures (`SAFE_CONFIG`, given
+  to every git call as `-c` and, for GitPython's own calls, through `GIT_CONFIG_COUNT`): no
+  hooks (`core.hooksPath` points at the null device), no `core.fsmonitor` command, no
+  `gpg.program` from `log.showSignature`, no recursion into submodules. gitsleep validates the
+  documents it writes itself, and a hook or monitor made for people has no business in an
+  unattended run. What a commit or a push needs stays the user's: `commit.gpgsign`,
+  credential helpers, `core.sshCommand`, and clean/smudge filters (git-crypt, LFS: turning
+  them off would commit plaintext or pointers).
+- A commit counts as gitsleep's only by proof, never by its message: its note under
+  `refs/notes/gitsleep` (local, or the remote's fetched into `refs/notes/remotes/<remote>/`)
+  names that very commit and branch (`with_proof`), or this clone's reflog of the branch
+  shows gitsleep's own `update-ref` moving it there (a run stopped before its note). An
+  amended copy of gitsleep's commit keeps subject and trailers but not its sha, so it is
+  someone else's, and gitsleep stops instead of overwriting it.
+- A branch name gitsleep must not move (the base, the checked-out branch, the remote's
+  default branch, a branch it never made) or cannot create (a ref path clash) is refused by
+  `check_branch_name` / `ensure_gitsleep_branch` before the epoch.
 - Notes live in `refs/notes/gitsleep`. A rejected notes push is fixed by fetching the
   remote notes and `git notes merge -s ours`: two runs never annotate the same commit, so a
   conflict cannot really happen, and `ours` keeps each note one valid JSON document (where
@@ -51,7 +63,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -71,6 +83,16 @@ SHALLOW_ADVICE = (
     "fetch the full history (`git fetch --unshallow`; in GitHub Actions use "
     "`actions/checkout` with `fetch-depth: 0`)"
 )
+REFLOG_MARK = "gitsleep: "  # the reflog message of gitsleep's own `update-ref`
+# Repository settings that would make gitsleep's git calls run programs: hooks, the fsmonitor
+# command, gpg through `git log`, and submodule recursion (another repository's config).
+SAFE_CONFIG: dict[str, str] = {
+    "core.hooksPath": os.devnull,
+    "core.fsmonitor": "false",
+    "log.showSignature": "false",
+    "submodule.recurse": "false",
+    "push.recurseSubmodules": "no",
+}
 _NOTES_LOCK = "_notes"  # not a valid skill name, so it cannot clash with one
 _NOTES_PUSH_ATTEMPTS = 5
 _UNSET: Any = object()
@@ -105,7 +127,8 @@ class CommitInfo:
     sha: str
     subject: str
     author: str
-    by_gitsleep: bool
+    by_gitsleep: bool  # proven (see the module docstring), never guessed from the message
+    looks_like_gitsleep: bool = False  # gitsleep's subject and trailer; proves nothing
 
     @property
     def short(self) -> str:
@@ -134,6 +157,8 @@ class BranchState:
     gitsleep_commits: tuple[CommitInfo, ...] = ()
     last_gitsleep_commit: str | None = None
     last_trailers: dict[str, str] = field(default_factory=dict)
+    owned: bool = True  # no branch, or one gitsleep made (exit 2 otherwise)
+    noted: bool = False  # the last gitsleep commit has its note (local or the remote's)
 
     @property
     def exists(self) -> bool:
@@ -181,11 +206,11 @@ def _try_git(
 ) -> tuple[int, str, str]:
     """Run `git <args>`; return (status, stdout, stderr) without raising.
 
-    Every gitsleep git command runs with hooks disabled (see the module docstring).
+    Every gitsleep git command runs with `SAFE_CONFIG` (see the module docstring).
     `strip=False` keeps stdout's final newline (GitPython drops it by default).
     """
-    command = ["git", "-c", f"core.hooksPath={os.devnull}"]
-    for key, value in (config or {}).items():
+    command = ["git"]
+    for key, value in {**SAFE_CONFIG, **(config or {})}.items():
         command += ["-c", f"{key}={value}"]
     status, out, err = runner.execute(
         [*command, *args],
@@ -194,6 +219,23 @@ def _try_git(
         strip_newline_in_stdout=strip,
     )
     return int(status or 0), str(out), str(err)
+
+
+def harden(runner: git.Git) -> git.Git:
+    """Give `runner` `SAFE_CONFIG` for every command it runs, GitPython's own included.
+
+    Uses `GIT_CONFIG_COUNT` (git 2.31+), after any entries the environment already has.
+    """
+    try:
+        start = max(int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0), 0)
+    except ValueError:
+        start = 0
+    env = {"GIT_CONFIG_COUNT": str(start + len(SAFE_CONFIG))}
+    for index, (key, value) in enumerate(SAFE_CONFIG.items(), start):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    runner.update_environment(**env)
+    return runner
 
 
 def _git(runner: git.Git, *args: str, config: dict[str, str] | None = None) -> str:
@@ -255,6 +297,7 @@ def open_repo(path: Path | str) -> git.Repo:
             f"the git repository at {repo.working_dir} has no commits yet: "
             "commit your skill documents first"
         )
+    harden(repo.git)
     return repo
 
 
@@ -354,9 +397,15 @@ def fetch_branch(repo: git.Repo, remote: str, branch: str) -> str | None:
     return _ref_sha(repo, tracking)
 
 
-def _commits(repo: git.Repo, base_sha: str, tips: Iterable[str]) -> list[CommitInfo]:
-    """Commits reachable from `tips` but not from the base, newest first."""
+def _commits(
+    repo: git.Repo, base_sha: str, tips: Iterable[str], proven: Iterable[str] = ()
+) -> list[CommitInfo]:
+    """Commits reachable from `tips` but not from the base, newest first.
+
+    A commit is gitsleep's (`by_gitsleep`) only when its sha is in `proven`.
+    """
     tips = list(tips)
+    proven = set(proven)
     if not tips:
         return []
     fmt = f"%H%x1f%an%x1f%s%x1f%(trailers:key={SKILL_TRAILER},valueonly)%x1e"
@@ -367,22 +416,92 @@ def _commits(repo: git.Repo, base_sha: str, tips: Iterable[str]) -> list[CommitI
         if len(parts) != 4:
             continue
         sha, author, subject, skill = parts
-        by_gitsleep = subject.startswith("gitsleep(") and bool(skill.strip())
-        commits.append(CommitInfo(sha=sha, subject=subject, author=author, by_gitsleep=by_gitsleep))
+        looks = subject.startswith("gitsleep(") and bool(skill.strip())
+        commits.append(CommitInfo(sha=sha, subject=subject, author=author,
+                                  by_gitsleep=sha in proven, looks_like_gitsleep=looks))
     return commits
+
+
+# --- proof that a commit is gitsleep's ----------------------------------------------------
+
+
+def with_proof(data: dict[str, Any], sha: str, branch: str) -> dict[str, Any]:
+    """The note for commit `sha` on `branch`: `data` plus the commit and branch it is for.
+
+    A note copied to another commit (`notes.rewriteRef` on an amend or rebase) names the
+    original sha, so it proves nothing about the copy.
+    """
+    return {**data, "commit": sha, "branch": branch}
+
+
+def _tracking_notes(remote: str, ref: str = NOTES_REF) -> str:
+    return f"refs/notes/remotes/{remote}/{_notes_ref(ref).removeprefix('refs/notes/')}"
+
+
+def _fetch_notes(repo: git.Repo, remote: str, ref: str = NOTES_REF) -> bool:
+    """Fetch the remote's notes into the tracking notes ref; False when it has none."""
+    ref = _notes_ref(ref)
+    status, _, _ = _try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
+                            f"+{ref}:{_tracking_notes(remote, ref)}")
+    return status == 0
+
+
+def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None) -> set[str]:
+    """The commits among `shas` whose note (local or the remote's) proves them gitsleep's."""
+    wanted = set(shas)
+    found: set[str] = set()
+    refs = [NOTES_REF] + ([_tracking_notes(remote)] if remote else [])
+    for ref in refs:
+        status, out, _ = _try_git(repo.git, "notes", f"--ref={ref}", "list")
+        if status != 0:
+            continue
+        pairs = (line.split() for line in out.splitlines())
+        annotated = {pair[1]: pair[0] for pair in pairs if len(pair) == 2}  # commit -> blob
+        for sha in sorted((wanted - found) & annotated.keys()):
+            status, text, _ = _try_git(repo.git, "cat-file", "blob", annotated[sha])
+            try:
+                note = json.loads(text) if status == 0 else None
+            except ValueError:
+                note = None
+            if isinstance(note, dict) and note.get("commit") == sha \
+                    and note.get("branch") == branch:
+                found.add(sha)
+    return found
+
+
+def _made_here(repo: git.Repo, branch: str) -> set[str]:
+    """Commits gitsleep's own `update-ref` moved `branch` to in this clone (its reflog)."""
+    status, out, _ = _try_git(repo.git, "reflog", "show", "--format=%H%x1f%gs",
+                              f"refs/heads/{branch}", "--")
+    if status != 0:
+        return set()
+    return {sha for sha, _, message in (line.partition("\x1f") for line in out.splitlines())
+            if message.startswith(REFLOG_MARK)}
+
+
+def proof_of(repo: git.Repo, branch: str, sha: str, remote: str | None) -> str | None:
+    """How gitsleep knows it made `sha` on `branch`: "note", "reflog" or None (not proven).
+
+    Offline: reads the local notes, the remote's notes as last fetched, and the reflog.
+    """
+    if sha in _noted(repo, branch, [sha], remote):
+        return "note"
+    return "reflog" if sha in _made_here(repo, branch) else None
 
 
 def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | None) -> BranchState:
     """Look at the gitsleep branch locally and (after fetching it) on `remote`.
 
-    Lists every commit since the base on either tip that gitsleep did not make, so the
-    caller can stop before overwriting someone's work (`ensure_only_gitsleep_commits`).
+    Lists every commit since the base on either tip that gitsleep cannot prove it made, so
+    the caller can stop before overwriting someone's work (`ensure_only_gitsleep_commits`).
     In a shallow clone, raises UsageError when the histories cannot be compared.
     """
     local_tip = _ref_sha(repo, f"refs/heads/{branch}")
     remote_tip = fetch_branch(repo, remote, branch) if remote else None
     tips = [tip for tip in dict.fromkeys((local_tip, remote_tip)) if tip]
     check_shallow(repo, base_sha, tips)
+    if remote and remote_tip:
+        _fetch_notes(repo, remote)  # proof for commits another clone made
 
     diverged = False
     if local_tip and remote_tip and local_tip != remote_tip:
@@ -394,10 +513,18 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
     else:
         tip = local_tip or remote_tip
 
-    all_commits = _commits(repo, base_sha, tips)
-    on_tip = _commits(repo, base_sha, [tip]) if tip else []
+    listed = _commits(repo, base_sha, tips)
+    made_here = _made_here(repo, branch) if local_tip else set()
+    noted = _noted(repo, branch, [c.sha for c in listed] + tips, remote)
+    proven = noted | made_here
+    all_commits = [replace(c, by_gitsleep=c.sha in proven) for c in listed]
+    on_tip = _commits(repo, base_sha, [tip], proven) if len(tips) > 1 else all_commits
     ours = tuple(c for c in on_tip if c.by_gitsleep)
-    last = ours[0].sha if ours else None
+    # gitsleep made this branch: its reflog says so, a tip is proven its own (with nothing
+    # since the base when its pull request was merged), or a commit is or looks like its own
+    # (an amended copy: `ensure_only_gitsleep_commits` then lists it as a person's, exit 4)
+    owned = not tips or bool(made_here) or any(t in proven for t in tips) or any(
+        c.by_gitsleep or c.looks_like_gitsleep for c in all_commits)
     return BranchState(
         name=branch,
         remote=remote,
@@ -408,8 +535,105 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
         diverged=diverged,
         foreign_commits=tuple(c for c in all_commits if not c.by_gitsleep),
         gitsleep_commits=ours,
-        last_gitsleep_commit=last,
-        last_trailers=read_trailers(repo, last) if last else {},
+        last_gitsleep_commit=ours[0].sha if ours else None,
+        last_trailers=read_trailers(repo, ours[0].sha) if ours else {},
+        owned=owned,
+        noted=bool(ours) and ours[0].sha in noted,
+    )
+
+
+def _refs_here(repo: git.Repo, remote: str | None) -> list[str]:
+    roots = ["refs/heads"] + ([f"refs/remotes/{remote}"] if remote else [])
+    return _git(repo.git, "for-each-ref", "--format=%(refname)", *roots).splitlines()
+
+
+def _remote_heads(repo: git.Repo, remote: str) -> tuple[str | None, list[str]]:
+    """(the remote's default branch, its branch refs); (None, []) when it cannot be read."""
+    status, out, _ = _try_git(repo.git, "ls-remote", "--symref", remote, "HEAD", "refs/heads/*")
+    if status != 0:
+        return None, []  # unreachable: `inspect_branch` says so in git's words
+    default = None
+    heads = []
+    for line in out.splitlines():
+        left, _, name = line.partition("\t")
+        if left.startswith("ref: ") and name == "HEAD":
+            default = left.removeprefix("ref: ").removeprefix("refs/heads/")
+        elif name.startswith("refs/heads/"):
+            heads.append(name)
+    return default, heads
+
+
+def _clash(ref: str, existing: Iterable[str]) -> str | None:
+    """An existing ref that makes `ref` impossible to create (git's directory/file rule)."""
+    for name in existing:
+        if ref.startswith(name + "/") or name.startswith(ref + "/"):
+            return name
+    return None
+
+
+def check_branch_name(repo: git.Repo, branch: str, base: BaseRef, remote: str | None) -> None:
+    """UsageError (exit 2) when `branch` is not a name gitsleep may move or create.
+
+    Refused: the base branch, the branch checked out here, the remote's default branch, and
+    a name that clashes with an existing ref path (`gitsleep` vs `gitsleep/x`, either way),
+    which git itself would refuse at commit or push time, after the epoch's model calls.
+    A branch gitsleep did not make is refused by `ensure_gitsleep_branch`.
+    """
+    ref = f"refs/heads/{branch}"
+    status, current, _ = _try_git(repo.git, "symbolic-ref", "--quiet", "HEAD")
+    remote_default, remote_heads = _remote_heads(repo, remote) if remote else (None, [])
+    if not remote_default and remote:
+        status_local, head, _ = _try_git(repo.git, "symbolic-ref", "--quiet",
+                                         f"refs/remotes/{remote}/HEAD")
+        if status_local == 0:
+            remote_default = head.strip().removeprefix(f"refs/remotes/{remote}/")
+    why = None
+    if branch == base.branch:
+        why = f"it is the base branch ({base.name})"
+    elif status == 0 and current.strip() == ref:
+        why = "it is the branch checked out here"
+    elif remote_default and branch == remote_default:
+        why = f"it is the default branch of {remote}"
+    if why:
+        raise UsageError(
+            f"the branch for this skill would be {branch!r} (branch_prefix + skill name), which "
+            f"is not gitsleep's: {why}, and gitsleep never moves it; set another branch_prefix "
+            "in .gitsleep.yml (e.g. gitsleep/)"
+        )
+    local = _refs_here(repo, remote)
+    tracking = f"refs/remotes/{remote}/{branch}" if remote else None
+    clashes = [
+        (_clash(ref, [n for n in local if n.startswith("refs/heads/")]), ref, "here"),
+        (_clash(ref, remote_heads), ref, f"on {remote}"),
+        (_clash(tracking, [n for n in local if not n.startswith("refs/heads/")])
+         if tracking else None, tracking, "here"),
+    ]
+    for existing, wanted, where in clashes:
+        if existing:
+            raise UsageError(
+                f"cannot use branch {branch!r} (branch_prefix + skill name): git refuses it "
+                f"because '{existing}' exists; cannot create '{wanted}' ({where}); rename or "
+                "delete that ref, or set another branch_prefix in .gitsleep.yml"
+            )
+
+
+def ensure_gitsleep_branch(state: BranchState) -> None:
+    """UsageError (exit 2) when the branch exists and gitsleep never made it.
+
+    A branch counts as gitsleep's when one of its tips or commits since the base is proven
+    gitsleep's, this clone's reflog shows gitsleep moved it, or a commit on it carries
+    gitsleep's subject and trailer (an amended copy: then `ensure_only_gitsleep_commits`
+    lists it as a human commit, exit 4). Either way nothing is moved.
+    """
+    if state.owned:
+        return
+    where = " and ".join(
+        ([f"here at {state.local_tip[:7]}"] if state.local_tip else [])
+        + ([f"on {state.remote} at {state.remote_tip[:7]}"] if state.remote_tip else []))
+    raise UsageError(
+        f"branch {state.name!r} (branch_prefix + skill name) exists {where} and is not "
+        "gitsleep's: gitsleep never made a commit on it and will not move it; set another "
+        "branch_prefix in .gitsleep.yml, or delete that branch if it is a leftover"
     )
 
 
@@ -430,6 +654,9 @@ def ensure_only_gitsleep_commits(state: BranchState) -> None:
     delete = f"`git branch -D {state.name}`" if state.local_tip else ""
     if state.remote_tip:
         delete += (" and " if delete else "") + f"`git push {state.remote} --delete {state.name}`"
+    if any(c.looks_like_gitsleep for c in state.foreign_commits):
+        shown += ("; a commit that reads like gitsleep's but is not the one it made (amended or "
+                  "copied) counts as yours")
     raise GitError(
         f"branch {' / '.join(where)} has {len(state.foreign_commits)} commit(s) since the base "
         f"that gitsleep did not make ({shown}); gitsleep never overwrites them. To go on, "
@@ -523,7 +750,7 @@ def _worktree_git(tree: Path) -> git.Git:
     if admin is None:
         raise GitError(f"{tree} is not a git worktree")
     common = (admin / (admin / "commondir").read_text(encoding="utf-8").strip()).resolve()
-    runner = git.Git(str(tree))
+    runner = harden(git.Git(str(tree)))
     runner.update_environment(
         GIT_DIR=str(admin),
         GIT_COMMON_DIR=str(common),
@@ -703,7 +930,8 @@ def commit_documents(
         raise UsageError("no documents to commit")
     runner = _worktree_git(worktree)
     _git(runner, "--literal-pathspecs", "add", "--", *relative)
-    staged = _git(runner, "--literal-pathspecs", "diff", "--cached", "--name-only", "--", *relative)
+    staged = _git(runner, "--literal-pathspecs", "diff", "--cached", "--no-ext-diff",
+                  "--no-textconv", "--name-only", "--", *relative)
     if not staged.strip():
         raise GitError(f"nothing to commit: {', '.join(relative)} did not change")
     handle, message_path = tempfile.mkstemp(prefix="gitsleep-commit-", suffix=".txt")
@@ -736,8 +964,9 @@ def commit_documents(
     status, _, err = _try_git(
         repo.git,
         "update-ref",
+        "--create-reflog",  # the reflog entry proves the commit is gitsleep's until its note
         "-m",
-        f"gitsleep: {subject}",
+        f"{REFLOG_MARK}{subject}",
         f"refs/heads/{branch}",
         new_sha,
         expected_tip or ZERO_SHA,

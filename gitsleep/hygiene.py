@@ -5,7 +5,8 @@ task prompt, answers to one task (facts only one prompt has, a date or time no c
 for, or a past-tense account of one case with nothing asked of the agent), rules that
 contradict a failing check they should fix (also by taking away text the check needs, or
 by "leave this section out" after naming it), marker text, frontmatter fences, control
-characters, over-long content, duplicates.
+characters, invisible characters and `javascript:`/`vbscript:`/`data:` links (see
+`hostile_text`), over-long content, duplicates.
 
 A `replace` whose anchor names no rule of the block is read as an `add`. Small
 optimizers anchor on the heading a check wants (`replace "Severity" with "Severity: 3"`)
@@ -29,6 +30,7 @@ import re
 from collections.abc import Sequence
 
 from gitsleep import documents as docs
+from gitsleep import hostile_text
 from gitsleep import markdown as md
 from gitsleep.check_text import CONTROL_CHARS, describe_check, search
 from gitsleep.models import Check, Edit, EditOutcome
@@ -188,6 +190,9 @@ def _hygiene_problem(
         return edit, "content is empty"
     if CONTROL_CHARS.search(content):
         return edit, "content contains control characters"
+    hostile = hostile_text.invisible_problem(content) or hostile_text.unsafe_link_problem(content)
+    if hostile:
+        return edit, hostile
     if _MARKER_TEXT.search(content):
         return edit, "content contains the learned-block marker text (gitsleep:learned)"
     if "<!--" in content or "-->" in content:

@@ -19,6 +19,9 @@ WARNING = "warning"
 CODES: dict[str, str] = {
     # configuration (beyond schema errors, which stop `validate` with exit 2)
     "GS001": "task file listed twice for one skill",
+    "GS002": "two configured paths are one file (a repeat or a symlink)",
+    "GS003": "document reached through a symlink",
+    "GS004": "gitsleep's cache or run folder leads out of the repository",
     # task files
     "GS100": "task file missing or unreadable",
     "GS101": "task file does not parse",

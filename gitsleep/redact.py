@@ -6,6 +6,12 @@ become `[REDACTED]` wherever they appear, also JSON-escaped or URL-encoded. Know
 shapes (OpenAI keys, GitHub tokens, AWS key ids, Slack tokens, JWTs, PEM private keys,
 bearer credentials) become `[REDACTED:<kind>]` even when no variable named them.
 
+Text is scanned with its invisible characters removed (zero-width and bidi marks, other
+format and control characters: `hostile_text.INVISIBLE`), so a secret split by one is
+still found: a reader, a copy-paste or a later cleaning step would join it again. The
+mask is laid back onto the original text: the characters around a secret, invisible
+ones included, stay as they were; the invisible ones inside it go with it.
+
 Each kind is one compiled alternation, so a diagnostics file of megabytes costs a couple
 of regex scans, not one `str.replace` per secret. Literals go first, so a shape match
 can never cut a known secret in half and leave its tail behind.
@@ -16,9 +22,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
+
+from gitsleep.hostile_text import INVISIBLE, without_invisible
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words all over a report
@@ -97,8 +105,11 @@ def secrets_from_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) ->
 
 def _variants(value: str) -> set[str]:
     """The spellings a value takes on its way into text: raw, JSON-escaped, URL-encoded."""
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
-            quote(value, safe=""), quote_plus(value, safe="")}
+    found = set()
+    for text in {value, without_invisible(value)[0]}:
+        found |= {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
+                  quote(text, safe=""), quote_plus(text, safe="")}
+    return found
 
 
 def trie_pattern(words: Iterable[str]) -> str:
@@ -152,13 +163,24 @@ class Redactor:
         return cls(secrets_from_env(os.environ if env is None else env, extra_names))
 
     def redact(self, text: str) -> str:
-        """`text` with every known secret replaced by a marker; idempotent."""
+        """`text` with every known secret replaced by a marker; idempotent. A secret split
+        by invisible characters is masked too (see the module notes)."""
+        if not INVISIBLE.search(text):
+            return self._mask(text, _plain_sub)
+        visible, where = without_invisible(text)
+        if self._mask(visible, _plain_sub) == visible:
+            return text  # nothing to mask: every character stays, invisible ones too
+        tracked = _Tracked(len(visible))
+        masked = self._mask(visible, tracked.sub)
+        return tracked.restore(text, where, masked)
+
+    def _mask(self, text: str, sub: _Sub) -> str:
         if self._literal_re is not None:
-            text = self._literal_re.sub(_literal_marker, text)
+            text, _ = sub(self._literal_re, _literal_marker, text)
         # Until nothing changes: a marker can give the next token the word break it
         # lacked ("AKIA...0sk-..."). Text outside markers shrinks each round, so it ends.
         while True:
-            text, count = _SHAPE_RE.subn(_shape_marker, text)
+            text, count = sub(_SHAPE_RE, _shape_marker, text)
             if not count:
                 return text
 
@@ -173,6 +195,61 @@ class Redactor:
         if isinstance(obj, tuple):
             return tuple(self.redact_obj(v) for v in obj)
         return obj
+
+
+_Sub = Callable[[re.Pattern[str], Callable[[re.Match[str]], str], str], tuple[str, int]]
+
+
+def _plain_sub(
+    pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str
+) -> tuple[str, int]:
+    return pattern.subn(repl, text)
+
+
+class _Tracked:
+    """Substitutions that remember, for each character of the result, which character of
+    the scanned text it is (-1: part of a marker), to lay the mask back onto the original."""
+
+    def __init__(self, length: int) -> None:
+        self.origin = list(range(length))
+
+    def sub(
+        self, pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str
+    ) -> tuple[str, int]:
+        parts: list[str] = []
+        origin: list[int] = []
+        last = count = 0
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            parts.append(text[last:start])
+            origin.extend(self.origin[last:start])
+            new = repl(match)
+            parts.append(new)
+            origin.extend(self.origin[start:end] if new == match.group(0) else [-1] * len(new))
+            last, count = end, count + 1
+        parts.append(text[last:])
+        origin.extend(self.origin[last:])
+        self.origin = origin
+        return "".join(parts), count
+
+    def restore(self, original: str, where: list[int], masked: str) -> str:
+        """`masked` with the invisible characters of `original` back between the
+        characters that were copied through unchanged (`where`: scanned -> original)."""
+        out: list[str] = []
+        previous = -2
+        for char, source in zip(masked, self.origin, strict=True):
+            if source < 0:
+                out.append(char)
+            elif source == 0:
+                out.append(original[: where[0] + 1])
+            elif source == previous + 1:
+                out.append(original[where[previous] + 1 : where[source] + 1])
+            else:
+                out.append(original[where[source]])
+            previous = source
+        if where and previous == len(where) - 1:
+            out.append(original[where[-1] + 1 :])
+        return "".join(out)
 
 
 def _literal_marker(match: re.Match[str]) -> str:

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gitsleep import __version__, report
+from gitsleep import __version__, repo_paths, report
 from gitsleep.backends import create_backend
 from gitsleep.cache import ResponseCache
 from gitsleep.calls import StepHook, Tick, no_tick
@@ -110,7 +110,11 @@ class SkillOutcome:
 def read_document(root: Path, relative: str, *, field_name: str) -> str:
     """A document's exact text (bytes decoded as UTF-8, line endings untouched)."""
     path = root / relative
-    resolved = path.resolve()
+    try:
+        resolved = repo_paths.real_path(path)
+    except repo_paths.SymlinkLoop:
+        raise UsageError(f"{relative}: cannot read {field_name}: {repo_paths.LOOP}; "
+                         "replace the link with the file") from None
     if not resolved.is_relative_to(root.resolve()):
         raise UsageError(f"{relative}: {field_name} points outside the repository "
                          "(a symlink or '..'); keep documents inside the repo")
@@ -141,6 +145,7 @@ def read_document(root: Path, relative: str, *, field_name: str) -> str:
 
 def read_inputs(root: Path, skill: SkillConfig) -> tuple[list[Task], dict[str, str | None]]:
     tasks = load_skill_tasks(root, skill)
+    repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
     documents: dict[str, str | None] = {
         "skill": read_document(root, skill.skill, field_name="skill document"),
         "memory": read_document(root, skill.memory, field_name="memory document")
@@ -165,7 +170,9 @@ def inputs_digest(config: Config, skill: SkillConfig, root: Path,
 
 def default_output_dir(repo: Path, skill: str) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    return repo / ".gitsleep" / "runs" / f"{skill}-{stamp}"
+    runs = repo_paths.writable_dir(repo, repo_paths.RUNS_DIR,
+                                   fix="remove the link or pass --output-dir")
+    return runs / f"{skill}-{stamp}"
 
 
 def make_backend(setup: Setup):  # noqa: ANN201 - Backend, imported lazily by name
@@ -180,7 +187,8 @@ def make_backend(setup: Setup):  # noqa: ANN201 - Backend, imported lazily by na
 def make_cache(setup: Setup) -> ResponseCache:
     if not setup.config.cache:
         return ResponseCache()
-    return ResponseCache(setup.repo / ".gitsleep" / "cache")
+    return ResponseCache(repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
+                                                 fix="remove the link or set `cache: false`"))
 
 
 def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
@@ -258,8 +266,10 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
     branch = f"{setup.config.branch_prefix}{skill.name}"
     remote = base.remote or gitops.default_remote(repo, base.branch)
     with RepoLock(repo, skill.name):
+        gitops.check_branch_name(repo, branch, base, remote)
         state = gitops.inspect_branch(repo, branch, base.sha, remote)
         gitops.check_shallow(repo, base.sha, [t for t in (state.local_tip, state.remote_tip) if t])
+        gitops.ensure_gitsleep_branch(state)
         gitops.ensure_only_gitsleep_commits(state)
         for relative in filter(None, (skill.skill, skill.memory)):
             require_tracked(repo, base.sha, relative)
@@ -280,6 +290,8 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             )
             unpushed = bool(remote and options.push is not False and state.local_tip
                             and state.local_tip != state.remote_tip)
+            # a run stopped between its commit and its note: the note is written before the push
+            unnoted = bool(done and state.last_gitsleep_commit and not state.noted)
             if (done and not unpushed and remote and options.push is not False
                     and state.last_gitsleep_commit
                     and gitops.read_note(repo, state.last_gitsleep_commit, NOTES_REF)
@@ -287,12 +299,12 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                 error = gitops.push_notes(repo, remote, NOTES_REF)  # a kill mid notes push
                 setup.say(f"{skill.name}: pushed the diagnostics note left behind"
                           if error is None else f"{skill.name}: notes push failed: {error}")
-            if done and not unpushed and not _pr_missing(setup, repo, remote, branch, state,
-                                                         options):
+            if done and not unpushed and not unnoted and not _pr_missing(
+                    setup, repo, remote, branch, state, options):
                 return _up_to_date(setup, skill, branch, state, tasks)
             if done:
-                setup.say(f"{skill.name}: finishing an interrupted run (push / pull request); "
-                          "replaying the epoch from the cache")
+                setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
+                          "request); replaying the epoch from the cache")
             result = epoch_for(setup, skill, tasks, documents)
             extra = {"base": base.sha, "branch": branch, **digests}
             path, data = write_report(setup, result, options.output_dir, extra)
@@ -301,6 +313,11 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                                    commit_message=message)
             if done:
                 commit = state.last_gitsleep_commit
+                if unnoted and commit:
+                    gitops.add_note(repo, commit, report.dumps_diagnostics(
+                        gitops.with_proof(data, commit, branch)), NOTES_REF)
+                    setup.say(f"{skill.name}: attached the diagnostics note missing from "
+                              f"{commit[:12]}")
             else:
                 commit = _commit(setup, repo, tree, skill, branch, result, message, data)
         pushed = False
@@ -308,6 +325,10 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             gitops.push(repo, remote, branch, state.remote_tip)
             pushed = True
             setup.say(f"{skill.name}: pushed {branch} to {remote}")
+        elif remote and options.push is not False and unnoted:
+            error = gitops.push_notes(repo, remote, NOTES_REF)
+            if error is not None:
+                setup.say(f"{skill.name}: notes push failed: {error}")
         pr = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote, repo,
                       options, pushed=pushed, outcome=outcome)
     outcome.summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
@@ -327,7 +348,8 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
         (tree / relative).write_bytes(after.encode("utf-8"))
     paths = [p for p in (skill.skill, skill.memory) if p]
     commit = gitops.commit_documents(repo, tree, branch, paths, message)
-    gitops.add_note(repo, commit, report.dumps_diagnostics(data), NOTES_REF)
+    gitops.add_note(repo, commit, report.dumps_diagnostics(
+        gitops.with_proof(dict(data), commit, branch)), NOTES_REF)
     setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
     return commit
 

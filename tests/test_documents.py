@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from gitsleep import documents as d
 from gitsleep.errors import UsageError
 from gitsleep.models import Edit
+from tests.support.hostile_edits import INVISIBLE_CONTENTS, LINK_CONTENTS, SAFE_CONTENTS
 
 SKILL = """---
 name: brief-writer
@@ -236,3 +237,31 @@ def test_real_world_documents_keep_every_byte_outside_the_block(name: str) -> No
     again, _ = d.apply_edits(new, [Edit("delete", anchor="Cite the source file"),
                                    Edit("delete", anchor="Keep tables")])
     assert d.outside_block(again) == d.outside_block(new)
+
+
+@pytest.mark.parametrize("content", INVISIBLE_CONTENTS + LINK_CONTENTS, ids=repr)
+def test_invisible_characters_and_script_links_are_refused_not_cleaned(content: str) -> None:
+    # the document layer is the last line: an edit that reached it unchecked changes nothing
+    for edit in (add(content), Edit("replace", anchor="Keep it short", content=content)):
+        new, outcomes = d.apply_edits(WITH_BLOCK, [edit])
+        assert new == WITH_BLOCK
+        assert outcomes[0].status == "unmatched"
+        assert "invisible character" in outcomes[0].reason or " link;" in outcomes[0].reason
+
+
+@pytest.mark.parametrize("content", SAFE_CONTENTS, ids=repr)
+def test_rules_that_only_look_like_hostile_text_are_written(content: str) -> None:
+    new, outcomes = d.apply_edits(WITH_BLOCK, [add(content)])
+    assert outcomes[0].status == "applied", outcomes[0].reason
+    assert d.learned_rules(new)[-1] == content
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("content", [
+    "](" + " " * 200_000, "a=" + " " * 200_000, "[x]:" + " " * 200_000, "<" * 200_000,
+    "[x]\n" * 50_000, "j\t" * 100_000, "a=" * 100_000, "\u200b" * 200_000,
+], ids=lambda c: repr(c[:6]))
+def test_the_hostile_text_checks_take_linear_time(content: str) -> None:
+    # whitespace runs after a link start were quadratic in a first version (minutes here)
+    new, outcomes = d.apply_edits(WITH_BLOCK, [add(content + "x")])
+    assert new == WITH_BLOCK and outcomes[0].status == "unmatched"

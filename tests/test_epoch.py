@@ -405,3 +405,104 @@ def test_the_second_example_also_gains_offline() -> None:
     assert result.decision == "accepted" and result.pr_eligible
     assert result.test.candidate > result.test.baseline
     assert result.val.candidate == 1.0
+
+
+# -- a delete of a person's rule needs its own evidence ---------------------------------
+
+PERSON_SKILL = (SKILL + f"\n{d.START}\n## Learned rules\n\n"
+                '- Always include "Legacy"\n- Keep the tone friendly\n' + f"{d.END}\n")
+
+
+class ScriptedEdits(SpyBackend):
+    """Offline answers; every proposal call gets the same scripted edits (dicts), or with
+    `per_proposal`, proposal k (by its seed) the k-th list."""
+
+    def __init__(self, *edits: dict, per_proposal: list[list[dict]] | None = None) -> None:
+        super().__init__()
+        self.replies = per_proposal or [list(edits)]
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose != "propose":
+            return super().complete(call)
+        edits = self.replies[(call.seed or 0) % 1000 % len(self.replies)]
+        edits = [{"anchor": "", "content": "", "rationale": "r", **e} for e in edits]
+        return Answer(json.dumps({"edits": edits}), None, 10, 10)
+
+
+ADD_ALPHA = {"op": "add", "content": 'Always include "Alpha"'}
+DELETE_LEGACY = {"op": "delete", "anchor": 'Always include "Legacy"'}
+
+
+def alpha_tasks(*val_checks: tuple) -> list[Task]:
+    return [Task("t1", "p", "train", rule(("contains", "Alpha"))),
+            Task("v1", "p", "val", rule(("contains", "Alpha"))),
+            *[Task(f"v{i + 2}", "p", "val", rule(c)) for i, c in enumerate(val_checks)]]
+
+
+def test_a_delete_of_a_persons_rule_does_not_ride_along_in_a_perfect_bundle() -> None:
+    # The add alone reaches val 1.0; the delete changes nothing val sees. Before, the
+    # bundle was taken whole (a perfect score is not pruned) and the rule was gone.
+    result = run_epoch(alpha_tasks(), {"skill": PERSON_SKILL, "memory": None},
+                       settings(proposals=1, rounds=1), ScriptedEdits(ADD_ALPHA, DELETE_LEGACY),
+                       skill="s")
+    assert result.decision == "accepted"
+    assert d.learned_rules(result.documents["skill"][1]) == [
+        'Always include "Legacy"', "Keep the tone friendly", 'Always include "Alpha"']
+    dropped = [o for o in result.rejected if o.edit.op == "delete"]
+    assert dropped and "without its own evidence" in dropped[0].reason
+    assert [(len(t.applied), t.accepted) for t in result.trials] == [(2, False), (1, True)]
+
+
+def test_a_delete_of_a_persons_rule_stays_when_val_is_strictly_lower_without_it() -> None:
+    result = run_epoch(alpha_tasks(("not_contains", "Legacy")),
+                       {"skill": PERSON_SKILL, "memory": None},
+                       settings(proposals=1, rounds=1), ScriptedEdits(ADD_ALPHA, DELETE_LEGACY),
+                       skill="s")
+    assert d.learned_rules(result.documents["skill"][1]) == [
+        "Keep the tone friendly", 'Always include "Alpha"']
+    assert not [o for o in result.rejected if o.edit.op == "delete"]
+    assert result.val.candidate == 1.0
+
+
+def test_a_delete_of_a_persons_rule_alone_is_gated_like_any_edit() -> None:
+    tasks = [Task("t1", "p", "train", rule(("not_contains", "Legacy"))),
+             Task("v1", "p", "val", rule(("not_contains", "Legacy")))]
+    result = run_epoch(tasks, {"skill": PERSON_SKILL, "memory": None},
+                       settings(proposals=1, rounds=1), ScriptedEdits(DELETE_LEGACY), skill="s")
+    assert result.decision == "accepted"
+    assert d.learned_rules(result.documents["skill"][1]) == ["Keep the tone friendly"]
+
+
+def test_a_delete_of_a_persons_rule_cannot_win_on_size_when_its_leave_one_out_was_seen():
+    # Proposal 2 bundles the delete with proposal 1's add: the same val score, and a
+    # smaller change (a rule out, a rule in), so it won the tie; leaving the delete out
+    # gave proposal 1's document, already scored, and the pruning kept the delete.
+    tasks = [Task("t1", "p", "train", rule(("contains", "Alpha"))),
+             Task("v1", "p", "val", rule(("contains", "Alpha"))),
+             Task("v2", "p", "val", rule(("min_chars", 10_000)))]  # val cannot reach 1.0
+    backend = ScriptedEdits(per_proposal=[[ADD_ALPHA], [ADD_ALPHA, DELETE_LEGACY]])
+    result = run_epoch(tasks, {"skill": PERSON_SKILL, "memory": None},
+                       settings(proposals=2, rounds=1), backend, skill="s")
+    assert result.decision == "accepted"
+    assert 'Always include "Legacy"' in d.learned_rules(result.documents["skill"][1])
+
+
+@pytest.mark.parametrize("mark", ["\x01", "\x7f", "\u200e", "\u2028"], ids=repr)
+def test_the_secret_check_reads_text_as_the_document_will_hold_it(
+    mark: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind hygiene (switched off here) the epoch's own check must not be fooled by a
+    secret split with a character the document layer strips: before, the split secret
+    passed the check and the line cleaning wrote it whole into the document."""
+    from gitsleep import hygiene
+    from gitsleep.redact import Redactor
+
+    monkeypatch.setattr(hygiene, "check_hygiene", lambda edits, **_: (list(edits), []))
+    secret = "Sekr3t-Deploy-Value-0123456789"
+    leaky = {"op": "add", "content": f'Always include "Alpha" {secret[:9]}{mark}{secret[9:]}'}
+    result = run_epoch(alpha_tasks(), {"skill": SKILL, "memory": None},
+                       settings(proposals=1, rounds=1), ScriptedEdits(leaky), skill="s",
+                       redact=Redactor([secret]).redact)
+    assert result.documents["skill"] == (SKILL, SKILL)
+    reasons = [o.reason for o in result.unmatched]
+    assert any("secret" in r or "invisible" in r for r in reasons), reasons

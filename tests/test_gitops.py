@@ -290,6 +290,55 @@ def test_repository_hooks_do_not_run_for_gitsleep_commits(work: Path, origin: Pa
     assert run_git(origin, "rev-parse", BRANCH) == sha
 
 
+def _signed_looking_commit(work: Path, parent: str, subject: str) -> str:
+    """A commit object with a `gpgsig` header: `git log --show-signature` runs gpg on it."""
+    tree = run_git(work, "rev-parse", f"{parent}^{{tree}}")
+    body = (f"tree {tree}\nparent {parent}\nauthor A <a@example.com> 1700000000 +0000\n"
+            "committer A <a@example.com> 1700000000 +0000\n"
+            "gpgsig -----BEGIN PGP SIGNATURE-----\n \n -----END PGP SIGNATURE-----\n"
+            f"\n{subject}\n")
+    return subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=work,
+                          input=body, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_no_program_the_repository_configures_runs_in_gitsleeps_git_calls(
+    work: Path, origin: Path
+) -> None:
+    ran = work.parent / "ran.log"
+    script = work.parent / "record.sh"
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> \'{ran}\'\nexit 1\n')
+    script.chmod(0o755)
+    for key, value in {"core.fsmonitor": str(script), "log.showSignature": "true",
+                       "gpg.program": str(script), "submodule.recurse": "true"}.items():
+        run_git(work, "config", key, value)
+    repo = gitops.open_repo(work)
+    base = repo.head.commit.hexsha
+    sha = gitsleep_commit(repo)
+    gitops.add_note(repo, sha, json.dumps(gitops.with_proof({}, sha, BRANCH)))
+    gitops.push(repo, "origin", BRANCH, None)
+    human = _signed_looking_commit(work, sha, "a signed human commit")
+    run_git(work, "push", "--quiet", "origin", f"{human}:refs/heads/{BRANCH}")
+    state = gitops.inspect_branch(repo, BRANCH, base, "origin")
+    assert [c.sha for c in state.foreign_commits] == [human]
+    assert gitops.read_trailers(repo, human) == {}
+    repo.git.status()  # GitPython's own calls on an opened repository are hardened too
+    repo.git.log("-1", human)
+    assert not ran.exists(), ran.read_text()
+    run_git(work, "log", "-1", human)  # a person's git in the same repository runs them
+    assert ran.exists()
+
+
+def test_git_config_from_the_environment_is_kept_alongside_gitsleeps(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "gitsleep.test")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "kept")
+    repo = gitops.open_repo(work)
+    assert repo.git.config("--get", "gitsleep.test") == "kept"
+    assert repo.git.config("--get", "core.fsmonitor") == "false"
+
+
 def test_commit_refuses_paths_outside_the_repository_and_no_change(work: Path) -> None:
     repo = gitops.open_repo(work)
     with gitops.temporary_worktree(repo, BRANCH, "HEAD") as tree:
@@ -662,7 +711,8 @@ def test_shallow_clone_works_while_the_branch_descends_from_the_base(
     state = gitops.inspect_branch(repo, BRANCH, base.sha, "origin")
     assert not state.exists
     first = gitsleep_commit(repo)
-    gitops.add_note(repo, first, "note")
+    # the note names its commit: the next night's fresh clone knows the commit is gitsleep's
+    gitops.add_note(repo, first, json.dumps(gitops.with_proof({}, first, BRANCH)))
     gitops.push(repo, "origin", BRANCH, state.remote_tip)
 
     again = clone(origin, tmp_path / "ci-next-night", depth=1)

@@ -17,6 +17,7 @@ from gitsleep.proposals import (
     PROMPT_EXAMPLE_TEXTS,
     parse_reply,
 )
+from tests.support.hostile_edits import INVISIBLE_CONTENTS, LINK_CONTENTS, SAFE_CONTENTS
 from tests.support.replies import SEVERITY, reply
 
 
@@ -489,3 +490,31 @@ def test_a_date_a_failing_check_asks_for_is_kept():
     edit = Edit("add", "Start the timeline with a date such as 2024-05-01")
 
     assert hygiene([edit], failing=[Check("regex", r"\d{4}-\d{2}-\d{2}")]) == ([edit], [])
+
+
+# --------------------------------------------------------------------------------------
+# hostile text: invisible characters and script links
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", INVISIBLE_CONTENTS, ids=repr)
+def test_content_with_an_invisible_character_is_rejected_and_says_which(content):
+    kept, rejected = hygiene([Edit("add", content)])
+    assert kept == []
+    assert re.search(r"(invisible character \(U\+[0-9A-F]{4,5} |control characters)",
+                     rejected[0].reason), rejected[0].reason
+
+
+@pytest.mark.parametrize("content", LINK_CONTENTS, ids=repr)
+def test_content_with_a_script_or_data_link_is_rejected(content):
+    kept, rejected = hygiene([Edit("add", content), Edit("replace", content, "Keep it short")],
+                             rules=["Keep it short"])
+    assert kept == []
+    assert all(re.search(r"(javascript|vbscript|data): link", o.reason) for o in rejected), [
+        o.reason for o in rejected]
+
+
+@pytest.mark.parametrize("content", SAFE_CONTENTS, ids=repr)
+def test_rules_that_only_look_like_hostile_text_are_kept(content):
+    kept, rejected = hygiene([Edit("add", content)])
+    assert [e.content for e in kept] == [content], rejected

@@ -268,3 +268,72 @@ def test_the_trie_matches_like_a_longest_first_alternation(words: list[str], tex
     trie = re.compile(trie_pattern(words))
     assert trie.sub("#", text) == reference.sub("#", text)
     assert all(trie.fullmatch(w) for w in words)
+
+
+# -- a secret split by an invisible character ---------------------------------------------
+
+# Zero-width and bidi marks, other format characters, controls, and characters that render
+# as nothing: each one alone split a secret past the redactor before.
+SPLITTERS = ["\u200e", "\u200f", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad",
+             "\u202e", "\u2066", "\u2069", "\u061c", "\U000e0041", "\u034f", "\ufe0f",
+             "\u3164", "\x7f", "\x01", "\x1b", "\x85", "\u2028", "\u180e", "\u2063"]
+DEPLOY = "Sekr3t-Deploy-Value-0123456789"
+
+
+def invisible_free(text: str) -> str:
+    from gitsleep.hostile_text import without_invisible
+
+    return without_invisible(text)[0]
+
+
+@pytest.mark.parametrize("mark", SPLITTERS, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_secret_split_by_an_invisible_character_is_still_masked(mark: str) -> None:
+    redactor = Redactor([DEPLOY])
+    for secret, marker in ((DEPLOY, REDACTED), ("ghp_" + "a1B2" * 9, "[REDACTED:github-token]"),
+                           ("sk-proj-" + "Q7" * 12, "[REDACTED:openai-key]")):
+        split = secret[:6] + mark + secret[6:11] + mark + mark + secret[11:]
+        out = redactor.redact(f"use {split} now")
+        assert out == f"use {marker} now", mark
+        assert secret not in invisible_free(out)
+
+
+def test_invisible_characters_around_a_secret_stay_and_text_without_one_is_unchanged() -> None:
+    redactor = Redactor([DEPLOY])
+    text = "\u200fa\u200eb " + DEPLOY[:9] + "\u200b" + DEPLOY[9:] + " c\u2066d\u2069 ⚠️\u200e"
+    assert redactor.redact(text) == "\u200fa\u200eb [REDACTED] c\u2066d\u2069 ⚠️\u200e"
+    clean = "right-to-left \u200f mark, ⚠️ emoji, zero\u200bwidth, no secret"
+    assert redactor.redact(clean) == clean
+
+
+@settings(max_examples=150, deadline=None)
+@given(secret=st.one_of(tokens(ALNUM + "-_.", 8, 40), SHAPED), before=st.text(max_size=30),
+       after=st.text(max_size=30), marks=st.lists(st.tuples(st.integers(0, 60),
+                                                            st.sampled_from(SPLITTERS)),
+                                                  max_size=4))
+def test_a_secret_with_invisible_characters_anywhere_never_survives(
+    secret: str, before: str, after: str, marks: list[tuple[int, str]]
+) -> None:
+    assume(len(secret) >= 8)
+    split = secret
+    for at, mark in marks:
+        at %= len(split) + 1
+        split = split[:at] + mark + split[at:]
+    redactor = Redactor([secret])
+    text = before + " " + split + " " + after
+    out = redactor.redact(text)
+    # the visible text of the output is the redaction of the visible text: nothing to join
+    assert invisible_free(out) == redactor.redact(invisible_free(text))
+    assert secret not in unmarked(invisible_free(out))
+    assert redactor.redact(out) == out
+
+
+def test_the_invisible_set_holds_every_format_character_of_this_python() -> None:
+    import sys
+    import unicodedata
+
+    from gitsleep.hostile_text import INVISIBLE
+
+    missing = [f"U+{c:04X}" for c in range(sys.maxunicode + 1)
+               if unicodedata.category(chr(c)) == "Cf" and not INVISIBLE.match(chr(c))]
+    assert missing == []
+    assert not INVISIBLE.search("\t\n\r plain text, é, 日本, ⚠")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from gitsleep import report, run
+from gitsleep import repo_paths, report, run
 from gitsleep.commands.common import (
     end_progress,
     exit_with,
@@ -39,6 +39,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
     """Run one consolidation epoch per skill."""
     setup = setup_from(ctx, backend=backend, model=model)
     chosen = setup.skills(skills)
+    repo_paths.preflight(setup.repo, setup.config, setup.config_file,
+                         [s.name for s in chosen], runs=output_dir is None)
     outcomes: list[run.SkillOutcome] = []
     codes: list[int] = []
     for skill in chosen:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from gitsleep import replay, run
+from gitsleep import replay, repo_paths, run
 from gitsleep.calls import CallRunner
 from gitsleep.commands.common import end_progress, print_json, setup_from
 from gitsleep.errors import BackendError
@@ -27,7 +27,10 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     splits = ["train", "val", "test"] if split == "all" else [split]
     report: list[dict] = []
     small: list[str] = []
-    for skill in setup.skills(skills):
+    chosen = setup.skills(skills)
+    repo_paths.preflight(setup.repo, setup.config, setup.config_file,
+                         [s.name for s in chosen], runs=False)
+    for skill in chosen:
         tasks, documents = run.read_inputs(setup.repo, skill)
         runner = CallRunner(run.make_backend(setup), cache=run.make_cache(setup),
                             max_calls=settings.max_calls, max_tokens=settings.max_tokens,

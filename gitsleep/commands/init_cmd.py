@@ -16,8 +16,9 @@ from pathlib import Path
 
 import click
 
-from gitsleep import __version__, paths
+from gitsleep import __version__, paths, repo_paths
 from gitsleep.config import config_path
+from gitsleep.errors import UsageError
 
 SKILL_PATH = "skills/example-skill/SKILL.md"
 TASKS_PATH = "evals/example-skill/tasks.jsonl"
@@ -136,6 +137,35 @@ def ensure_ignored(gitignore: Path, entries: tuple[str, ...] = IGNORED) -> list[
     return missing
 
 
+def write_problem(root: Path, target: Path, *, append: bool, contained: bool) -> str | None:
+    """Why `init` must not write `target`, or None. Checked for every file before any
+    is written, so init does all of its work or none.
+
+    `contained`: the write must resolve inside `root` (a committed `skills` or
+    `.gitignore` link must not carry it elsewhere). `append`: the file is written through
+    (`.gitignore`), not replaced.
+    """
+    rel = _shown(root, target)
+    folder = root
+    for part in target.relative_to(root).parts[:-1]:
+        folder = folder / part
+        if folder.is_symlink() and not folder.exists():
+            return f"{rel}: {_shown(root, folder)} is a broken symlink or a symlink loop"
+        if folder.exists() and not folder.is_dir():
+            return (f"{rel}: {_shown(root, folder)} is a file, not a folder: move it away, "
+                    "then run init again")
+    try:
+        real = repo_paths.real_path(target if append else target.parent)
+    except repo_paths.SymlinkLoop:
+        return f"{rel}: is a symlink loop ({repo_paths.LOOP}): remove the link"
+    if contained and not real.is_relative_to(repo_paths.real_path(root)):
+        return (f"{rel}: leads outside the repository (to {real}) through a symlink: "
+                "init writes only inside the repository; remove the link")
+    if target.is_dir() and not target.is_symlink():
+        return f"{rel}: is a folder, not a file: move it away, then run init again"
+    return None
+
+
 def _inside_git_repo(path: Path) -> bool:
     return any((p / ".git").exists() for p in (path.resolve(), *path.resolve().parents))
 
@@ -149,7 +179,10 @@ def _inside_git_repo(path: Path) -> bool:
 def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
     """Write .gitsleep.yml, an example skill and tasks, and the nightly workflow."""
     obj = ctx.obj or {}
-    repo = Path(obj.get("repo") or ".")
+    try:
+        repo = repo_paths.real_path(Path(obj.get("repo") or "."))
+    except repo_paths.SymlinkLoop:
+        raise UsageError(f"--repo {obj.get('repo')}: is a symlink loop") from None
     cfg = config_path(repo, obj.get("config"))
     if action_repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", action_repo):
         raise click.BadParameter(f"{action_repo!r} is not owner/repo", param_hint="--action-repo")
@@ -162,6 +195,16 @@ def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
         (repo / WORKFLOW_PATH, fill_workflow(workflow, action_repo) if workflow else None),
     ]
     written: dict[Path, str] = {}
+    gitignore = repo / ".gitignore"
+    checks = [(target, False, target != cfg or not obj.get("config"))
+              for target, content in planned if content is not None]
+    for target, append, contained in [*checks, (gitignore, True, True)]:
+        if target.is_relative_to(repo):
+            problem = write_problem(repo, target, append=append, contained=contained)
+        else:  # an explicit --config elsewhere: the user chose the place
+            problem = write_problem(target.parent, target, append=False, contained=False)
+        if problem:
+            raise UsageError(problem)
     for target, content in planned:
         shown = _shown(repo, target)
         if content is None:
@@ -169,7 +212,7 @@ def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
             continue
         written[target] = write_file(target, content, force=force)
         click.echo(f"{shown}: {written[target]}")
-    added = ensure_ignored(repo / ".gitignore")
+    added = ensure_ignored(gitignore)
     if added:
         click.echo(f".gitignore: added {', '.join(added)}")
     else:
@@ -211,7 +254,8 @@ def workflow_steps(outcome: str | None, action_repo: str | None) -> list[str]:
 
 
 def _shown(repo: Path, target: Path) -> str:
+    """`target` relative to the repository as written (no link followed), else in full."""
     try:
-        return target.resolve().relative_to(repo.resolve()).as_posix()
+        return target.relative_to(repo).as_posix()
     except ValueError:
         return str(target)

@@ -43,6 +43,16 @@ def skill_status(setup: run.Setup, repo: Any, base: gitops.BaseRef,
     if not trailers.get("Gitsleep-Skill"):
         row["note"] = "the branch tip was not made by gitsleep"
         return row
+    proof = gitops.proof_of(repo, branch, row["tip"], tip.remote)
+    if proof is None:
+        row["note"] = ("gitsleep cannot prove it made the branch tip (amended or someone "
+                       "else's, or its note is not fetched: `git fetch origin "
+                       "refs/notes/gitsleep:refs/notes/gitsleep`)")
+        return row
+    if proof == "reflog":
+        row["note"] = ("the branch tip has no diagnostics note yet (a run stopped before "
+                       "writing it): run `gitsleep consolidate` to attach it")
+        return row
     with tempfile.TemporaryDirectory(prefix="gitsleep-status-") as tmp:
         root = Path(tmp)
         if _export(repo, base.sha, skill, root):

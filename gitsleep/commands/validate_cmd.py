@@ -20,7 +20,8 @@ from pathlib import Path
 import click
 import yaml
 
-from gitsleep.config import Config, config_path, load_config
+from gitsleep import repo_paths
+from gitsleep.config import CONFIG_NAME, Config, config_path, field_line, load_config
 from gitsleep.documents import block_problems
 from gitsleep.errors import UsageError
 from gitsleep.problems import (
@@ -73,10 +74,12 @@ class Report:
         return len(self.problems) - self.errors
 
 
-def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str]) -> Report:
+def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
+                  config_file: Path | None = None) -> Report:
     """Every problem in the repository's gitsleep setup, in config order."""
     report = Report(skills=len(config.skills))
-    problems: list[Problem] = []
+    problems: list[Problem] = path_problems(repo_root, config,
+                                            config_file or repo_root / CONFIG_NAME)
     seen_docs: set[str] = set()
     seen_task_files: set[str] = set()
     secrets = secret_values(config, env)
@@ -101,6 +104,25 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str]) -> Re
     return report
 
 
+# --- paths that alias or lead out ----------------------------------------------------------
+
+
+def path_problems(repo_root: Path, config: Config, config_file: Path) -> list[Problem]:
+    """Configured paths that are one file (GS002), documents behind a link (GS003), and
+    gitsleep's own folders led out of the repository by a link (GS004)."""
+    shown = _repo_relative(repo_root, str(config_file))
+    problems = [Problem(shown, field_line(config_file, issue.loc), issue.code, ERROR,
+                        issue.message)
+                for issue in repo_paths.config_issues(repo_root, config)]
+    led_out = repo_paths.work_dir_problem(repo_root)
+    if led_out:
+        where, why = led_out
+        problems.append(Problem(where, None, "GS004", ERROR,
+                                f"{why}: gitsleep writes its cache and run diagnostics here; "
+                                "remove the link (the folder is made on the first run)"))
+    return problems
+
+
 # --- documents ---------------------------------------------------------------------------
 
 
@@ -108,7 +130,12 @@ def document_problems(
     repo_root: Path, rel: str, limits: tuple[int, int], *, frontmatter: bool
 ) -> list[Problem]:
     """A skill or memory document: readable UTF-8, sound frontmatter, sound learned block."""
-    if not (repo_root / rel).resolve().is_relative_to(repo_root.resolve()):
+    try:
+        real = repo_paths.real_path(repo_root / rel)
+    except repo_paths.SymlinkLoop:
+        return [Problem(rel, None, "GS200", ERROR, f"document cannot be read "
+                        f"({repo_paths.LOOP}): replace the link with the file")]
+    if not real.is_relative_to(repo_root.resolve()):
         return [Problem(rel, None, "GS200", ERROR,
                         "document points outside the repository (a symlink or '..'); "
                         "keep documents inside the repo")]
@@ -246,9 +273,9 @@ def _repo_relative(repo_root: Path, given: str) -> str:
     path = Path(given)
     absolute = path if path.is_absolute() else Path.cwd() / path
     try:
-        return absolute.resolve().relative_to(repo_root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+        return repo_paths.real_path(absolute).relative_to(repo_root.resolve()).as_posix()
+    except (ValueError, OSError, repo_paths.SymlinkLoop):
+        return path.as_posix()  # outside, or a loop: the reader says what is wrong
 
 
 # --- the command ---------------------------------------------------------------------------
@@ -290,7 +317,7 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
         scope = f"{report.files} document(s)"
     else:
         config = load_config(cfg)
-        report = validate_repo(repo_root, config, os.environ)
+        report = validate_repo(repo_root, config, os.environ, cfg)
         if paths:
             wanted = {_repo_relative(repo_root, p) for p in paths}
             wanted.add(_repo_relative(repo_root, str(cfg)))

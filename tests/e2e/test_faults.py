@@ -335,7 +335,13 @@ def test_push_rejected_because_someone_moved_the_remote_branch(
             git(other, "checkout", "--quiet", "-B", "their-run", "FETCH_HEAD")
             git(other, "-c", "user.name=Other Machine", "commit", "--quiet", "--amend",
                 "--no-edit", "--reset-author")
-            git(other, "push", "--quiet", "--force", "origin", f"HEAD:refs/heads/{BRANCH}")
+            # gitsleep's own commit: its note names it (without one it would be a person's)
+            sha = git(other, "rev-parse", "HEAD")
+            git(other, "fetch", "--quiet", "origin", "refs/notes/gitsleep:refs/notes/gitsleep")
+            git(other, "notes", "--ref=gitsleep", "add", "-m",
+                json.dumps({"commit": sha, "branch": BRANCH}), sha)
+            git(other, "push", "--quiet", "--force", "origin", f"HEAD:refs/heads/{BRANCH}",
+                "refs/notes/gitsleep")
         return scripted_model(request)
 
     with FakeOpenAIServer(responder=scripted_model) as server:

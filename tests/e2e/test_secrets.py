@@ -139,7 +139,9 @@ def outputs(work: Path, origin: Path, result: CliResult, github: FakeGitHub) -> 
     return found
 
 
-def whole_run(secret: str, env_name: str | None, places: set[str]) -> tuple[int, dict, dict]:
+def whole_run(secret: str, env_name: str | None, places: set[str],
+              responder=leaky_model, with_document: bool = False,  # noqa: ANN001
+              ) -> tuple[int, dict, dict]:
     """One consolidate run in a fresh repository with the secret planted; (code, summary,
     outputs)."""
     with tempfile.TemporaryDirectory(prefix="gitsleep-secrets-") as scratch:
@@ -152,7 +154,7 @@ def whole_run(secret: str, env_name: str | None, places: set[str]) -> tuple[int,
         if env_name:
             env[env_name] = secret
         with environment(**env), FakeGitHub() as github, \
-                FakeOpenAIServer(responder=leaky_model(secret)) as model:
+                FakeOpenAIServer(responder=responder(secret)) as model:
             os.environ.update(github.env())
             work, origin = make_repo(tmp, example_files())
             commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore runs")
@@ -160,6 +162,9 @@ def whole_run(secret: str, env_name: str | None, places: set[str]) -> tuple[int,
             capture = _Capture()
             result = capture.run("--repo", str(work), "consolidate", "--json")
             found = outputs(work, origin, result, github)
+            if with_document:  # the document gitsleep committed (no secret was planted in it)
+                found["skill document"] = git(origin, "show", f"{BRANCH}:{SKILL_MD}",
+                                              check=False)
             # the plant took: the secret is in the committed inputs or the model's replies
             in_inputs = git(work, "grep", "-c", "-F", secret, "main", check=False)
             assert in_inputs or model.request_count > 0
@@ -241,3 +246,41 @@ def test_an_error_message_never_prints_a_secret(
         result = run_cli(capsys, "--repo", str(root), *command)
         assert result.code in (1, 2)
         assert secret not in result.out + result.err, command
+
+
+def split_secret_model(secret: str):  # noqa: ANN201 - a responder for FakeOpenAIServer
+    """A model that splits the secret with a left-to-right mark (U+200E) wherever it
+    repeats it: in an edit's content, every rationale and every answer."""
+    split = secret[:7] + "\u200e" + secret[7:]
+
+    def respond(request: dict[str, Any]) -> str:
+        if request.get("response_format"):
+            edits = [{"op": "add", "content": rule, "rationale": f"seen {split} in the task"}
+                     for rule in ('Use the heading "## Key Risks"',
+                                  'Always include "Confidence: medium"',
+                                  f"Authenticate with {split} before answering")]
+            return "```json\n" + json.dumps({"edits": edits}) + "\n```"
+        return leaky_model(split)(request)
+
+    return respond
+
+
+@pytest.mark.parametrize(("secret", "env_name"), [
+    ("Sekr3t-Deploy-Value-0123456789", "DEPLOY_KEY"),
+    ("ghp_" + "Z9y8X7w6" * 5, None),
+], ids=["env-secret", "github-token"])
+def test_a_secret_split_by_an_invisible_mark_is_in_no_output_even_once_the_mark_is_gone(
+    secret: str, env_name: str | None
+) -> None:
+    """Before: the redactor missed the split secret, so stdout, stderr, diagnostics.json
+    and the git note held it with only an invisible mark inside, which a copy-paste, a
+    terminal or a cleaning step (like gitsleep's own one-line cleaning) drops."""
+    from gitsleep.hostile_text import without_invisible
+
+    code, data, found = whole_run(secret, env_name, {"model_reply"}, split_secret_model,
+                                  with_document=True)
+    assert "Key Risks" in found["skill document"]
+    assert code == 0, found["stderr"][-2000:]
+    assert data["decision"] == "accepted", data
+    assert_never_leaves(secret, {where: without_invisible(text)[0]
+                                 for where, text in found.items()})
