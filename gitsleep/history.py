@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gitsleep.gitops import SAFE_CONFIG
+
 NOTES_REF = "refs/notes/gitsleep"
 _FIELD, _RECORD = "\x1f", "\x1e"
 
@@ -48,9 +50,15 @@ class Epoch:
                 "cost": {"calls": self.calls, "estimated_usd": self.usd}}
 
 
+def safe_git(*args: str) -> list[str]:
+    """`git ARGS` with `SAFE_CONFIG`: no hook, fsmonitor or gpg program of the repository runs."""
+    config = [part for key, value in SAFE_CONFIG.items() for part in ("-c", f"{key}={value}")]
+    return ["git", *config, *args]
+
+
 def git_out(repo: Path, *args: str) -> str:
     """stdout of `git ARGS` in `repo`, or "" when git fails (a missing ref, no notes)."""
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+    done = subprocess.run(safe_git(*args), cwd=repo, capture_output=True, text=True,
                           check=False)
     return done.stdout if done.returncode == 0 else ""
 

@@ -17,6 +17,7 @@ from gitsleep.commands.common import (
 )
 from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
+from gitsleep.history import safe_git
 
 
 @click.command("consolidate")
@@ -88,12 +89,13 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
 def uncommitted(repo: Path, skill: SkillConfig) -> list[str]:
     """The skill's documents and task files with changes git has not committed.
 
-    `--no-optional-locks` keeps `git status` from refreshing the user's index.
+    `--no-optional-locks` keeps `git status` from refreshing the user's index, and
+    `safe_git` keeps it from running the repository's fsmonitor or hooks.
     """
     paths = [p for p in (skill.skill, skill.memory) if p] + [t.path for t in skill.tasks]
     done = subprocess.run(
-        ["git", "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all",
-         "--", *paths], cwd=repo, capture_output=True, text=True, check=False)
+        safe_git("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all",
+                 "--", *paths), cwd=repo, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         return []
     entries = [e for e in done.stdout.split("\0") if e]
