@@ -8,7 +8,9 @@ writes everything to `benchmarks/results/latest.json`:
 2. the same epoch again from the persistent cache;
 3. parallel efficiency against a slow loopback OpenAI-compatible server;
 4. the tool's overhead per scored answer and its peak memory, 100 to 10,000 tasks;
-5. `gitsleep validate` on generated repositories of 500 and 5,000 tasks.
+5. `gitsleep validate` on generated repositories of 500 and 5,000 tasks;
+6. retries after timeouts against a loopback server with one slot, with and without the
+   pause after a timeout.
 
 `--quick` runs tiny sizes in a few seconds (for the smoke test); its timings mean nothing.
 """
@@ -26,11 +28,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from benchmarks import bench_calls, bench_overhead, bench_parallel, bench_validate, generate
+from benchmarks import (
+    bench_calls,
+    bench_overhead,
+    bench_parallel,
+    bench_timeouts,
+    bench_validate,
+    generate,
+)
 from gitsleep.epoch import call_ceiling
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
-SECTIONS = ("calls", "rerun", "parallel", "overhead", "validate")
+SECTIONS = ("calls", "rerun", "parallel", "overhead", "validate", "timeouts")
 
 # What the README promises, checked on every run.
 FLOOR_RATIO = 1.0
@@ -256,6 +265,26 @@ def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
     report.section("Cost of a night, from section 1", text)
 
 
+def run_timeouts(report: Report, quick: bool) -> None:
+    rows = (bench_timeouts.timeouts_section(workers=3, calls=3, latency=0.05, timeout=1.0)
+            if quick else bench_timeouts.timeouts_section())
+    report.sections["timeouts"] = [r.as_dict() for r in rows]
+    first = rows[0]
+    report.section(
+        f"6. Retries after timeouts: a one-slot loopback server, {first.latency:g} s per "
+        f"request, timeout {first.timeout:g} s, {first.workers} workers, {first.calls} calls",
+        table(["pause after a timeout", "requests", "peak held", "answered", "wall s"],
+              [["yes" if r.pause else "no", r.requests, r.peak_held,
+                f"{r.answered}/{r.calls}", r.seconds] for r in rows]),
+    )
+    paused = rows[-1]
+    report.target("peak requests a one-slot server holds, with the pause", paused.peak_held,
+                  f"<= {paused.workers} workers", paused.peak_held <= paused.workers,
+                  timing=True)
+    report.target("calls answered with the pause vs without", paused.answered,
+                  f">= {first.answered}", paused.answered >= first.answered, timing=True)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
@@ -292,6 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_overhead(report, args.quick)
     if "validate" in chosen:
         run_validate(report, args.quick)
+    if "timeouts" in chosen:
+        run_timeouts(report, args.quick)
     seconds = time.perf_counter() - started
     report.section("Targets", table(["measure", "value", "target", "met"],
                                     [[t["name"], t["value"], t["target"], t["met"]]

@@ -50,6 +50,7 @@ class ResponseCache:
                 text=str(data["text"]),
                 prompt_tokens=int(data.get("prompt_tokens", 0)),
                 completion_tokens=int(data.get("completion_tokens", 0)),
+                finish_reason=data.get("finish_reason") or None,
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or unreadable: a miss, never an error
@@ -64,6 +65,7 @@ class ResponseCache:
             text=answer.text,
             prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens,
+            finish_reason=answer.finish_reason,
         )
         with self._lock:
             self._memory[key] = stored
@@ -76,6 +78,7 @@ class ResponseCache:
             "text": answer.text,
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
+            "finish_reason": answer.finish_reason,
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

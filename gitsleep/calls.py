@@ -87,6 +87,7 @@ class CallRunner:
                 prompt_tokens=hit.prompt_tokens,
                 completion_tokens=hit.completion_tokens,
                 cached=True,
+                finish_reason=hit.finish_reason,
             )
         if self._stopped is not None:
             raise self._stopped

@@ -201,6 +201,9 @@ class Config(_Section):
     cache: bool = True
     timeout: Annotated[float, Field(gt=0.0, le=3600.0)] = 60.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 4
+    # Completion-token caps (null: none): agent answers; optimizer and rubric-judge replies.
+    max_answer_tokens: Annotated[int, Field(ge=16, le=1_000_000)] | None = 1024
+    max_reflect_tokens: Annotated[int, Field(ge=16, le=1_000_000)] | None = 2048
     azure: AzureConfig | None = None
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     learned_block: LearnedBlockConfig = Field(default_factory=LearnedBlockConfig)
@@ -335,6 +338,8 @@ class Config(_Section):
             max_calls=self.budget.max_calls,
             max_tokens=self.budget.max_tokens,
             max_error_rate=self.max_error_rate,
+            max_answer_tokens=self.max_answer_tokens,
+            max_reflect_tokens=self.max_reflect_tokens,
             block_max_lines=self.learned_block.max_lines,
             block_max_chars=self.learned_block.max_chars,
         )

@@ -26,11 +26,14 @@ from github.GithubException import (
 )
 from github.PullRequest import PullRequest
 from github.Repository import Repository
+from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass
 from urllib3 import Retry
 
+from gitsleep.deadline import DeadlineAdapter
 from gitsleep.errors import GitError
 
 DEFAULT_API_URL = "https://api.github.com"
+REQUEST_TIMEOUT = 30  # seconds for one whole GitHub API request, not per read (PyGithub: an int)
 # GitHub rejects longer pull request bodies (create-pull-request truncates at the same size).
 MAX_BODY_CHARS = 65_536
 TRUNCATION_NOTE = (
@@ -182,6 +185,28 @@ def _api_serves_host(api_url: str, remote_host: str) -> bool:
     return remote_host in (api_host, api_host.removeprefix("api."))
 
 
+def check_api_url(api_url: str) -> None:
+    """Refuse an API URL the client cannot use, as one line (exit 4, like an unreachable API).
+
+    PyGithub fails on one with an AssertionError or an AttributeError; the value is not
+    echoed whole, since a URL can carry credentials.
+    """
+    scheme, port_ok, host = "", False, None
+    try:
+        parts = urlsplit(api_url)
+        scheme, host = parts.scheme, parts.hostname
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # a port out of range, a broken [IPv6] host
+        pass
+    if (scheme not in ("http", "https") or not host or not port_ok
+            or any(c.isspace() or not c.isprintable() for c in api_url)):
+        raise GitError(
+            f"GITHUB_API_URL is not an http(s) URL with a host (scheme {scheme!r}): set it "
+            "to https://api.github.com, or https://<host>/api/v3 for GitHub Enterprise, "
+            "or unset it"
+        )
+
+
 def settings_from_env(
     env: Mapping[str, str], remote_url: str | None
 ) -> tuple[ForgeSettings | None, str]:
@@ -190,6 +215,7 @@ def settings_from_env(
     api_url = (env.get("GITHUB_API_URL") or DEFAULT_API_URL).strip().rstrip("/")
     if not token:
         return None, "no GITHUB_TOKEN or GH_TOKEN in the environment"
+    check_api_url(api_url)
     repository = (env.get("GITHUB_REPOSITORY") or "").strip()
     if repository:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repository):
@@ -236,12 +262,34 @@ def _error_message(exc: GithubException) -> str:
     return ": ".join(part for part in parts if part) or "no message"
 
 
+def _with_deadline(base: type) -> type:
+    """PyGithub's connection class for one scheme, mounting a DeadlineAdapter: the
+    request `timeout` PyGithub passes on becomes the whole request's deadline."""
+
+    class Connection(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.adapter = DeadlineAdapter(float(self.timeout or REQUEST_TIMEOUT),
+                                           max_retries=self.retry,
+                                           pool_connections=self.pool_size,
+                                           pool_maxsize=self.pool_size)
+            self.session.mount(f"{self.protocol}://", self.adapter)
+
+    return Connection
+
+
+_CONNECTIONS = {"http": _with_deadline(HTTPRequestsConnectionClass),
+                "https": _with_deadline(HTTPSRequestsConnectionClass)}
+
+
 class GitHubForge:
     """`Forge` over the GitHub REST API with PyGithub (retries, rate limits, Retry-After)."""
 
-    def __init__(self, settings: ForgeSettings, *, pacing: Pacing | None = None) -> None:
+    def __init__(self, settings: ForgeSettings, *, pacing: Pacing | None = None,
+                 timeout: int = REQUEST_TIMEOUT) -> None:
         pacing = pacing or Pacing()
         self.settings = settings
+        self.timeout = timeout
         self.owner = settings.repository.split("/", 1)[0]
         self._github = Github(
             auth=Auth.Token(settings.token),
@@ -249,8 +297,12 @@ class GitHubForge:
             retry=pacing.retry(),
             seconds_between_requests=pacing.seconds_between_requests,
             seconds_between_writes=pacing.seconds_between_writes,
-            timeout=30,
+            timeout=timeout,
         )
+        # PyGithub picks its connection class per instance from the URL's scheme; it has
+        # no public way to pass one, so set it on this instance's requester.
+        scheme = urlsplit(settings.api_url).scheme
+        self._github.requester._Requester__connectionClass = _CONNECTIONS[scheme]  # type: ignore[attr-defined]
         self._repository: Repository | None = None
         self._pulls: dict[int, PullRequest] = {}
 
@@ -290,6 +342,12 @@ class GitHubForge:
                 f"to {action} in {self.settings.repository}: try again later"
             ) from None
         except requests.RequestException as exc:
+            # A body cut at the deadline surfaces as a ConnectionError("Read timed out").
+            if isinstance(exc, requests.Timeout) or "timed out" in str(exc):
+                raise self._git_error(
+                    f"GitHub did not answer within {self.timeout:g}s while gitsleep tried "
+                    f"to {action}: try again later"
+                ) from None
             raise self._git_error(
                 f"cannot reach the GitHub API at {self.settings.api_url} to {action}: "
                 f"{type(exc).__name__}"

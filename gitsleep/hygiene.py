@@ -34,6 +34,7 @@ from gitsleep import hostile_text
 from gitsleep import markdown as md
 from gitsleep.check_text import CONTROL_CHARS, describe_check, search
 from gitsleep.models import Check, Edit, EditOutcome
+from gitsleep.numbers import whole_number
 from gitsleep.proposals import PROMPT_EXAMPLE_TEXTS
 
 _MARKER_TEXT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
@@ -465,8 +466,8 @@ def _contradicts(line: str, check: Check) -> bool:
         except ValueError:
             return False
         if check.op == "min_chars":
-            return any(int(m.group(1)) < bound for m in _UPPER_BOUND.finditer(line))
-        return any(int(m.group(1)) > bound for m in _LOWER_BOUND.finditer(line))
+            return any(whole_number(m.group(1)) < bound for m in _UPPER_BOUND.finditer(line))
+        return any(whole_number(m.group(1)) > bound for m in _LOWER_BOUND.finditer(line))
     if not any(ch.isalnum() for ch in arg):
         return False  # a bare ":" or "-" shows up in too many unrelated rules
     for clause in _CLAUSE_SPLIT.split(line):

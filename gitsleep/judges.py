@@ -7,6 +7,7 @@ builds that call and reads its reply, and `replay` runs it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 
@@ -15,6 +16,7 @@ from markdown_it import MarkdownIt
 
 from gitsleep.backends.base import ModelCall
 from gitsleep.models import Check, Judge, Score
+from gitsleep.numbers import loads_json
 
 REFUSALS = (
     "cannot complete",
@@ -197,7 +199,8 @@ RUBRIC_SCHEMA = json.dumps(
 )
 
 
-def rubric_call(model: str, prompt: str, rubric: str, answer: str, sample: int) -> ModelCall:
+def rubric_call(model: str, prompt: str, rubric: str, answer: str, sample: int,
+                max_tokens: int | None = None) -> ModelCall:
     user = (
         f"<<<TASK\n{prompt}\nTASK>>>\n\n<<<RUBRIC\n{rubric}\nRUBRIC>>>\n\n"
         f"<<<ANSWER\n{answer}\nANSWER>>>"
@@ -209,6 +212,7 @@ def rubric_call(model: str, prompt: str, rubric: str, answer: str, sample: int) 
         temperature=0.0,
         seed=0,
         sample=sample,
+        max_tokens=max_tokens,
         json_schema=RUBRIC_SCHEMA,
         context={"rubric": rubric, "answer": answer},
     )
@@ -224,7 +228,7 @@ def parse_rubric_reply(text: str) -> Score | None:
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
         try:
-            data = json.loads(text[start : end + 1])
+            data = loads_json(text[start : end + 1])
             if isinstance(data, dict) and isinstance(data.get("score"), (int, float)):
                 score = float(data["score"])
                 reason = str(data.get("reason", ""))
@@ -238,6 +242,8 @@ def parse_rubric_reply(text: str) -> Score | None:
         if m.group(3):
             score = score / max(float(m.group(3)), 1.0)
         reason = text.strip()[:300]
+    if not math.isfinite(score):
+        return None  # a 5000-digit "score" is no score
     if score > 1.0 and score <= 10.0 and "/" not in text:
         score = score / 10.0  # a 0..10 scale despite the instructions
     score = min(1.0, max(0.0, score))

@@ -92,6 +92,7 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    finish_reason: str | None = None  # "length": cut off by the token cap
 
     @property
     def ok(self) -> bool:
@@ -143,6 +144,7 @@ class SampleResult:
     answer: str | None
     error: str | None
     score: Score | None  # None when the call failed
+    finish_reason: str | None = None  # "length": the answer was cut at max_answer_tokens
 
 
 @dataclass
@@ -357,5 +359,7 @@ class EpochSettings:
     max_calls: int = 500
     max_tokens: int = 2_000_000
     max_error_rate: float = 0.2  # share of failed calls in one pass that aborts the epoch
+    max_answer_tokens: int | None = 1024  # completion cap of an agent answer (None: no cap)
+    max_reflect_tokens: int | None = 2048  # cap of an optimizer or rubric-judge reply
     block_max_lines: int = 40
     block_max_chars: int = 4000

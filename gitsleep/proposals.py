@@ -33,6 +33,7 @@ from typing import Any
 import json_repair
 
 from gitsleep.models import EDIT_OPS, Edit, EditOutcome
+from gitsleep.numbers import loads_json
 
 # --------------------------------------------------------------------------------------
 # What we ask for
@@ -351,7 +352,7 @@ def _read_cut_off(text: str, start: int, scan: _Scan, found: _Found) -> bool:
 def _load(text: str, *, salvage: bool = True) -> tuple[Any, list[str], json.JSONDecodeError | None]:
     """Parse JSON as written, then with our repairs, then (if `salvage`) with json-repair."""
     try:
-        return json.loads(text, strict=False), [], None
+        return loads_json(text, strict=False), [], None
     except json.JSONDecodeError as exc:
         error = exc
     except RecursionError:
@@ -359,7 +360,7 @@ def _load(text: str, *, salvage: bool = True) -> tuple[Any, list[str], json.JSON
     repaired, repairs = _repair_syntax(text)
     if repairs:
         try:
-            return json.loads(repaired, strict=False), repairs, error
+            return loads_json(repaired, strict=False), repairs, error
         except (json.JSONDecodeError, RecursionError):
             pass
     value = None

@@ -170,6 +170,7 @@ def propose(
             messages=messages,
             temperature=0.7,
             seed=seed,
+            max_tokens=settings.max_reflect_tokens,
             json_schema=proposals.EDITS_SCHEMA_JSON,
             context=context,
         ))

@@ -48,7 +48,8 @@ def agent_messages(documents: Mapping[str, str | None], task: Task) -> tuple[tup
 
 
 def answer_call(
-    documents: Mapping[str, str | None], task: Task, model: str, sample: int
+    documents: Mapping[str, str | None], task: Task, model: str, sample: int,
+    max_tokens: int | None = None,
 ) -> ModelCall:
     docs = [doc for doc in (documents.get("skill"), documents.get("memory")) if doc]
     return ModelCall(
@@ -58,6 +59,7 @@ def answer_call(
         temperature=0.0,
         seed=sample,
         sample=sample,
+        max_tokens=max_tokens,
         context={"documents": docs},
     )
 
@@ -100,8 +102,8 @@ def score_split(
     """
     repeats = max(1, settings.gate.repeats)
     jobs = [(task, s) for task in tasks for s in range(repeats)]
-    answers = runner.map([answer_call(documents, t, settings.model, s) for t, s in jobs],
-                         on_answer)
+    answers = runner.map([answer_call(documents, t, settings.model, s, settings.max_answer_tokens)
+                          for t, s in jobs], on_answer)
     samples: list[SampleResult] = []
     rubric_jobs: list[int] = []
     for i, ((task, s), answer) in enumerate(zip(jobs, answers, strict=True)):
@@ -109,7 +111,9 @@ def score_split(
             samples.append(SampleResult(s, None, answer.error, None))
             continue
         text = answer.text or ""
-        samples.append(SampleResult(s, text, None, judges.score_local(task.judge, text)))
+        # An answer cut at the cap is scored as it is (see the README) and marked.
+        samples.append(SampleResult(s, text, None, judges.score_local(task.judge, text),
+                                    finish_reason=answer.finish_reason))
         if task.judge.kind == "rubric":
             rubric_jobs.append(i)
     if rubric_jobs:
@@ -120,6 +124,7 @@ def score_split(
                 jobs[i][0].judge.rubric or "",
                 samples[i].answer or "",
                 jobs[i][1],
+                max_tokens=settings.max_reflect_tokens,
             )
             for i in rubric_jobs
         ]

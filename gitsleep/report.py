@@ -309,6 +309,7 @@ def _task_dict(task: TaskResult, redactor: Redactor) -> dict[str, Any]:
             "soft": s.score.soft if s.score else None,
             "reason": s.score.reason if s.score else None,
             "failed_checks": [c.label() for c in s.score.failed] if s.score else [],
+            "finish_reason": s.finish_reason,
         })
     return {
         "task_id": task.task_id,
@@ -369,6 +370,9 @@ def diagnostics(
                 "version": p.version,
                 "mean": p.mean,
                 "errors": p.errors,
+                # answers cut at max_answer_tokens (scored as they are)
+                "truncated": sum(1 for t in p.tasks for s in t.samples
+                                 if s.finish_reason == "length"),
                 "tasks": [_task_dict(t, redactor) for t in p.tasks],
             }
             for p in result.passes

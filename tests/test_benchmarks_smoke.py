@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_calls, bench_overhead, bench_parallel, bench_validate, generate, run
+from benchmarks import (
+    bench_calls,
+    bench_overhead,
+    bench_parallel,
+    bench_timeouts,
+    bench_validate,
+    generate,
+    run,
+)
 from benchmarks.bench_calls import RoundOutcome, floor_of, measure_epoch, skillopt_calls
 from gitsleep.backends.base import ModelCall
 from gitsleep.backends.offline import OfflineBackend
@@ -154,11 +162,18 @@ def test_validate_runs_on_a_generated_repo() -> None:
     assert row.ok, row.output_tail
 
 
+def test_timeouts_section_runs_both_ways_and_counts_what_the_server_held() -> None:
+    rows = bench_timeouts.timeouts_section(workers=2, calls=2, latency=0.01, timeout=1.0)
+    assert [r.pause for r in rows] == [False, True]
+    assert all(r.answered == r.calls == 2 and r.requests == 2 for r in rows)
+    assert all(1 <= r.peak_held <= r.workers for r in rows)
+
+
 def test_quick_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "latest.json"
     assert run.main(["--quick", "--output", str(out)]) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["sections"]) == {"calls", "formula", "rerun", "parallel", "overhead",
-                                     "validate"}
+                                     "validate", "timeouts"}
     assert all(row["calls_over_floor"] == 1.0 for row in data["sections"]["calls"])
     assert all(t["met"] for t in data["targets"] if not t["timing"])

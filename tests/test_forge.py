@@ -362,6 +362,21 @@ def test_no_pull_request_for_remotes_github_does_not_serve(remote: str | None):
     assert "GITHUB_REPOSITORY" in reason and "t2" not in reason
 
 
+@pytest.mark.parametrize("api_url", [
+    "ftp://ghe.example.com/api/v3", "file:///etc/passwd", "api.github.com",
+    "javascript:alert(1)", "http://", "https://ghe.example.com:99999", "https://a b",
+    "https://[::1", "https://u:secret@ghe.example.com\x00",
+])
+def test_an_api_url_that_is_not_http_is_one_line_exit_4(api_url: str):
+    env = {"GITHUB_TOKEN": "t1", "GITHUB_REPOSITORY": "octo/skills", "GITHUB_API_URL": api_url}
+    with pytest.raises(GitError) as raised:
+        forge_from_env(env, None)
+    message = str(raised.value)
+    assert raised.value.exit_code == 4
+    assert message.startswith("GITHUB_API_URL is not an http(s) URL") and "\n" not in message
+    assert "secret" not in message
+
+
 def test_forge_from_env_talks_to_the_api_url(fake: FakeGitHub):
     client = forge_from_env(fake.env(), "/srv/origin.git")
     assert client is not None
@@ -370,3 +385,35 @@ def test_forge_from_env_talks_to_the_api_url(fake: FakeGitHub):
 
     assert outcome.operation == "created"
     assert fake.requests[0].headers["authorization"].endswith(fake.token)
+
+
+# --- never a hang ---------------------------------------------------------------------------
+
+
+def test_an_answer_that_trickles_is_cut_at_the_total_deadline(fake: FakeGitHub):
+    """Headers at once, then a byte every 0.2 s: no single read times out, the request does."""
+    fake.trickle_interval, fake.trickle_seconds = 0.2, 8.0
+    client = GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token),
+                         pacing=Pacing.none(), timeout=1)
+    fake.trickle_next(10)
+    started = time.monotonic()
+    with pytest.raises(GitError) as raised:
+        sync(client)
+    elapsed = time.monotonic() - started
+    client.close()
+    assert raised.value.exit_code == 4
+    assert str(raised.value).startswith("GitHub did not answer within 1s while gitsleep tried")
+    assert elapsed < 4, f"bounded by the 1 s deadline, took {elapsed:.1f}s"
+    assert fake.pulls == {}
+
+
+def test_the_deadline_is_per_request_not_per_run(fake: FakeGitHub):
+    """Many quick requests add up to more than the deadline; each one is within it."""
+    client = GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token),
+                         pacing=Pacing(seconds_between_requests=0.3, seconds_between_writes=0.3,
+                                       backoff_factor=0.0, secondary_rate_wait=0.0),
+                         timeout=1)
+    assert sync(client).operation == "created"
+    assert sync(client, title="a new title").operation == "updated"
+    client.close()
+    assert len(fake.requests) >= 4

@@ -534,3 +534,156 @@ def test_factory_switches_to_azure_from_the_usual_variables(server: FakeOpenAISe
     assert request.deployment == "dep-a"
     assert request.query["api-version"] == ["2025-01-01-preview"]
     assert request.headers["api-key"] == KEY
+
+
+# -- hostile replies: a failed call, never a crash ----------------------------------------
+
+MALFORMED_REPLIES = ("usage-strings", "usage-nan", "usage-negative", "usage-huge",
+                     "invalid-utf8", "huge-int")
+
+
+@pytest.mark.parametrize("fault", MALFORMED_REPLIES)
+def test_a_malformed_reply_is_retried_like_a_transient_failure(
+    server: FakeOpenAIServer, backend: OpenAIBackend, fault: str
+) -> None:
+    server.inject(fault)
+    answer = backend.complete(call())
+    assert answer.text == "echo: Write a brief."
+    assert server.request_count == 2
+    # Counts that are not counts are not added: only the good reply's usage.
+    assert (answer.prompt_tokens, answer.completion_tokens) == (6, 4)
+
+
+@pytest.mark.parametrize("fault", MALFORMED_REPLIES)
+def test_a_malformed_reply_that_persists_is_a_recorded_error(
+    server: FakeOpenAIServer, backend: OpenAIBackend, fault: str
+) -> None:
+    server.inject(*[fault] * (EMPTY_REPLY_RETRIES + 1))
+    answer = backend.complete(call())
+    assert answer.text is None
+    assert answer.error is not None and answer.error.startswith("malformed reply: ")
+    assert "\n" not in answer.error and len(answer.error) <= 400
+    assert answer.prompt_tokens >= 0 and answer.completion_tokens >= 0
+    assert server.request_count == EMPTY_REPLY_RETRIES + 1
+
+
+def test_bad_token_counts_are_named_in_the_error(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject(*["usage-strings"] * (EMPTY_REPLY_RETRIES + 1))
+    error = backend.complete(call()).error or ""
+    assert "usage.prompt_tokens is 'many', not a token count" in error
+
+
+def test_content_as_a_list_of_parts_is_read_as_its_text(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject("content-parts")
+    answer = backend.complete(call())
+    assert answer.text == "echo: Write a brief."
+    assert server.request_count == 1
+
+
+def test_a_reply_cut_by_the_token_cap_says_so(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject("length")
+    answer = backend.complete(call(max_tokens=16))
+    assert answer.ok and answer.finish_reason == "length"
+    assert backend.complete(call("again")).finish_reason == "stop"
+
+
+def test_a_cap_spent_before_any_text_is_an_error_without_retries(
+    server: FakeOpenAIServer, backend: OpenAIBackend
+) -> None:
+    server.inject("length-empty", "length-empty")
+    answer = backend.complete(call(max_tokens=16))
+    assert answer.text is None
+    assert answer.error is not None and "token cap (max_tokens=16)" in answer.error
+    assert "max_answer_tokens" in answer.error
+    assert server.request_count == 1
+
+
+# -- never a hang: a total deadline per request, and a pause after timeouts ----------------
+
+
+def test_a_reply_that_trickles_is_cut_at_the_total_deadline() -> None:
+    """Headers at once, then a byte every 0.2 s: no single read ever times out."""
+    with FakeOpenAIServer(trickle_interval=0.2, trickle_seconds=8) as server:
+        backend = make_backend(server, timeout=0.6, max_retries=0)
+        server.inject("trickle")
+        started = time.monotonic()
+        answer = backend.complete(call())
+        elapsed = time.monotonic() - started
+        backend.close()
+    assert answer.text is None
+    assert answer.error is not None and answer.error.startswith("timeout: no reply within 0.6s")
+    assert elapsed < 3, f"the whole call is bounded by its timeout, took {elapsed:.1f}s"
+    assert server.request_count == 1
+
+
+def test_a_trickled_reply_is_retried_like_any_timeout() -> None:
+    with FakeOpenAIServer(trickle_interval=0.2, trickle_seconds=8) as server:
+        backend = make_backend(server, timeout=0.6, max_retries=1)
+        server.inject("trickle")
+        started = time.monotonic()
+        answer = backend.complete(call())
+        backend.close()
+    assert answer.text == "echo: Write a brief."
+    assert server.request_count == 2
+    assert time.monotonic() - started < 5
+
+
+def test_after_a_timeout_every_worker_pauses_before_sending_more() -> None:
+    """A server still busy with the call we gave up on gets time to finish it: no request
+    from any worker reaches it within `timeout` seconds of the timeout."""
+    with FakeOpenAIServer(hang_seconds=3) as server:
+        backend = make_backend(server, timeout=0.5, max_retries=1)
+        server.inject("hang")
+        first = threading.Thread(target=backend.complete, args=(call("first"),))
+        first.start()
+        deadline = time.monotonic() + 5
+        while backend.rate_gate.not_before == 0.0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        timed_out_at = time.monotonic()
+        assert backend.complete(call("second")).ok
+        first.join()
+        backend.close()
+    hung, *later = server.requests
+    assert hung.fault == "hang" and len(later) == 2
+    assert all(r.received_at - timed_out_at >= 0.45 for r in later)
+
+
+def test_the_pause_doubles_with_timeouts_in_a_row_and_resets_on_a_reply(
+    server: FakeOpenAIServer,
+) -> None:
+    backend = make_backend(server, timeout=0.25)
+    pauses = []
+    for _ in range(5):
+        backend.rate_gate.not_before = 0.0
+        backend._timed_out()
+        pauses.append(round(backend.rate_gate.not_before - time.monotonic(), 1))
+    assert pauses == [0.2, 0.5, 1.0, 2.0, 2.0]  # 0.25 * 1, 2, 4, 8, then no longer
+    backend.rate_gate.not_before = 0.0
+    assert backend.complete(call()).ok
+    backend._timed_out()
+    assert backend.rate_gate.not_before - time.monotonic() <= 0.25
+    backend.close()
+
+
+def test_a_serial_server_is_not_buried_under_retries() -> None:
+    """One slot, a call that hangs in it, three workers: the calls we gave up on still
+    hold the server, and retries sent at once would queue behind them."""
+    with FakeOpenAIServer(serial=True, hang_seconds=1.0) as server:
+        backend = make_backend(server, timeout=0.3, max_retries=2)
+        server.inject("hang")
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            hung = pool.submit(backend.complete, call("hangs"))
+            while server.request_count == 0:  # the hung call holds the slot first
+                time.sleep(0.005)
+            queued = [pool.submit(backend.complete, call(f"q{i}")) for i in range(2)]
+            answers = [f.result() for f in (hung, *queued)]
+        backend.close()
+    assert all(a.ok for a in answers)
+    # Sent at once, the three retries would join the three calls the server still holds.
+    assert server.max_in_flight <= 3, "no retry reached the server while it was busy"

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.check_text import example_for_check
 from gitsleep.models import Answer, Check
+from gitsleep.numbers import whole_number
 
 _Q = r"[\"'](.+?)[\"']"
 DIRECTIVES = [
@@ -60,7 +62,7 @@ def read_directives(documents: list[str]) -> _Plan:
                 elif kind == "never":
                     plan.nevers.append((order, value))
                 elif kind == "limit":
-                    plan.limit = int(value)
+                    plan.limit = int(min(whole_number(value), sys.maxsize))
                 else:
                     plan.headings.append((order, value))
                 break

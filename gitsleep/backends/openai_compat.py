@@ -12,25 +12,31 @@ It works with OpenAI, Azure OpenAI and the local servers that speak the same pro
   then `json_object`, then plain text; `seed` (and `temperature`, `max_tokens` for
   reasoning models) are dropped or renamed when refused. What worked is remembered for
   the life of the backend, so the probing costs one extra request, once.
-- A 429 with Retry-After pauses every worker, not just the one that got it.
+- A 429 with Retry-After pauses every worker, not just the one that got it; so does a
+  timeout (the server may still be busy with the request given up on).
+- `timeout` is the whole request (`gitsleep.deadline`), not each socket read.
+- A reply is parsed by hand (`_parse_reply`): a malformed one is a failed call, never a crash.
 - The API key never appears in an error message.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.deadline import DeadlineClientMixin
 from gitsleep.errors import BackendError
 from gitsleep.models import Answer
+from gitsleep.numbers import loads_json
 
 if TYPE_CHECKING:  # openai 3.x ships httpx2; only the type names are needed here
     import httpx2
@@ -39,6 +45,7 @@ FORMAT_LEVELS = ("json_schema", "json_object", "none")  # structured output, bes
 EMPTY_REPLY_RETRIES = 2  # extra attempts when the server answers 200 with nothing in it
 DEFAULT_AZURE_API_VERSION = "2024-10-21"  # GA; supports json_schema structured outputs
 MESSAGE_MAX_CHARS = 400
+TIMEOUT_PAUSE_MAX = 60.0  # the longest shared pause after timeouts, in seconds
 
 # Words servers use when they refuse a parameter rather than fail.
 _REFUSAL_MARKERS = (
@@ -58,6 +65,7 @@ _PARAM_NAMES = {
     "seed": ("seed",),
     "temperature": ("temperature",),
     "max_tokens": ("max_tokens",),
+    "max_completion_tokens": ("max_completion_tokens",),
 }
 _REFUSAL_CODES = {"unsupported_parameter", "unsupported_value"}  # OpenAI's codes
 _FATAL_CODES = {"model_not_found", "deploymentnotfound"}
@@ -177,6 +185,10 @@ class _OpenAIClient(_GuardedClientMixin, openai.OpenAI):
     pass
 
 
+class _HttpClient(DeadlineClientMixin, openai.DefaultHttpxClient):
+    """The openai client's HTTP client (its defaults), with a total deadline per request."""
+
+
 class _AzureClient(_GuardedClientMixin, openai.AzureOpenAI):
     pass
 
@@ -207,6 +219,9 @@ class OpenAIBackend(Backend):
         )
         self.rate_gate = RateGate()
         self._lock = threading.Lock()
+        self._timeouts_in_row = 0  # grows the shared pause after each timeout; 0 on a reply
+        if http_client is None:
+            http_client = _HttpClient(total=timeout, on_timeout=self._timed_out)
         self._format_level = 0  # index into FORMAT_LEVELS that works with this server
         self._dropped: set[str] = set()  # optional parameters the server refused
         self._token_param = "max_tokens"  # or max_completion_tokens (reasoning models)
@@ -261,7 +276,8 @@ class OpenAIBackend(Backend):
         for _ in range(len(FORMAT_LEVELS) + len(_PARAM_NAMES) + EMPTY_REPLY_RETRIES + 1):
             level, request = self._request(call, messages, schema)
             try:
-                completion = self._client.chat.completions.create(**request)
+                raw = self._client.chat.completions.with_raw_response.create(**request)
+                reply = _parse_reply(raw.http_response.content)
             except openai.APIStatusError as err:
                 if self._fall_back(err, level, request, call.model):
                     continue
@@ -282,25 +298,41 @@ class OpenAIBackend(Backend):
                     prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens,
                 )
-            except (openai.APIResponseValidationError, json.JSONDecodeError) as err:
+            except (openai.APIResponseValidationError, MalformedReply) as err:
                 # A 200 whose body is not a chat completion (a proxy's HTML page, a
-                # truncated body): the server is up, so try again like an empty reply.
+                # truncated body, bytes that are not UTF-8, token counts that are not
+                # counts): the server is up, so try again like an empty reply.
                 bad_replies += 1
-                last_problem = self._one_line(f"malformed reply: {type(err).__name__}: {err}")
+                last_problem = self._one_line(f"malformed reply: {err}")
                 if bad_replies > EMPTY_REPLY_RETRIES:
                     break
                 continue
 
-            text, refusal, finish_reason = _reply_parts(completion)
-            usage = getattr(completion, "usage", None)
-            prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-            completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+            with self._lock:
+                self._timeouts_in_row = 0  # the server answers again
+            text, refusal, finish_reason = reply.text, reply.refusal, reply.finish_reason
+            prompt_tokens += reply.prompt_tokens
+            completion_tokens += reply.completion_tokens
             if text is not None and text.strip():
-                return Answer(text, None, prompt_tokens, completion_tokens)
+                return Answer(text, None, prompt_tokens, completion_tokens,
+                              finish_reason=finish_reason)
             if refusal:
                 # A refusal is the model's answer: judges score it (no_refusal), it is
                 # not a transport failure.
-                return Answer(refusal, None, prompt_tokens, completion_tokens)
+                return Answer(refusal, None, prompt_tokens, completion_tokens,
+                              finish_reason=finish_reason)
+            if finish_reason == "length":
+                # The cap ran out before any text (a reasoning model thinking): asking
+                # again with the same cap gives the same nothing.
+                return Answer(
+                    text=None,
+                    error=f"the reply reached the token cap (max_tokens={call.max_tokens}) "
+                    f"before any text from model {call.model!r}; raise max_answer_tokens "
+                    "or max_reflect_tokens in .gitsleep.yml",
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    finish_reason=finish_reason,
+                )
             bad_replies += 1
             last_problem = (
                 f"empty reply (finish_reason={finish_reason}) from model {call.model!r}"
@@ -321,6 +353,18 @@ class OpenAIBackend(Backend):
     def close(self) -> None:
         self._client.close()
 
+    def _timed_out(self) -> None:
+        """Every worker pauses after a timeout, longer after each one in a row.
+
+        The server may still be working on the request we gave up on (a local server with
+        one slot goes on generating); retrying at once, from every worker, queues more
+        work behind it and makes every later call time out too.
+        """
+        with self._lock:
+            self._timeouts_in_row += 1
+            pause = min(self.timeout * 2 ** min(self._timeouts_in_row - 1, 3), TIMEOUT_PAUSE_MAX)
+        self.rate_gate.hold(pause)
+
     # -- building requests -------------------------------------------------------------
 
     def _request(
@@ -336,7 +380,7 @@ class OpenAIBackend(Backend):
             request["temperature"] = call.temperature
         if call.seed is not None and "seed" not in dropped:
             request["seed"] = call.seed
-        if call.max_tokens is not None:
+        if call.max_tokens is not None and token_param not in dropped:
             request[token_param] = call.max_tokens
         if schema is not None:
             if FORMAT_LEVELS[level] == "json_schema":
@@ -379,6 +423,10 @@ class OpenAIBackend(Backend):
                     return True
                 elif refused == "max_tokens":
                     self._token_param = "max_completion_tokens"
+                    return True
+                elif refused == "max_completion_tokens":
+                    # Neither name is taken: no cap, and the total deadline still holds.
+                    self._dropped.add(refused)
                     return True
             raise BackendError(
                 self._one_line(
@@ -453,16 +501,76 @@ class OpenAIBackend(Backend):
         return _SK_KEY.sub("sk-***", text)
 
 
-def _reply_parts(completion: object) -> tuple[str | None, str | None, str | None]:
-    """(content, refusal, finish_reason) of the first choice, tolerating odd servers."""
-    if not isinstance(completion, ChatCompletion):
-        return None, None, None
+class MalformedReply(Exception):
+    """A 200 reply that is not a usable chat completion; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str | None
+    refusal: str | None
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _parse_reply(body: bytes) -> _Reply:
+    """The parts of a chat completion gitsleep uses, read from the raw body by hand.
+
+    Servers get this wrong in many ways, and none of them may crash a run: bytes that
+    are not UTF-8, numbers too long for Python's int, `content` as a list of parts (the
+    text parts are joined), token counts that are strings, NaN or negative (refused:
+    they feed the token budget). Anything unusable raises MalformedReply.
+    """
     try:
-        choice = completion.choices[0]
-        message = choice.message
-        return message.content, getattr(message, "refusal", None), choice.finish_reason
-    except (AttributeError, IndexError, TypeError):
-        return None, None, None
+        data = loads_json(body.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise MalformedReply(f"the body is not UTF-8 (byte {err.start})") from None
+    except (ValueError, RecursionError) as err:
+        raise MalformedReply(f"the body is not JSON ({type(err).__name__}: {err})") from None
+    choices = data.get("choices") if isinstance(data, Mapping) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, Mapping):
+        raise MalformedReply("the body has no choices[0]")
+    message = choice.get("message")
+    message = message if isinstance(message, Mapping) else {}
+    finish = choice.get("finish_reason")
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    return _Reply(
+        text=_content_text(message.get("content")),
+        refusal=message.get("refusal") if isinstance(message.get("refusal"), str) else None,
+        finish_reason=finish if isinstance(finish, str) else None,
+        prompt_tokens=_token_count(usage, "prompt_tokens"),
+        completion_tokens=_token_count(usage, "completion_tokens"),
+    )
+
+
+def _content_text(content: object) -> str | None:
+    """A message's text: a string, or the text parts of a list of content parts."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [part.get("text") for part in content if isinstance(part, Mapping)]
+        return "".join(t for t in texts if isinstance(t, str))
+    raise MalformedReply(f"message content is a {type(content).__name__}, not text")
+
+
+def _token_count(usage: Mapping[str, Any], name: str) -> int:
+    """A usage count: absent is 0; anything but a whole number >= 0 is malformed."""
+    value = usage.get(name)
+    if value is None:
+        return 0
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**53:
+        raise MalformedReply(f"usage.{name} is {_shown(value)}, not a token count")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _schema_name(schema: Any, purpose: str) -> str:

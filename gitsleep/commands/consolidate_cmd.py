@@ -66,20 +66,22 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
         end_progress(setup)
         if not as_json:
             s = outcome.summary
+            # An aborted epoch is a failure (exit 3 or 6): its line goes with the errors.
+            err = s["decision"] == "aborted"
             dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
-            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}{dry}")
+            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}{dry}", err=err)
             if outcome.result is not None and report.small_sample_note(outcome.result):
-                click.echo(f"  warning: {report.small_sample_note(outcome.result)}")
+                click.echo(f"  warning: {report.small_sample_note(outcome.result)}", err=err)
             if unused:
                 click.echo(f"  not used: uncommitted changes to {', '.join(unused)}; "
                            "consolidate reads the committed base, so commit them to include "
-                           "them (or try them first with --dry-run)")
+                           "them (or try them first with --dry-run)", err=err)
             if s.get("commit"):
-                click.echo(f"  commit {s['commit']} on {s['branch']}")
+                click.echo(f"  commit {s['commit']} on {s['branch']}", err=err)
             if s.get("pr", {}).get("operation") not in (None, "none"):
-                click.echo(f"  pull request {s['pr']['operation']}: {s['pr']['url']}")
+                click.echo(f"  pull request {s['pr']['operation']}: {s['pr']['url']}", err=err)
             if s.get("diagnostics"):
-                click.echo(f"  diagnostics: {s['diagnostics']}")
+                click.echo(f"  diagnostics: {s['diagnostics']}", err=err)
     if as_json:
         summaries = [o.summary for o in outcomes]
         print_json(summaries[0] if len(summaries) == 1 and len(chosen) == 1 else summaries)

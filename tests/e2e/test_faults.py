@@ -83,7 +83,10 @@ def the_line(result: CliResult) -> str:
         assert len(errors) == 1, result.err
         return errors[0]
     results = [line for line in result.out.splitlines() if line.startswith("brief-writer: ")]
-    assert len(results) == 1, result.out
+    # An aborted epoch is a failure: its result line goes to stderr, with the errors.
+    results += [line for line in result.err.splitlines()
+                if line.startswith("brief-writer: aborted: ")]
+    assert len(results) == 1, (result.out, result.err)
     return results[0]
 
 
@@ -152,6 +155,18 @@ def test_model_server_down_is_exit_3_and_nothing_is_committed(
         recovers(capsys, work, origin)
 
 
+def test_the_abort_line_goes_to_stderr_and_stdout_stays_empty(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, _origin = repo
+    use_model_server(work, f"http://127.0.0.1:{free_port()}/v1")
+    result = consolidate(capsys, work)
+    assert result.code == 3
+    assert "aborted" not in result.out and result.out == "", result.out
+    assert [line for line in result.err.splitlines()
+            if line.startswith("brief-writer: aborted: ")], result.err
+
+
 def test_a_few_hung_calls_are_retried_and_the_run_goes_on(
     repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -183,6 +198,28 @@ def test_a_slow_server_times_out_into_exit_3_and_the_next_run_recovers(
     assert_nothing_left(work)
     with FakeOpenAIServer(responder=scripted_model) as server:
         use_model_server(work, server.base_url)
+        recovers(capsys, work, origin)
+
+
+def test_a_server_that_trickles_is_cut_by_the_total_deadline_into_exit_3(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Headers at once, then one byte per 0.2 s: no read ever times out, every call does."""
+    work, origin = repo
+    with FakeOpenAIServer(responder=scripted_model, trickle_interval=0.2,
+                          trickle_seconds=60) as server:
+        use_model_server(work, server.base_url, timeout=0.4, max_retries=0, workers=16)
+        server.inject(*["trickle"] * 1000)
+        started = time.monotonic()
+        result = consolidate(capsys, work)
+        elapsed = time.monotonic() - started
+        server.reset()
+        assert result.code == 3
+        line = the_line(result)
+        assert "aborted" in line and "timeout: no reply within 0.4s" in line
+        assert elapsed < 30, f"each call is bounded by its timeout; took {elapsed:.0f}s"
+        assert_nothing_committed(work, origin)
+        assert_nothing_left(work)
         recovers(capsys, work, origin)
 
 
@@ -312,6 +349,27 @@ def test_github_down_for_good_is_exit_4_and_the_next_run_opens_the_pr(
         data = recovers(capsys, work, origin, calls=0)
         assert len(back.open_pulls()) == 1
     assert data["commit"] == pushed and data["pr"]["operation"] == "created"
+
+
+def test_a_github_api_url_that_is_not_http_is_exit_4_and_the_next_run_opens_the_pr(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work, origin = repo
+    with FakeGitHub() as fake:
+        for key, value in fake.env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("GITHUB_API_URL", "ftp://" + fake.api_url.removeprefix("http://"))
+        result = consolidate(capsys, work)
+        assert result.code == 4
+        line = the_line(result)
+        assert line.startswith("gitsleep: error: GITHUB_API_URL is not an http(s) URL")
+        pushed = remote_tip(origin)
+        assert pushed, "the commit was pushed: only the pull request is missing"
+        assert fake.requests == []
+        monkeypatch.setenv("GITHUB_API_URL", fake.api_url)
+        data = recovers(capsys, work, origin, calls=0)
+        assert data["commit"] == pushed and data["pr"]["operation"] == "created"
 
 
 # -- the git remote ------------------------------------------------------------------------

@@ -4,7 +4,9 @@ The real PyGithub client talks to it over HTTP (`base_url=fake.api_url`), so tes
 the client's own paths, retries and error handling. State lives in memory; every request
 is logged (method, path, query, headers, body) so a test can count writes or search what
 was sent for secrets; `fail_next` queues faults (401, 403 rate limits with Retry-After,
-422, 500) that answer the next matching requests instead of the normal handler.
+422, 500) that answer the next matching requests instead of the normal handler;
+`trickle_next` sends the next matching answers one byte per interval (headers at once),
+for a bounded time.
 
     with FakeGitHub() as fake:
         forge = GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token))
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -94,6 +97,10 @@ class FakeGitHub:
         self.pulls: dict[int, dict[str, Any]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self._faults: list[Fault] = []
+        self._trickles: list[Fault] = []  # Fault used as a (method, path) matcher only
+        self.trickle_interval = 0.5
+        self.trickle_seconds = 10.0
+        self._stopping = threading.Event()
         self._next_number = 1
         self._next_id = 1000
         self._lock = threading.Lock()
@@ -109,6 +116,7 @@ class FakeGitHub:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -138,6 +146,21 @@ class FakeGitHub:
         """Answer the next matching requests with these faults, in order."""
         with self._lock:
             self._faults.extend(faults)
+
+    def trickle_next(self, count: int = 1, method: str | None = None,
+                     path_contains: str = "") -> None:
+        """Send the next `count` matching answers one byte every `trickle_interval`."""
+        with self._lock:
+            self._trickles.extend(Fault(200, None, method=method, path_contains=path_contains)
+                                  for _ in range(count))
+
+    def _take_trickle(self, method: str, path: str) -> bool:
+        with self._lock:
+            for index, trickle in enumerate(self._trickles):
+                if trickle.matches(method, path):
+                    del self._trickles[index]
+                    return True
+        return False
 
     @property
     def writes(self) -> list[RecordedRequest]:
@@ -356,7 +379,22 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             for key, value in headers.items():
                 self.send_header(key, value)
             self.end_headers()
-            self.wfile.write(data)
+            if not fake._take_trickle(request.method, request.path):
+                self.wfile.write(data)
+                return
+            self.wfile.flush()
+            ends = time.monotonic() + fake.trickle_seconds
+            for index in range(len(data)):  # every read returns in time; the whole never does
+                if time.monotonic() >= ends or fake._stopping.is_set():
+                    self.close_connection = True
+                    return
+                try:
+                    self.wfile.write(data[index : index + 1])
+                    self.wfile.flush()
+                except OSError:  # the client gave up
+                    self.close_connection = True
+                    return
+                fake._stopping.wait(fake.trickle_interval)
 
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 

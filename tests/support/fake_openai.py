@@ -10,7 +10,9 @@ retries, timeouts and error mapping instead of a mock. It answers
 - persistent server quirks: a required API key, a list of known models, llama.cpp's
   HTTP 500 for `response_format: json_schema`, parameters rejected as unsupported;
 - a fixed latency, for benchmarks;
-- a record of every request (headers and JSON body) and `usage` in every reply.
+- a record of every request (headers and JSON body) and `usage` in every reply;
+- `max_tokens` / `max_completion_tokens` honoured: a longer reply is cut there (in
+  words, its stand-in for tokens) with `finish_reason: "length"`.
 
     with FakeOpenAIServer() as server:
         client = OpenAI(api_key="k", base_url=server.base_url)
@@ -50,7 +52,19 @@ FAULT_KINDS = (
     "empty",  # 200 with empty content and no refusal
     "refusal",  # 200 with a refusal instead of content
     "malformed",  # 200 with a body that is not JSON
+    "usage-strings",  # 200 whose usage token counts are strings
+    "usage-nan",  # 200 whose usage token counts are NaN (Python's json writes and reads it)
+    "usage-negative",  # 200 whose usage token counts are negative
+    "usage-huge",  # 200 whose usage token counts are 1e400 (infinity when read)
+    "invalid-utf8",  # 200 whose body is not UTF-8
+    "content-parts",  # 200 whose content is a list of parts, not a string
+    "huge-int",  # 200 whose usage holds a 5000-digit integer (over Python's int-string limit)
+    "huge-int-content",  # 200 whose content is JSON with a 5000-digit integer in it
+    "length",  # 200 cut off by the token cap: finish_reason "length"
+    "length-empty",  # 200 cut off before any text (a reasoning model spent the cap)
+    "trickle",  # 200 headers at once, then the body one byte every `trickle_interval`
 )
+HUGE_INT = "9" * 5000
 
 LLAMA_CPP_JSON_SCHEMA_ERROR = (
     "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
@@ -120,6 +134,9 @@ class FakeOpenAIServer:
         models: tuple[str, ...] | None = None,
         reject_json_schema: bool = False,
         reject_params: tuple[str, ...] = (),
+        serial: bool = False,
+        trickle_interval: float = 0.5,
+        trickle_seconds: float = 10.0,
     ) -> None:
         self.responder = responder
         self.latency = latency
@@ -129,6 +146,14 @@ class FakeOpenAIServer:
         self.models = models
         self.reject_json_schema = reject_json_schema
         self.reject_params = reject_params
+        # One request at a time, like a local server with one slot: the rest queue. A
+        # request the client gave up on still holds the slot until it is done.
+        self.serial = serial
+        self.trickle_interval = trickle_interval
+        self.trickle_seconds = trickle_seconds  # a trickle stops (connection closed) after this
+        self._slot = threading.Lock()
+        self.in_flight = 0  # chat requests received and not yet answered
+        self.max_in_flight = 0
         self._faults: deque[Fault] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -230,6 +255,11 @@ class FakeOpenAIServer:
             self._requests.append(request)
             return self._faults.popleft() if take_fault and self._faults else None
 
+    def _count(self, step: int) -> None:
+        with self._lock:
+            self.in_flight += step
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
     def _track(self, conn: socket.socket, open_: bool) -> None:
         with self._lock:
             if open_:
@@ -306,7 +336,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fault = self.fake._record(record, take_fault=True)
         record.fault = fault.kind if fault else None
-        self._chat(record, fault)
+        self.fake._count(+1)
+        try:
+            if self.fake.serial:
+                with self.fake._slot:
+                    self._chat(record, fault)
+            else:
+                self._chat(record, fault)
+        finally:
+            self.fake._count(-1)
 
     # -- the chat endpoint -------------------------------------------------------
 
@@ -430,17 +468,38 @@ class _Handler(BaseHTTPRequestHandler):
             fake._pause(fake.hang_seconds)
         if kind == "malformed":
             return self._send_raw(200, b"<html>upstream proxy error", "application/json")
+        if kind == "invalid-utf8":
+            return self._send_raw(200, b'{"choices": [{"message": {"content": "\xff\xfe"}}]}',
+                                  "application/json")
 
         refusal = None
+        finish_reason = "stop"
         if kind == "empty":
             text: str | None = ""
         elif kind == "refusal":
             text, refusal = None, "I'm sorry, but I can't help with that."
+        elif kind == "huge-int-content":
+            text = f'{{"score": {HUGE_INT}, "edits": [], "reason": "big"}}'
+        elif kind == "length-empty":
+            text, finish_reason = "", "length"
         else:
             text = fake.responder(body)
+            if kind == "length":
+                finish_reason = "length"
+            cap = body.get("max_tokens") or body.get("max_completion_tokens")
+            if isinstance(cap, int) and text and _count_tokens(text) > cap:
+                # Like a real server: generation stops at the cap, mid-answer.
+                text, finish_reason = " ".join(text.split()[:cap]), "length"
         prompt_text = " ".join(_content_text(m.get("content")) for m in body.get("messages") or [])
-        completion_tokens = _count_tokens(text or refusal or "")
-        prompt_tokens = _count_tokens(prompt_text)
+        completion_tokens: Any = _count_tokens(text or refusal or "")
+        prompt_tokens: Any = _count_tokens(prompt_text)
+        content: Any = text
+        if kind == "content-parts":
+            content = [{"type": "text", "text": text}, {"type": "image_url", "image_url": {}}]
+        bad_usage = {"usage-strings": "many", "usage-nan": float("nan"),
+                     "usage-negative": -1_000_000, "usage-huge": float("inf")}
+        if kind in bad_usage:
+            prompt_tokens = completion_tokens = bad_usage[kind]
         reply = {
             "id": f"chatcmpl-fake{record.received_at:.6f}".replace(".", ""),
             "object": "chat.completion",
@@ -449,17 +508,25 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text, "refusal": refusal},
-                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content, "refusal": refusal},
+                    "finish_reason": finish_reason,
                     "logprobs": None,
                 }
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
+                "total_tokens": prompt_tokens if kind in bad_usage else
+                prompt_tokens + completion_tokens,
             },
         }
+        if kind == "huge-int":
+            usage = {**reply["usage"], "completion_tokens": "HUGE"}
+            data = json.dumps({**reply, "usage": usage}).replace('"HUGE"', HUGE_INT)
+            return self._send_raw(200, data.encode("utf-8"), "application/json")
+        if kind == "trickle":
+            return self._send_raw(200, json.dumps(reply).encode("utf-8"), "application/json",
+                                  trickle=True)
         return self._send_json(200, reply)
 
     # -- writing -----------------------------------------------------------------
@@ -474,6 +541,8 @@ class _Handler(BaseHTTPRequestHandler):
         data: bytes,
         content_type: str,
         headers: dict[str, str] | None = None,
+        *,
+        trickle: bool = False,
     ) -> int:
         if self.current is not None:
             self.current.status = status
@@ -485,11 +554,29 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if trickle:
+                self._trickle(data)
+            else:
+                self.wfile.write(data)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True  # the client gave up (e.g. after a timeout)
         return status
+
+
+    def _trickle(self, data: bytes) -> None:
+        """One byte per interval: every read returns in time, the reply never ends soon.
+        Bounded: after `trickle_seconds` (or when the server stops) the connection closes."""
+        fake = self.fake
+        self.wfile.flush()
+        ends = time.monotonic() + fake.trickle_seconds
+        for index in range(len(data)):
+            if time.monotonic() >= ends or fake._stopping.is_set():
+                self.close_connection = True
+                return
+            self.wfile.write(data[index : index + 1])
+            self.wfile.flush()
+            fake._pause(fake.trickle_interval)
 
 
 @pytest.fixture
