@@ -7,7 +7,8 @@
         step outputs to $GITHUB_OUTPUT and a Markdown table to $GITHUB_STEP_SUMMARY.
 
 With several skills, the scalar outputs (`decision`, `val-baseline`, ...) hold the FIRST
-skill's values, `results` holds every skill's result as a JSON array, and the summary
+skill's values (the action's exit code is the highest of the skills', as the CLI's),
+`results` holds every skill's result as a JSON array, and the summary
 has one row per skill. The action's matrix example runs one skill per job, where the
 scalar outputs are simply that skill's.
 """
@@ -88,7 +89,12 @@ def load_results(results_dir: Path) -> list[dict[str, Any]]:
 
 
 def _score(value: Any) -> str:
-    return "" if value is None else str(value)
+    """A score as text, rounded to 3 decimals (never 0.20000000000000004)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return str(round(value, 3))
+    return str(value)
 
 
 def outputs_for(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -106,9 +112,20 @@ def outputs_for(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         "pr-number": _score(pr.get("number")),
         "pr-url": str(pr.get("url") or ""),
         "commit": str(first.get("commit") or ""),
-        "results": json.dumps(list(results), separators=(",", ":")),
+        "results": json.dumps([_rounded(r) for r in results], separators=(",", ":")),
     }
     return outputs
+
+
+def _rounded(data: Any) -> Any:
+    """The result with every float rounded to 3 decimals."""
+    if isinstance(data, float):
+        return round(data, 3)
+    if isinstance(data, dict):
+        return {k: _rounded(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_rounded(v) for v in data]
+    return data
 
 
 def github_output_lines(outputs: Mapping[str, str]) -> str:
@@ -150,8 +167,26 @@ def _pr_cell(pr: Mapping[str, Any] | None) -> str:
     return f"{operation} #{int(number)}" if number else operation
 
 
+def history_charts(results: Sequence[Mapping[str, Any]], repo: Path) -> dict[str, str]:
+    """skill -> a Mermaid chart of held-out per epoch, for skills with 2 or more epochs."""
+    from gitsleep import history, report
+
+    charts: dict[str, str] = {}
+    for result in results:
+        skill, branch = result.get("skill"), result.get("branch")
+        if not isinstance(skill, str) or not isinstance(branch, str):
+            continue
+        epochs = history.read_epochs(repo, base="HEAD", branch_refs=[f"refs/heads/{branch}"],
+                                     skills=[skill])
+        chart = report.held_out_chart(history.held_out_points(epochs),
+                                      str(result.get("metric") or ""))
+        if chart:
+            charts[skill] = chart
+    return charts
+
+
 def summary_markdown(results: Sequence[Mapping[str, Any]], exit_code: int,
-                     problem: str = "") -> str:
+                     problem: str = "", charts: Mapping[str, str] | None = None) -> str:
     """The Markdown written to $GITHUB_STEP_SUMMARY: one table row per skill."""
     lines = ["## gitsleep", ""]
     if exit_code:
@@ -170,14 +205,25 @@ def summary_markdown(results: Sequence[Mapping[str, Any]], exit_code: int,
     for result in results:
         commit = str(result.get("commit") or "")
         lines.append(
-            f"| {_cell(result.get('skill', '?'))} | {_cell(result.get('decision', '?'))} "
+            f"| {_cell(result.get('skill', '?'))} | {_cell(result.get('decision', '?'))}"
+            f"{' _(offline)_' if result.get('simulated') else ''} "
             f"| {_split_cell(result.get('val'))} | {_split_cell(result.get('test'))} "
             f"| {_pr_cell(result.get('pr'))} | {f'`{_cell(commit[:12])}`' if commit else '—'} |"
         )
     lines.append("")
     for result in results:
+        skill = f"**{_cell(result.get('skill', '?'))}**"
         if result.get("reason"):
-            lines.append(f"- **{_cell(result.get('skill', '?'))}**: {_cell(result['reason'])}")
+            lines.append(f"- {skill}: {_cell(result['reason'])}")
+        pr = result.get("pr") or {}
+        if (pr.get("operation") or "none") == "none" and pr.get("reason"):
+            lines.append(f"- {skill}: no pull request: {_cell(pr['reason'])}")
+    for skill, chart in (charts or {}).items():
+        lines += ["", f"### {_cell(skill)}: held-out per epoch", "", chart]
+    if any(r.get("simulated") for r in results):
+        lines += ["", "> [!WARNING]", "> Rows marked _(offline)_ were scored by gitsleep's "
+                  "offline simulator (`backend: offline`), not a real model: their scores say "
+                  "nothing about a real model."]
     return "\n".join(lines) + "\n"
 
 
@@ -199,7 +245,9 @@ def publish(results_dir: Path, exit_code: int, env: Mapping[str, str]) -> int:
     except (ValueError, OSError) as exc:
         results, problem = [], str(exc)
     _append(env.get("GITHUB_OUTPUT"), github_output_lines(outputs_for(results)))
-    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(results, exit_code, problem))
+    charts = history_charts(results, Path.cwd())
+    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(results, exit_code, problem,
+                                                             charts))
     if problem:
         print(f"::error title=gitsleep::cannot read the consolidate results: {problem}")
         return 0 if exit_code else 1

@@ -15,6 +15,13 @@ from gitsleep.cache import ResponseCache
 from gitsleep.errors import BudgetExhausted
 from gitsleep.models import Answer, Cost
 
+Tick = Callable[[], None]  # one unit of a pass is done
+StepHook = Callable[[str, int], Tick]  # (label, total) -> tick: the edge's progress display
+
+
+def no_tick() -> None:
+    """A tick that shows nothing."""
+
 
 def _valid_unicode(text: str) -> str:
     """Lone surrogates (half a UTF-16 pair in a reply's JSON) become U+FFFD: such text
@@ -38,6 +45,7 @@ class CallRunner:
         max_tokens: int = 2_000_000,
         workers: int = 4,
         on_call: Callable[[ModelCall, Answer], None] | None = None,
+        on_start: Callable[[ModelCall], None] | None = None,
     ) -> None:
         self.backend = backend
         self.cache = cache if cache is not None else ResponseCache()
@@ -47,6 +55,7 @@ class CallRunner:
         self.cost = Cost()
         self.errors: list[str] = []
         self.on_call = on_call
+        self.on_start = on_start  # a real (not cached) call is about to go out
         self._lock = threading.Lock()
         self._stopped: BaseException | None = None  # a fatal error: no further call starts
 
@@ -83,6 +92,8 @@ class CallRunner:
         if self._stopped is not None:
             raise self._stopped
         self._reserve()
+        if self.on_start is not None:
+            self.on_start(request)
         try:
             answer = self.backend.complete(request)
         except BaseException as exc:
@@ -108,12 +119,21 @@ class CallRunner:
             self.on_call(request, answer)
         return answer
 
-    def map(self, requests: Sequence[ModelCall]) -> list[Answer]:
-        """All requests, answers in request order; the first budget/fatal error propagates."""
+    def map(self, requests: Sequence[ModelCall], on_done: Tick = no_tick) -> list[Answer]:
+        """All requests, answers in request order; the first budget/fatal error propagates.
+
+        `on_done` is called as each answer arrives (from the worker threads), for progress.
+        """
+
+        def one(request: ModelCall) -> Answer:
+            answer = self.call(request)
+            on_done()
+            return answer
+
         if self.workers == 1 or len(requests) <= 1:
-            return [self.call(r) for r in requests]
+            return [one(r) for r in requests]
         with ThreadPoolExecutor(max_workers=min(self.workers, len(requests))) as pool:
-            futures = [pool.submit(self.call, r) for r in requests]
+            futures = [pool.submit(one, r) for r in requests]
             try:
                 return [f.result() for f in futures]
             except BaseException:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from gitsleep import documents as docs
 from gitsleep import gate, reflect, replay
-from gitsleep.backends.base import Backend
+from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
-from gitsleep.calls import CallRunner
+from gitsleep.calls import CallRunner, StepHook, no_tick
 from gitsleep.errors import BackendError, BudgetExhausted, UsageError
 from gitsleep.models import (
     Edit,
@@ -66,8 +66,11 @@ class Epoch:
         cache: ResponseCache | None = None,
         progress: Progress | None = None,
         redact: Callable[[str], str] | None = None,
+        steps: StepHook | None = None,
     ) -> None:
         self.settings = settings
+        self.steps = steps  # per-answer progress of a pass, from the edge (a bar, lines)
+        self.asking = ""  # what the optimizer call about to start is for
         self.redact = redact
         self.skill = skill
         self.backend = backend
@@ -85,6 +88,7 @@ class Epoch:
             max_calls=settings.max_calls,
             max_tokens=settings.max_tokens,
             workers=settings.workers,
+            on_start=self._call_started,
         )
         self.result = EpochResult(
             skill=skill,
@@ -106,12 +110,25 @@ class Epoch:
     # -- scoring -------------------------------------------------------------------------
 
     def score(self, split: str, documents: Mapping[str, str | None], label: str) -> PassResult:
-        self.progress(f"{self.skill}: scoring {split} ({label}, {len(self.split[split])} tasks)")
+        count = len(self.split[split])
+        tick = no_tick
+        if self.steps is not None:
+            tick = self.steps(f"{self.skill}: scoring {split} ({label})",
+                              count * max(1, self.settings.gate.repeats))
+        else:
+            self.progress(f"{self.skill}: scoring {split} ({label}, {count} "
+                          f"task{'' if count == 1 else 's'})")
         result = replay.score_split(
-            self.runner, self.split[split], documents, self.settings, label=label, split=split
+            self.runner, self.split[split], documents, self.settings, label=label, split=split,
+            on_answer=tick,
         )
         self.result.passes.append(result)
         return result
+
+    def _call_started(self, call: ModelCall) -> None:
+        """Say when an optimizer call goes out: it is the slow one, and it costs most."""
+        if call.purpose == "propose":
+            self.progress(f"{self.skill}: optimizer call started ({call.model}): {self.asking}")
 
     # -- the epoch -------------------------------------------------------------------------
 
@@ -197,6 +214,9 @@ class Epoch:
         count = max(1, self.settings.proposals)
         for index in range(count):
             shown = reflect.slice_failures(failures, index, count)
+            self.asking = (f"{target} round {round_no}, proposal {index + 1} of {count}, "
+                           f"from {len(shown)} failing train task"
+                           f"{'' if len(shown) == 1 else 's'}")
             proposal = reflect.propose(
                 self.runner, self.settings, target=target, document=document, failures=shown,
                 passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
@@ -497,9 +517,11 @@ def run_epoch(
     cache: ResponseCache | None = None,
     progress: Progress | None = None,
     redact: Callable[[str], str] | None = None,
+    steps: StepHook | None = None,
 ) -> EpochResult:
     """Run one epoch; backend and budget failures come back as an `aborted` result.
 
-    `redact` (the run's secret masker) refuses edits that would write a secret."""
+    `redact` (the run's secret masker) refuses edits that would write a secret; `steps`
+    (from the CLI) shows each pass's answers as they arrive."""
     return Epoch(tasks, documents, settings, backend, skill=skill, cache=cache,
-                 progress=progress, redact=redact).run()
+                 progress=progress, redact=redact, steps=steps).run()

@@ -214,22 +214,22 @@ def settings_from_env(
     token = (env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or "").strip()
     api_url = (env.get("GITHUB_API_URL") or DEFAULT_API_URL).strip().rstrip("/")
     if not token:
-        return None, "no GITHUB_TOKEN or GH_TOKEN in the environment: no pull request"
+        return None, "no GITHUB_TOKEN or GH_TOKEN in the environment"
     check_api_url(api_url)
     repository = (env.get("GITHUB_REPOSITORY") or "").strip()
     if repository:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repository):
-            return None, f"GITHUB_REPOSITORY={repository!r} is not owner/name: no pull request"
+            return None, f"GITHUB_REPOSITORY={repository!r} is not owner/name"
         return ForgeSettings(api_url, repository, token), ""
     parsed = parse_remote_url(remote_url) if remote_url else None
     if parsed is None:
         where = f"the remote {remote_url!r}" if remote_url else "no remote"
-        return None, f"{where} names no GitHub repository (set GITHUB_REPOSITORY): no pull request"
+        return None, f"{where} names no GitHub repository (set GITHUB_REPOSITORY)"
     host, repository = parsed
     if not _api_serves_host(api_url, host):
         return None, (
             f"the remote's host {host} is not served by {api_url} "
-            "(set GITHUB_API_URL or GITHUB_REPOSITORY): no pull request"
+            "(set GITHUB_API_URL or GITHUB_REPOSITORY)"
         )
     return ForgeSettings(api_url, repository, token), ""
 

@@ -12,6 +12,7 @@ import re
 from functools import lru_cache
 
 import regex
+from markdown_it import MarkdownIt
 
 from gitsleep.backends.base import ModelCall
 from gitsleep.models import Check, Judge, Score
@@ -28,7 +29,7 @@ REFUSALS = (
     "sorry, i cannot",
     "no can do",
 )
-_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+(.*?))?[ \t]*#*[ \t]*$")
+_MARKDOWN = MarkdownIt("commonmark")  # the section ops read answers as GitHub would
 _LEAD_MARKUP = re.compile(r"^(?:\s|[>*_#-]|\d+[.)])+")
 _BOLD = re.compile(r"^\*\*(.+?)\*\*")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -55,21 +56,40 @@ def search_untrusted(pattern: str, text: str) -> tuple[bool, str]:
         return False, f"regex took over {REGEX_TIMEOUT}s (catastrophic backtracking?)"
 
 
-def _headings(answer: str) -> list[str]:
-    out = []
-    for line in answer.splitlines():
-        m = _HEADING.match(line)
-        if m:
-            out.append((m.group(1) or "").strip().casefold())
-    return out
+@lru_cache(maxsize=1024)
+def _outline(answer: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(heading texts, prose lines) of an answer as CommonMark reads it, casefolded.
+
+    A `# line` inside a fenced or indented code block is code, not a heading; a setext
+    heading (a line underlined with `===` or `---`) is one; a heading's inline markup
+    (`## **Risks**`) is not part of its text. Prose lines are the source lines of
+    paragraphs (in lists and quotes too), where bold leads and `Name:` labels live.
+    """
+    headings: list[str] = []
+    lines: list[str] = []
+    tokens = _MARKDOWN.parse(answer)
+    for index, token in enumerate(tokens):
+        if token.type != "inline":
+            continue
+        if index and tokens[index - 1].type == "heading_open":
+            text = "".join(c.content for c in token.children or ()
+                           if c.type in ("text", "code_inline"))
+            headings.append(text.strip().casefold())
+        else:
+            lines.extend(line.strip().casefold() for line in token.content.splitlines())
+    return tuple(headings), tuple(lines)
+
+
+def _headings(answer: str) -> tuple[str, ...]:
+    return _outline(answer)[0]
 
 
 def _section_present(answer: str, name: str) -> bool:
     want = name.strip().casefold()
-    if any(h.endswith(want) for h in _headings(answer)):
+    headings, lines = _outline(answer)
+    if any(h.endswith(want) for h in headings):
         return True
-    for line in answer.splitlines():
-        s = line.strip().casefold()
+    for s in lines:
         bold = _BOLD.match(s)
         if bold and bold.group(1).strip().rstrip(":").strip().endswith(want):
             return True

@@ -16,6 +16,7 @@ _BREAKS = re.compile(r"\r\n|[\x00-\x1f\x7f\x85\u2028\u2029]")
 _BIDI = re.compile(r"[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _BACKTICKS = re.compile(r"`+")
+_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
 ZWSP = "\u200b"
 
 
@@ -32,8 +33,11 @@ def clip(text: str, limit: int) -> str:
 def escape(text: str) -> str:
     """Inline prose or a table cell: one line, no HTML, no Markdown syntax, no mentions."""
     text = one_line(text)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # `<` opens tags and comments and `&name;` an entity; a `>` inside a line is plain text
+    # (it quotes only at a line start), so `->` stays readable wherever the body is shown.
+    text = _ENTITY.sub("&amp;", text).replace("<", "&lt;")
     text = _SPECIAL.sub(r"\\\1", text)
+    text = re.sub(r"^(\s*)>", r"\1\\>", text)
     text = text.replace("@", "@" + ZWSP)  # no @user / @org/team notifications
     return re.sub(r"#(?=\d)", "#" + ZWSP, text)  # no owner/repo#123 cross-references
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from gitsleep import judges
 from gitsleep.backends.base import ModelCall
-from gitsleep.calls import CallRunner
+from gitsleep.calls import CallRunner, Tick, no_tick
 from gitsleep.errors import BackendError
 from gitsleep.models import (
     EpochSettings,
@@ -91,8 +91,11 @@ def score_split(
     *,
     label: str,
     split: str,
+    on_answer: Tick = no_tick,
 ) -> PassResult:
     """Score every task `repeats` times; failed calls are recorded, never scored.
+
+    `on_answer` ticks once per answer (tasks x repeats), for a progress display.
 
     Raises BackendError when more than `max_error_rate` of the pass's calls failed:
     a night of errors must never read as a night of zeros.
@@ -100,7 +103,7 @@ def score_split(
     repeats = max(1, settings.gate.repeats)
     jobs = [(task, s) for task in tasks for s in range(repeats)]
     answers = runner.map([answer_call(documents, t, settings.model, s, settings.max_answer_tokens)
-                          for t, s in jobs])
+                          for t, s in jobs], on_answer)
     samples: list[SampleResult] = []
     rubric_jobs: list[int] = []
     for i, ((task, s), answer) in enumerate(zip(jobs, answers, strict=True)):

@@ -73,6 +73,47 @@ def fmt_score(value: float | None) -> str:
     return f"{value:.3f}"
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 task`, `2 tasks`: the count with its noun in the right number."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def rounded(value: float | None) -> float | None:
+    """A score rounded to 3 decimals for JSON and Action outputs (0.20000000000000004 -> 0.2)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return round(value, 3)
+
+
+SMALL_SPLIT = 5  # below this many val or held-out tasks, one task swings the mean a lot
+METRIC_NOTES = {
+    "hard": "`hard`: 1 when an answer passes every check, else 0",
+    "soft": "`soft`: the share of an answer's checks that pass",
+    "mixed": "`mixed`: a weighted mean of hard (1 when every check passes) and soft "
+             "(the share of checks that pass), weighted by `gate.mixed_weight`",
+}
+
+
+def metric_note(metric: str) -> str:
+    """One sentence that says what the metric's number means (empty for an unknown one)."""
+    return METRIC_NOTES.get(metric, "")
+
+
+def small_splits(val_n: int, test_n: int) -> list[str]:
+    """The splits whose decision rests on fewer than SMALL_SPLIT tasks, e.g. `val (1 task)`."""
+    return [f"{name} ({plural(n, 'task')})"
+            for name, n in (("val", val_n), ("held-out", test_n)) if 0 < n < SMALL_SPLIT]
+
+
+def small_sample_note(result: EpochResult) -> str:
+    """A plain warning when the decision rests on few tasks; empty otherwise."""
+    small = small_splits(result.val.n, result.test.n)
+    if not small:
+        return ""
+    return (f"Small sample: {' and '.join(small)}; with fewer than {SMALL_SPLIT} tasks one "
+            "task moves the score a lot, so treat this decision as a hint and add tasks.")
+
+
 def _change(summary: SplitSummary) -> str:
     return f"{fmt_score(summary.baseline)} -> {fmt_score(summary.candidate)}"
 
@@ -203,6 +244,8 @@ def commit_message(
     if result.backend == "offline":
         body.append("Simulated: scored by gitsleep's offline simulator (backend offline), "
                     "not a real model.")
+    if small_sample_note(result):
+        body.append(small_sample_note(result))
     sections = (
         ("Applied edits", result.applied, "why"),
         ("Rejected by the gate", result.rejected, "gate"),
@@ -377,6 +420,20 @@ def write_diagnostics(path: Path, data: Mapping[str, Any]) -> None:
 # -- pull request ----------------------------------------------------------------------
 
 
+def held_out_chart(points: list[tuple[str, float]], metric: str) -> str:
+    """A Mermaid `xychart-beta` of held-out per epoch (GitHub renders it); "" below 2 points."""
+    if len(points) < 2:
+        return ""
+    labels = ", ".join('"' + md.one_line(label).replace('"', "'") + '"' for label, _ in points)
+    values = ", ".join(f"{value:.3f}" for _, value in points)
+    name = re.sub(r"[^a-z]", "", metric.lower()) or "score"
+    return "\n".join([
+        "```mermaid", "xychart-beta", f'    title "Held-out {name} score per epoch"',
+        f"    x-axis [{labels}]", '    y-axis "held-out" 0 --> 1', f"    line [{values}]", "```",
+    ])
+
+
+
 def pr_title(result: EpochResult) -> str:
     """`gitsleep(<skill>): held-out <b> -> <c>` (val when it decided)."""
     skill = " ".join(md.one_line(result.skill).split())
@@ -388,7 +445,7 @@ def pr_title(result: EpochResult) -> str:
 def _interval(summary: SplitSummary) -> str:
     if summary.ci_low is None or summary.ci_high is None:
         return "n/a"
-    return f"{fmt_score(summary.ci_low)} to {fmt_score(summary.ci_high)}"
+    return f"{summary.ci_low:+.3f} to {summary.ci_high:+.3f}"
 
 
 def _sample_reason(task: TaskResult | None) -> str:
@@ -465,6 +522,7 @@ def pr_body(
     rerun: str,
     redactor: Redactor,
     limit: int = PR_BODY_LIMIT,
+    chart: str = "",
 ) -> str:
     """The pull-request body: scores first, then the learned-block diff, the edits, the
     per-task tables, models, cost and a footer on how to re-run or stop gitsleep.
@@ -486,12 +544,15 @@ def pr_body(
         head += ["", "> [!WARNING]", "> These scores come from gitsleep's offline simulator "
                  "(`backend: offline`), which follows directives literally. They say nothing "
                  "about how a real model would do."]
+    if small_sample_note(result):
+        head += ["", "> [!CAUTION]", f"> {small_sample_note(result)}"]
     head += [
         "",
         f"### Scores ({prose.code(result.metric, 40)} metric, 0 to 1)",
         "",
         md.table(
-            ["split", "baseline", "candidate", "n", "95% interval (paired bootstrap)"],
+            ["split", "baseline", "candidate", "n",
+             "change: 95% interval (paired bootstrap)"],
             [
                 [name, fmt_score(s.baseline), fmt_score(s.candidate), str(s.n), _interval(s)]
                 for name, s in (("val", result.val), ("held-out (test)", result.test))
@@ -499,6 +560,10 @@ def pr_body(
             "lrrrl",
         ),
     ]
+    if metric_note(result.metric):
+        head += ["", f"_{metric_note(result.metric)}._"]
+    if chart:  # held-out per epoch, from `held_out_chart`: our own text, never a task's
+        head += ["", "### Held-out per epoch", "", chart]
 
     diff_parts: list[str] = []
     for target, (before, after) in result.documents.items():
@@ -611,6 +676,18 @@ def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> st
     return " ".join(md.one_line(redactor.redact(text)).split())
 
 
+def no_pr_reason(result: EpochResult, pr: Mapping[str, Any]) -> str:
+    """Why no pull request was opened or updated, in a few words."""
+    if result.decision != "accepted":
+        return f"the epoch was {result.decision.replace('_', ' ')}: nothing to review"
+    if pr.get("reason"):
+        return str(pr["reason"])
+    if not result.pr_eligible:
+        split = "val" if result.decided_by == "val" else "held-out"
+        return f"{split} did not improve"
+    return "not requested"
+
+
 def json_summary(
     result: EpochResult,
     *,
@@ -623,7 +700,8 @@ def json_summary(
     """The `consolidate --json` object of the interface contract, redacted."""
 
     def scores(summary: SplitSummary) -> dict[str, Any]:
-        return {"baseline": summary.baseline, "candidate": summary.candidate, "n": summary.n}
+        return {"baseline": rounded(summary.baseline), "candidate": rounded(summary.candidate),
+                "n": summary.n}
 
     cost = result.cost
     data = {
@@ -644,6 +722,8 @@ def json_summary(
             "operation": pr.get("operation") or "none",
             "number": pr.get("number"),
             "url": pr.get("url"),
+            **({"reason": no_pr_reason(result, pr)} if (pr.get("operation") or "none") == "none"
+               else {}),
         },
         "cost": {
             "calls": cost.calls,
@@ -653,4 +733,6 @@ def json_summary(
         },
         "diagnostics": str(diagnostics_path) if diagnostics_path is not None else None,
     }
+    if result.backend == "offline":  # an addition to the contract's keys, only when true
+        data["simulated"] = True
     return _default_redactor(redactor).redact_obj(to_dict(data))

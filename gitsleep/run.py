@@ -26,6 +26,7 @@ from typing import Any
 from gitsleep import __version__, repo_paths, report
 from gitsleep.backends import create_backend
 from gitsleep.cache import ResponseCache
+from gitsleep.calls import StepHook, Tick, no_tick
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
 from gitsleep.documents import find_block
 from gitsleep.epoch import call_ceiling, run_epoch
@@ -51,6 +52,7 @@ class Setup:
     env: Mapping[str, str]
     redactor: Redactor
     progress: Progress
+    steps: StepHook | None = None  # per-answer progress of a pass (the CLI's bar or lines)
 
     @classmethod
     def load(
@@ -62,13 +64,15 @@ class Setup:
         backend: str | None = None,
         model: str | None = None,
         progress: Progress | None = None,
+        steps: StepHook | None = None,
     ) -> Setup:
         env = dict(os.environ if env is None else env)
         path = config_path(repo, config)
         loaded = apply_overrides(load_config(path), env, backend=backend, model=model)
         redactor = Redactor.from_env(env, [loaded.api_key_env])
         use_redactor(redactor)
-        return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr)
+        return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr,
+                   steps)
 
     def skills(self, names: tuple[str, ...] | list[str] | None) -> list[SkillConfig]:
         if not names:
@@ -77,6 +81,10 @@ class Setup:
 
     def say(self, line: str) -> None:
         self.progress(self.redactor.redact(line))
+
+    def counter(self, label: str, total: int) -> Tick:
+        """A tick per answer of a pass on the edge's display; the label is redacted first."""
+        return self.steps(self.redactor.redact(label), total) if self.steps else no_tick
 
 
 def _stderr(line: str) -> None:
@@ -194,7 +202,8 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               f"{backend.name}{' (simulated)' if backend.simulated else ''}")
     return run_epoch(tasks, documents, settings, backend, skill=skill.name,
                      cache=make_cache(setup), progress=setup.say,
-                     redact=setup.redactor.redact)
+                     redact=setup.redactor.redact,
+                     steps=setup.counter if setup.steps else None)
 
 
 def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
@@ -223,7 +232,8 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillO
     tasks, documents = read_inputs(setup.repo, skill)
     result = epoch_for(setup, skill, tasks, documents)
     path, _ = write_report(setup, result, output_dir, {"dry_run": True})
-    summary = report.json_summary(result, branch=None, commit=None, pr={"operation": "none"},
+    summary = report.json_summary(result, branch=None, commit=None,
+                                  pr={"operation": "none", "reason": "dry run"},
                                   diagnostics_path=path, redactor=setup.redactor)
     return SkillOutcome(skill.name, summary, result.abort_code, result,
                         pr_body=report.pr_body(result, rerun=rerun_command(skill.name),
@@ -412,7 +422,9 @@ def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
         documents={},
     )
     summary = report.json_summary(recorded_result, branch=branch,
-                                  commit=state.last_gitsleep_commit, pr={"operation": "none"},
+                                  commit=state.last_gitsleep_commit,
+                                  pr={"operation": "none", "reason": "up to date: its pull "
+                                      "request, if one was opened, is unchanged"},
                                   diagnostics_path=None, redactor=setup.redactor)
     return SkillOutcome(skill.name, {**summary, "up_to_date": True})
 
@@ -427,15 +439,27 @@ def _scores_from_trailer(value: str | None) -> tuple[float | None, float | None]
     return before, after
 
 
+def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
+                   metric: str) -> str:
+    """The held-out-per-epoch chart for the PR body, from the skill's recorded epochs."""
+    from gitsleep import history
+
+    epochs = history.read_epochs(setup.repo, base=base, branch_refs=[f"refs/heads/{branch}"],
+                                 skills=[skill.name])
+    return report.held_out_chart(history.held_out_points(epochs), metric)
+
+
 def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
              base_name: str, remote: str | None, repo: Any, options: GitOptions, *,
              pushed: bool, outcome: SkillOutcome) -> dict[str, Any]:
     """Create, update or close the skill's PR per the rules; never without a push."""
     none = {"operation": "none", "number": None, "url": None}
-    if options.pr is False or options.push is False or result.decision == "aborted":
+    if options.pr is False or options.push is False:
+        return {**none, "reason": "--no-pr" if options.pr is False else "--no-push"}
+    if result.decision == "aborted":
         return none
     if remote is None:
-        return none
+        return {**none, "reason": "the repository has no remote to push to"}
     from gitsleep import forge
 
     hub, why_not = _forge_for(setup, repo, remote)
@@ -443,9 +467,10 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
         if options.pr:
             raise UsageError(f"--pr cannot open a pull request: {why_not}")
         setup.say(f"{skill.name}: no pull request: {why_not}")
-        return none
+        return {**none, "reason": why_not}
     improved = result.pr_eligible and result.decision == "accepted"
-    body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor)
+    body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor,
+                          chart=_history_chart(setup, skill, branch, base_name, result.metric))
     outcome.pr_body = body
     pr_cfg = setup.config.pr
     try:

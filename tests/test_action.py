@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gitsleep import __version__
 from gitsleep.action_outputs import github_output_lines, outputs_for, summary_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,7 +193,7 @@ def test_example_workflow_shape():
     assert cache["with"]["path"] == ".gitsleep/cache"
     assert "${{ matrix.skill }}" in cache["with"]["key"] and "hashFiles(" in cache["with"]["key"]
     assert cache["with"]["restore-keys"].strip() == "gitsleep-${{ matrix.skill }}-"
-    assert gitsleep["uses"] == "OWNER/gitsleep@v1"
+    assert gitsleep["uses"] == f"OWNER/gitsleep@v{__version__}"  # a release bumps it
     assert gitsleep["with"]["skill"] == "${{ matrix.skill }}"
     assert "pull_request_target" not in EXAMPLE.read_text(encoding="utf-8")
 
@@ -226,13 +227,14 @@ def test_publish_writes_outputs_and_a_summary_table(tmp_path: Path):
     assert outputs["earlier"] == "step"
     assert {name: outputs[name] for name in SPEC_OUTPUTS} == {
         "decision": "accepted",
-        "val-baseline": "0.25", "val-candidate": "0.9166666666666666",
+        "val-baseline": "0.25", "val-candidate": "0.917",
         "test-baseline": "0.0", "test-candidate": "1.0",
         "pr-operation": "created", "pr-number": "7",
         "pr-url": "https://github.com/octo/skills/pull/7",
         "commit": "0123456789abcdef0123456789abcdef01234567",
     }
-    assert json.loads(outputs["results"]) == [SAMPLE]
+    assert json.loads(outputs["results"]) == [{**SAMPLE, "val": {**SAMPLE["val"],
+                                                                 "candidate": 0.917}}]
     table = summary.read_text(encoding="utf-8").splitlines()
     assert "| Skill | Decision | Validation | Held-out | Pull request | Commit |" in table
     assert ("| brief-writer | accepted | 0.250 → 0.917 (n=6) | 0.000 → 1.000 (n=6) "
@@ -305,11 +307,13 @@ cat <<JSON
  "pr": {"operation": "created", "number": 1, "url": "https://github.com/o/r/pull/1"}}
 JSON
 if [ "$skill" = "${STUB_FAIL_SKILL:-}" ]; then echo "gitsleep: error: push rejected" >&2; exit 4; fi
+if [ "$skill" = "${STUB_BAD_SKILL:-}" ]; then echo "gitsleep: error: bad task" >&2; exit 2; fi
 """
 
 
 def run_consolidate_step(tmp_path: Path, inputs: dict[str, str], fail_skill: str = "",
-                         plan_exit: str = "") -> tuple[subprocess.CompletedProcess[str], Path]:
+                         plan_exit: str = "", bad_skill: str = "",
+                         ) -> tuple[subprocess.CompletedProcess[str], Path]:
     bin_dir, work, runner_temp = tmp_path / "bin", tmp_path / "work", tmp_path / "runner"
     for folder in (bin_dir, work, runner_temp):
         folder.mkdir()
@@ -334,7 +338,7 @@ def run_consolidate_step(tmp_path: Path, inputs: dict[str, str], fail_skill: str
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path),
         "GITSLEEP_BIN": str(bin_dir), "RUNNER_TEMP": str(runner_temp),
         "GITHUB_OUTPUT": str(tmp_path / "github_output"), "STUB_LOG": str(tmp_path / "log"),
-        "STUB_FAIL_SKILL": fail_skill, "STUB_PLAN_EXIT": plan_exit,
+        "STUB_FAIL_SKILL": fail_skill, "STUB_PLAN_EXIT": plan_exit, "STUB_BAD_SKILL": bad_skill,
     }
     for variable, name in env_names.items():
         env[variable] = inputs.get(name, defaults.get(name, ""))
@@ -378,6 +382,34 @@ def test_consolidate_step_runs_each_skill_in_a_group(tmp_path: Path):
     outputs = read_outputs(root / "outputs")
     assert (outputs["decision"], outputs["test-candidate"], outputs["pr-number"]) == (
         "accepted", "1.0", "1")
+
+
+def test_consolidate_step_exits_with_the_highest_code_like_the_cli(tmp_path: Path):
+    # alpha fails first with 2, beta later with 4: the step exits 4, as `consolidate` would.
+    completed, root = run_consolidate_step(tmp_path, {}, bad_skill="alpha", fail_skill="beta")
+
+    assert completed.returncode == 4, completed.stderr
+    assert read_outputs(root / "github_output") == {"exit-code": "4"}
+    assert "--skill alpha exited with 2" in completed.stdout
+    assert "--skill beta exited with 4" in completed.stdout
+
+
+def test_summary_rounds_scores_marks_offline_rows_and_says_why_no_pull_request(
+        tmp_path: Path):
+    offline = {**SAMPLE, "val": {"baseline": 0.20000000000000004, "candidate": 0.6, "n": 4},
+               "pr": {"operation": "none", "number": None, "url": None,
+                      "reason": "held-out did not improve"},
+               "simulated": True}
+    completed, output, summary = publish(tmp_path, [offline])
+
+    assert completed.returncode == 0, completed.stderr
+    outputs = read_outputs(output)
+    assert outputs["val-baseline"] == "0.2"
+    assert json.loads(outputs["results"])[0]["val"]["baseline"] == 0.2
+    text = summary.read_text(encoding="utf-8")
+    assert "| brief-writer | accepted _(offline)_ | 0.200 → 0.600 (n=4) |" in text
+    assert "offline simulator" in text
+    assert "- **brief-writer**: no pull request: held-out did not improve" in text
 
 
 def test_consolidate_step_with_named_skills_and_no_options(tmp_path: Path):

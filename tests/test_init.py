@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitsleep import paths
+from gitsleep.commands import init_cmd
 from gitsleep.config import load_config
 from gitsleep.tasks import load_skill_tasks
 from tests.support.cli import run_cli
@@ -157,4 +158,7 @@ def test_real_bundled_workflow_is_copied_when_present(
     if source is None or not source.is_file():
         pytest.skip("the bundled nightly workflow is not in this checkout yet")
     run(capsys, tmp_path, "init")
-    assert (tmp_path / ".github/workflows/gitsleep.yml").read_bytes() == source.read_bytes()
+    written = (tmp_path / ".github/workflows/gitsleep.yml").read_bytes()
+    # the bundled workflow, with its setup comment and (when known) the action repo filled in
+    assert written == init_cmd.fill_workflow(source.read_bytes(), init_cmd.installed_from())
+    assert len(written.splitlines()) == len(source.read_bytes().splitlines())

@@ -388,15 +388,15 @@ def test_pr_title_names_the_deciding_split() -> None:
 def test_pr_body_has_scores_diff_edits_tables_cost_and_footer() -> None:
     body = report.pr_body(make_result(), rerun="", redactor=Redactor(),
                           diff_hint="Full diff: git diff main...gitsleep/brief-writer")
-    assert "| val | 0.250 | 0.917 | 3 | 0.333 to 1.000 |" in body
-    assert "| held-out (test) | 0.000 | 1.000 | 2 | 0.500 to 1.000 |" in body
+    assert "| val | 0.250 | 0.917 | 3 | +0.333 to +1.000 |" in body
+    assert "| held-out (test) | 0.000 | 1.000 | 2 | +0.500 to +1.000 |" in body
     assert "```diff\n--- skill (before)\n+++ skill (after)\n" in body
     assert '+- Always include "Confidence: medium"' in body
     assert "Full diff: git diff main...gitsleep/brief-writer" in body
     assert '- **add** `Always include "Confidence: medium"` (skill)' in body
     assert "- **replace** `missing anchor` with `Keep it short` (skill)" in body
     assert "_why:_ three train tasks lacked a confidence line" in body
-    assert "_gate:_ val 0.917 -&gt; 0.833: worse" in body
+    assert "_gate:_ val 0.917 -> 0.833: worse" in body
     assert "| val-0 | 0.000 | n/a | missing | error: timeout" in body
     assert "| test-0 | 0.000 | 1.000 | improved |" in body
     assert "41 model calls, 12 cache hits, 1 failed calls; 9000 prompt and 700 completion" in body
@@ -419,7 +419,7 @@ def test_a_huge_epoch_is_cut_in_the_per_task_rows_and_keeps_the_score_table() ->
     result = make_result(n_val=5000, n_test=5000, task_prefix="a-rather-long-task-name-")
     body = report.pr_body(result, rerun="", redactor=Redactor())
     assert len(body) <= report.PR_BODY_LIMIT
-    assert "| val | 0.250 | 0.917 | 5000 | 0.333 to 1.000 |" in body
+    assert "| val | 0.250 | 0.917 | 5000 | +0.333 to +1.000 |" in body
     left_out = re.findall(r"_(\d+) of 5000 rows left out", body)
     assert left_out and all(int(n) > 0 for n in left_out)
     assert "Re-run:" in body  # the footer survives too
@@ -431,7 +431,7 @@ def test_a_tiny_limit_drops_sections_but_never_the_score_table(limit: int) -> No
     body = report.pr_body(make_result(n_val=50, n_test=50), rerun="", redactor=Redactor(),
                           limit=limit)
     assert len(body) <= limit
-    assert "| held-out (test) | 0.000 | 1.000 | 50 | 0.500 to 1.000 |" in body
+    assert "| held-out (test) | 0.000 | 1.000 | 50 | +0.500 to +1.000 |" in body
     assert "size limit" in body
     outside_code(body)
 
@@ -456,9 +456,10 @@ def test_markdown_helpers_keep_untrusted_text_literal() -> None:
     assert md.code_span("`edge`") == "`` `edge` ``"
     assert md.code_span("") == "(empty)"
     assert md.fence("x\n`````\ny") == "``````\nx\n`````\ny\n``````"
-    assert md.escape("a|b *c* [d](e) <x> & @me #1\nnext") == (
-        "a\\|b \\*c\\* \\[d\\](e) &lt;x&gt; &amp; @\u200bme #\u200b1 next"
+    assert md.escape("a|b *c* [d](e) <x> & &lt; @me #1\nnext") == (
+        "a\\|b \\*c\\* \\[d\\](e) &lt;x> & &amp;lt; @\u200bme #\u200b1 next"
     )
+    assert md.escape("> quoted -> arrow") == "\\> quoted -> arrow"
     assert md.one_line("a\r\nb\u2028c\u202ed") == "a b cd"
     assert md.clip("abcdef", 4) == "abc…" and md.clip("abc", 4) == "abc"
 
@@ -487,7 +488,9 @@ def test_json_summary_has_exactly_the_contract_keys() -> None:
     json.dumps(data)
     empty = report.json_summary(make_result(), branch=None, commit=None, pr={},
                                 diagnostics_path=None, redactor=Redactor())
-    assert empty["pr"] == {"operation": "none", "number": None, "url": None}
+    # gitsleep's one addition to `pr`: why there is none
+    assert empty["pr"] == {"operation": "none", "number": None, "url": None,
+                           "reason": "not requested"}
 
 
 def test_summary_line_is_one_line() -> None:

@@ -2,37 +2,93 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 import shutil
 import sys
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from gitsleep.run import Setup
 
+PLAIN_EVERY = 8  # in a log, passes this long get a line per quarter, shorter ones just one
+
 
 class Progress:
-    """Progress on stderr: one live status line on a terminal, plain lines in CI or -v."""
+    """Progress on stderr: one live status line and a progress bar per pass on a terminal,
+    plain lines in CI logs, with -v or when stderr is not a terminal; nothing with -q."""
 
     def __init__(self, verbosity: int) -> None:
         self.verbosity = verbosity
         self.live = (verbosity == 0 and sys.stderr.isatty()
                      and not os.environ.get("CI") and os.environ.get("TERM") != "dumb")
         self._open = False
+        self._bar: Any = None  # click's ProgressBar of the pass being scored, if any
+        self._lock = threading.Lock()  # ticks come from the worker threads
 
     def __call__(self, line: str) -> None:
         if self.verbosity < 0:
             return
+        with self._lock:
+            self._end_bar()
+            if not self.live:
+                click.echo(line, err=True)
+                return
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            click.echo("\r\033[K" + line[:width], err=True, nl=False)
+            self._open = True
+
+    def steps(self, label: str, total: int) -> Callable[[], None]:
+        """A tick per answer of a pass: a click progress bar on a terminal; in a log, a line
+        at the start and, on a pass of PLAIN_EVERY or more, one each quarter."""
+        if self.verbosity < 0 or total <= 0:
+            return lambda: None
         if not self.live:
-            click.echo(line, err=True)
-            return
-        width = max(20, shutil.get_terminal_size().columns - 1)
-        click.echo("\r\033[K" + line[:width], err=True, nl=False)
-        self._open = True
+            click.echo(f"{label}: {total} to score", err=True)
+            if total < PLAIN_EVERY:
+                return lambda: None
+            every = math.ceil(total / 4)
+            done = itertools.count(1)
+
+            def line() -> None:
+                n = next(done)
+                if n % every == 0 or n == total:
+                    click.echo(f"{label}: {n}/{total}", err=True)
+
+            return line
+        with self._lock:
+            self._end_bar()
+            if self._open:
+                click.echo("\r\033[K", err=True, nl=False)
+                self._open = False
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            bar = click.progressbar(length=total, label=label[: max(10, width - 40)],
+                                    file=sys.stderr, show_pos=True, show_eta=False, width=20)
+            bar.__enter__()  # draws it; the last tick or the next line finishes it
+            self._bar = bar
+
+        def tick() -> None:
+            with self._lock:
+                if self._bar is bar:
+                    bar.update(1)
+                    if bar.pos >= total:
+                        self._end_bar()
+
+        return tick
+
+    def _end_bar(self) -> None:
+        if self._bar is not None:
+            self._bar.render_finish()
+            self._bar = None
 
     def close(self) -> None:
+        with self._lock:
+            self._end_bar()
         if self._open:
             click.echo("", err=True)
             self._open = False
@@ -44,7 +100,7 @@ def setup_from(ctx: click.Context, *, backend: str | None = None,
     progress = Progress(obj.get("verbosity", 0))
     ctx.call_on_close(progress.close)
     return Setup.load(obj.get("repo", "."), obj.get("config"), backend=backend, model=model,
-                      progress=progress)
+                      progress=progress, steps=progress.steps)
 
 
 def end_progress(setup: Setup) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import click
 
-from gitsleep import repo_paths, run
+from gitsleep import repo_paths, report, run
 from gitsleep.commands.common import (
     end_progress,
     exit_with,
@@ -14,7 +15,9 @@ from gitsleep.commands.common import (
     setup_from,
     worst_exit,
 )
+from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
+from gitsleep.history import safe_git
 
 
 @click.command("consolidate")
@@ -55,6 +58,9 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             setup.say(f"{skill.name}: error: {exc}")
             codes.append(exc.exit_code)
             continue
+        unused = [] if dry_run else uncommitted(setup.repo, skill)
+        if unused:
+            outcome.summary["uncommitted"] = unused
         outcomes.append(outcome)
         codes.append(outcome.exit_code)
         end_progress(setup)
@@ -62,7 +68,14 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             s = outcome.summary
             # An aborted epoch is a failure (exit 3 or 6): its line goes with the errors.
             err = s["decision"] == "aborted"
-            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}", err=err)
+            dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
+            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}{dry}", err=err)
+            if outcome.result is not None and report.small_sample_note(outcome.result):
+                click.echo(f"  warning: {report.small_sample_note(outcome.result)}", err=err)
+            if unused:
+                click.echo(f"  not used: uncommitted changes to {', '.join(unused)}; "
+                           "consolidate reads the committed base, so commit them to include "
+                           "them (or try them first with --dry-run)", err=err)
             if s.get("commit"):
                 click.echo(f"  commit {s['commit']} on {s['branch']}", err=err)
             if s.get("pr", {}).get("operation") not in (None, "none"):
@@ -73,3 +86,19 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
         summaries = [o.summary for o in outcomes]
         print_json(summaries[0] if len(summaries) == 1 and len(chosen) == 1 else summaries)
     exit_with(worst_exit(codes))
+
+
+def uncommitted(repo: Path, skill: SkillConfig) -> list[str]:
+    """The skill's documents and task files with changes git has not committed.
+
+    `--no-optional-locks` keeps `git status` from refreshing the user's index, and
+    `safe_git` keeps it from running the repository's fsmonitor or hooks.
+    """
+    paths = [p for p in (skill.skill, skill.memory) if p] + [t.path for t in skill.tasks]
+    done = subprocess.run(
+        safe_git("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all",
+                 "--", *paths), cwd=repo, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return []
+    entries = [e for e in done.stdout.split("\0") if e]
+    return sorted({e[3:] for e in entries if len(e) > 3 and e[2] == " "})

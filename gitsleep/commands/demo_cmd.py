@@ -62,7 +62,11 @@ def command(ctx: click.Context, keep: bool, as_json: bool) -> None:
             return
         _print(outcome, setup)
         if keep:
-            click.echo(f"\nThe demo repository is kept at {repo_dir}")
+            click.echo(f"\nThe demo repository is kept at {repo_dir} (its bare origin is "
+                       f"beside it); look around with `git -C {repo_dir} log --all`.")
+        else:
+            click.echo(f"\nThe demo ran in {repo_dir}, removed now; `gitsleep demo --keep` "
+                       "keeps it to look around.")
     finally:
         if not keep:
             shutil.rmtree(where, ignore_errors=True)
@@ -75,6 +79,8 @@ def _print(outcome: run.SkillOutcome, setup: run.Setup) -> None:
                "(no model, no key, no network)\n{rule}".replace("{rule}", rule))
     click.echo(f"decision: {s['decision']} - {s['reason']}")
     click.echo(f"val:      {_pair(s['val'])}   held-out: {_pair(s['test'])}")
+    if report.metric_note(s["metric"]):
+        click.echo(f"          ({report.metric_note(s['metric']).replace('`', '')})")
     for edit in s["edits"]["applied"]:
         click.echo(f"  applied:  {edit['content']}")
     for edit in s["edits"]["rejected"]:

@@ -8,6 +8,7 @@ from gitsleep import replay, repo_paths, run
 from gitsleep.calls import CallRunner
 from gitsleep.commands.common import end_progress, print_json, setup_from
 from gitsleep.errors import BackendError
+from gitsleep.report import SMALL_SPLIT, metric_note, rounded, small_splits
 
 
 @click.command("eval")
@@ -25,6 +26,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     settings = setup.config.epoch_settings()
     splits = ["train", "val", "test"] if split == "all" else [split]
     report: list[dict] = []
+    small: list[str] = []
     chosen = setup.skills(skills)
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
                          [s.name for s in chosen], runs=False)
@@ -37,15 +39,20 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
             for name in splits:
                 chosen = [t for t in tasks if t.split == name]
                 if not chosen:
+                    if not as_json:
+                        end_progress(setup)
+                        click.echo(f"{skill.name} {name:5} n=0    (no tasks)")
                     continue
+                tick = setup.counter(f"{skill.name}: scoring {name}",
+                                     len(chosen) * max(1, settings.gate.repeats))
                 result = replay.score_split(runner, chosen, documents, settings,
-                                            label="eval", split=name)
+                                            label="eval", split=name, on_answer=tick)
                 row = {
                     "skill": skill.name, "split": name, "n": len(chosen),
-                    "score": result.mean, "metric": settings.gate.metric,
+                    "score": rounded(result.mean), "metric": settings.gate.metric,
                     "errors": result.errors,
-                    "tasks": [{"id": t.task_id, "hard": t.hard, "soft": t.soft,
-                               "score": t.value,
+                    "tasks": [{"id": t.task_id, "hard": rounded(t.hard),
+                               "soft": rounded(t.soft), "score": rounded(t.value),
                                "reason": next((s.score.reason for s in t.samples if s.score),
                                               next((s.error for s in t.samples if s.error), ""))}
                               for t in result.tasks],
@@ -62,5 +69,18 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
             runner.backend.close()
         cost = runner.cost
         setup.say(f"{skill.name}: {cost.calls} model calls, {cost.cache_hits} cache hits")
+        counts = {n: sum(1 for t in tasks if t.split == n) for n in ("val", "test")}
+        if split in ("all", "val", "test"):
+            few = small_splits(counts["val"] if split in ("all", "val") else 0,
+                               counts["test"] if split in ("all", "test") else 0)
+            if few:
+                small.append(f"{skill.name}: {' and '.join(few)}")
     if as_json:
         print_json(report)
+        return
+    if metric_note(settings.gate.metric):
+        click.echo(f"{metric_note(settings.gate.metric).replace('`', '')}.")
+    if small:
+        click.echo(f"warning: few tasks in {'; '.join(small)}: with fewer than {SMALL_SPLIT} "
+                   "one task moves the score a lot; add tasks before trusting a change",
+                   err=True)

@@ -8,12 +8,15 @@ ignores gitsleep's run artifacts in `.gitignore`. Existing files are kept unless
 
 from __future__ import annotations
 
-from importlib import resources
+import json
+import re
+import subprocess
+from importlib import metadata, resources
 from pathlib import Path
 
 import click
 
-from gitsleep import paths, repo_paths
+from gitsleep import __version__, paths, repo_paths
 from gitsleep.config import config_path
 from gitsleep.errors import UsageError
 
@@ -35,6 +38,72 @@ def workflow_template() -> bytes | None:
         return source.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
+
+
+_GITHUB_REPO = re.compile(
+    r"(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)"
+    r"(?P<repo>[\w.-]+/[\w.-]+?)(?:\.git)?/?$")
+_OWNER_REF = re.compile(r"OWNER/gitsleep@v[\w.]+")
+_OWNER_STEP = re.compile(
+    r"#   1\. Replace OWNER below \(twice\).*?\n(?=#   2\.)", re.DOTALL)
+
+
+def github_repo(url: str) -> str | None:
+    """`owner/name` from a GitHub clone URL (https, ssh or scp-like), else None."""
+    found = _GITHUB_REPO.match(url.strip())
+    return found.group("repo") if found else None
+
+
+def installed_from() -> str | None:
+    """The GitHub repository this gitsleep came from: the URL pip recorded for a
+    `pip install git+https://github.com/...`, else the origin of the source checkout."""
+    try:
+        recorded = metadata.distribution("gitsleep").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        recorded = None
+    if recorded:
+        try:
+            found = github_repo(str(json.loads(recorded).get("url", "")))
+        except ValueError:
+            found = None
+        if found:
+            return found
+    return origin_repo(Path(__file__).resolve().parent)
+
+
+def origin_repo(folder: Path) -> str | None:
+    """`owner/name` of the GitHub `origin` of the git checkout holding `folder`, if any."""
+    done = subprocess.run(["git", "-C", str(folder), "remote", "get-url", "origin"],
+                          capture_output=True, text=True, check=False)
+    return github_repo(done.stdout) if done.returncode == 0 else None
+
+
+def fill_workflow(content: bytes, action_repo: str | None) -> bytes:
+    """The workflow as init writes it: its setup comment says init wrote it and, with
+    `action_repo`, that repository at this version's tag in place of OWNER."""
+    text = content.decode("utf-8").replace(
+        "# Copy this file to .github/workflows/gitsleep.yml, then:",
+        f"# `gitsleep init` wrote this file as {WORKFLOW_PATH}. Before it runs:")
+    if not action_repo:
+        return text.encode("utf-8")
+    tag = f"v{__version__}"
+    text = _OWNER_REF.sub(f"{action_repo}@{tag}", text)
+    text = _OWNER_STEP.sub(
+        f"#   1. `gitsleep init` set the gitsleep action to {action_repo}@{tag} (twice below).\n"
+        "#      Once you have reviewed that release, pin both to its full commit SHA\n"
+        f"#      (`@<sha> # {tag}`): a tag can be moved, a SHA cannot.\n", text)
+    return text.encode("utf-8")
+
+
+_SCHEMA_URL = re.compile(r"OWNER/gitsleep/v[\w.]+/schemas/")
+
+
+def fill_config(content: bytes, action_repo: str | None) -> bytes:
+    """The config template with its `$schema` line (for editors) at this version's tag,
+    in `action_repo` when it is known."""
+    owner = action_repo or "OWNER/gitsleep"
+    text = _SCHEMA_URL.sub(f"{owner}/v{__version__}/schemas/", content.decode("utf-8"))
+    return text.encode("utf-8")
 
 
 def write_file(target: Path, content: bytes, *, force: bool) -> str:
@@ -103,8 +172,11 @@ def _inside_git_repo(path: Path) -> bool:
 
 @click.command("init")
 @click.option("--force", is_flag=True, help="Replace files that already exist.")
+@click.option("--action-repo", default=None, metavar="OWNER/REPO",
+              help="The GitHub repository publishing the gitsleep action, for the workflow "
+                   "(default: where this gitsleep was installed from, when that is GitHub).")
 @click.pass_context
-def command(ctx: click.Context, force: bool) -> None:
+def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
     """Write .gitsleep.yml, an example skill and tasks, and the nightly workflow."""
     obj = ctx.obj or {}
     try:
@@ -112,12 +184,17 @@ def command(ctx: click.Context, force: bool) -> None:
     except repo_paths.SymlinkLoop:
         raise UsageError(f"--repo {obj.get('repo')}: is a symlink loop") from None
     cfg = config_path(repo, obj.get("config"))
+    if action_repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", action_repo):
+        raise click.BadParameter(f"{action_repo!r} is not owner/repo", param_hint="--action-repo")
+    action_repo = action_repo or installed_from()
+    workflow = workflow_template()
     planned: list[tuple[Path, bytes | None]] = [
-        (cfg, template("gitsleep.yml")),
+        (cfg, fill_config(template("gitsleep.yml"), action_repo)),
         (repo / SKILL_PATH, template("SKILL.md")),
         (repo / TASKS_PATH, template("tasks.jsonl")),
-        (repo / WORKFLOW_PATH, workflow_template()),
+        (repo / WORKFLOW_PATH, fill_workflow(workflow, action_repo) if workflow else None),
     ]
+    written: dict[Path, str] = {}
     gitignore = repo / ".gitignore"
     checks = [(target, False, target != cfg or not obj.get("config"))
               for target, content in planned if content is not None]
@@ -133,7 +210,8 @@ def command(ctx: click.Context, force: bool) -> None:
         if content is None:
             click.echo(f"skipped {shown}: this install has no workflow template", err=True)
             continue
-        click.echo(f"{shown}: {write_file(target, content, force=force)}")
+        written[target] = write_file(target, content, force=force)
+        click.echo(f"{shown}: {written[target]}")
     added = ensure_ignored(gitignore)
     if added:
         click.echo(f".gitignore: added {', '.join(added)}")
@@ -150,8 +228,29 @@ def command(ctx: click.Context, force: bool) -> None:
                "one epoch with the offline simulator, nothing committed")
     click.echo("  3. replace the example skill and tasks with your own, then in .gitsleep.yml set "
                "`backend: openai` and `model:`, and export OPENAI_API_KEY")
-    click.echo("  4. commit the files; the workflow runs nightly and opens a pull request "
-               "when the held-out score improves")
+    for number, step in enumerate(workflow_steps(written.get(repo / WORKFLOW_PATH),
+                                                 action_repo), 4):
+        click.echo(f"  {number}. {step}")
+
+
+def workflow_steps(outcome: str | None, action_repo: str | None) -> list[str]:
+    """What is left before the nightly workflow runs, given what init did with it."""
+    if outcome is None:
+        return ["commit the files (this install has no workflow template: copy "
+                "examples/workflows/gitsleep-nightly.yml from gitsleep's repository)"]
+    if outcome == "exists, kept":
+        return [f"commit the files; {WORKFLOW_PATH} was kept as it was"]
+    tag = f"v{__version__}"
+    pin = (f"in {WORKFLOW_PATH}, the action is {action_repo}@{tag}: pin it to that tag's "
+           "commit SHA once you have reviewed the release" if action_repo else
+           f"in {WORKFLOW_PATH} (twice) and in the `$schema` line of .gitsleep.yml, replace "
+           "OWNER with the account that publishes gitsleep (`gitsleep init --action-repo "
+           "owner/gitsleep` fills it in when it writes these files)")
+    return [pin,
+            "add the repository secret OPENAI_API_KEY, and allow GitHub Actions to create "
+            "pull requests (Settings > Actions > General)",
+            "commit the files; the workflow runs nightly and opens a pull request when the "
+            "held-out score improves"]
 
 
 def _shown(repo: Path, target: Path) -> str:

@@ -33,6 +33,7 @@ from gitsleep.problems import (
     read_text,
 )
 from gitsleep.redact import Redactor
+from gitsleep.report import SMALL_SPLIT, small_splits
 from gitsleep.tasks import check_skill_tasks
 
 FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -62,6 +63,7 @@ class Report:
     skills: int = 0
     tasks: int = 0
     files: int = 0
+    splits: dict[str, dict[str, int]] = field(default_factory=dict)  # skill -> split -> n
 
     @property
     def errors(self) -> int:
@@ -85,6 +87,8 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
     for skill in config.skills:
         tasks, task_problems = check_skill_tasks(repo_root, skill)
         report.tasks += len(tasks)
+        report.splits[skill.name] = {split: sum(1 for t in tasks if t.split == split)
+                                     for split in ("train", "val", "test")}
         problems.extend(task_problems)
         for entry in skill.tasks:
             if entry.path not in seen_task_files:
@@ -277,6 +281,19 @@ def _repo_relative(repo_root: Path, given: str) -> str:
 # --- the command ---------------------------------------------------------------------------
 
 
+def split_lines(splits: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Per skill, its split sizes, and a warning when val or held-out is too small to trust."""
+    lines = []
+    for skill, n in splits.items():
+        lines.append(f"{skill}: {n['train']} train, {n['val']} val, {n['test']} held-out (test)")
+        small = small_splits(n["val"], n["test"])
+        if small:
+            lines.append(f"  warning: {' and '.join(small)}: fewer than {SMALL_SPLIT} tasks, "
+                         "so one task moves the score a lot and a decision on it is a hint; "
+                         "add tasks (or move some from train)")
+    return lines
+
+
 @click.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]),
@@ -316,6 +333,8 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
     else:
         for problem in report.problems:
             click.echo(redact(problem.render()))
+    for line in split_lines(report.splits):
+        click.echo(line, err=True)
     if report.problems:
         summary = f"{report.errors} error(s), {report.warnings} warning(s)"
     else:

@@ -1,0 +1,169 @@
+"""What a new user reads: split sizes, small-n warnings, unused edits, dry runs, the demo.
+
+Every test runs the real CLI on a real git repository (a bare `origin` beside it) set up
+with `gitsleep init`, and reads what the user would read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gitsleep import report, run
+from tests.support.cli import run_cli
+from tests.support.gitrepo import git, isolate_git, make_repo
+
+SKILL_MD = "skills/example-skill/SKILL.md"
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+         capsys: pytest.CaptureFixture[str]) -> Path:
+    """A repository after `gitsleep init` (2 val and 2 held-out tasks), committed and pushed."""
+    isolate_git(monkeypatch, tmp_path)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
+                 "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL", "CI"):
+        monkeypatch.delenv(name, raising=False)
+    work, _ = make_repo(tmp_path)
+    assert run_cli(capsys, "--repo", str(work), "init").code == 0
+    git(work, "add", "-A")
+    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
+    git(work, "push", "--quiet", "origin", "main")
+    return work
+
+
+def floats(data: object) -> list[float]:
+    if isinstance(data, float):
+        return [data]
+    if isinstance(data, dict):
+        return [f for v in data.values() for f in floats(v)]
+    if isinstance(data, list):
+        return [f for v in data for f in floats(v)]
+    return []
+
+
+def test_validate_prints_split_sizes_and_warns_on_small_val_and_held_out(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "--repo", str(work), "validate")
+
+    assert result.code == 0  # a warning, not a problem: the pre-commit hook stays quiet
+    assert "example-skill: 3 train, 2 val, 2 held-out (test)" in result.err
+    assert "warning: val (2 tasks) and held-out (2 tasks): fewer than 5 tasks" in result.err
+
+
+def test_eval_prints_sizes_explains_the_metric_and_warns_on_small_splits(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "--repo", str(work), "eval")
+
+    assert result.code == 0, result.err
+    assert re.search(r"example-skill val +n=2 ", result.out)
+    assert "mixed: a weighted mean of hard" in result.out
+    assert "warning: few tasks in example-skill: val (2 tasks) and held-out (2 tasks)" in (
+        result.err)
+
+    as_json = run_cli(capsys, "--repo", str(work), "eval", "--json")
+    data = json.loads(as_json.out)
+    assert data and all(f == round(f, 3) for f in floats(data))
+    assert "mixed: a weighted mean" not in as_json.out
+
+
+def test_consolidate_flags_a_decision_on_a_small_sample_everywhere(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "--repo", str(work), "consolidate")
+
+    assert result.code == 0, result.err
+    assert "example-skill: accepted:" in result.out
+    assert "  warning: Small sample: val (2 tasks) and held-out (2 tasks)" in result.out
+    message = git(work, "log", "-1", "--format=%B", "gitsleep/example-skill")
+    assert "Small sample: val (2 tasks) and held-out (2 tasks)" in message
+    # no token: one reason, said once
+    assert "no pull request: no GITHUB_TOKEN or GH_TOKEN in the environment\n" in result.err
+    assert result.err.count("no pull request") == 1
+    assert "1 tasks" not in result.err + result.out
+
+
+def test_the_pull_request_body_warns_on_small_n_and_reads_well(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    setup = run.Setup.load(work, None, progress=lambda _line: None)
+    outcome = run.dry_run(setup, setup.config.skill("example-skill"), work / "out")
+
+    body = outcome.pr_body or ""
+    assert "> [!CAUTION]\n> Small sample: val (2 tasks) and held-out (2 tasks)" in body
+    assert "change: 95% interval (paired bootstrap)" in body
+    assert "| val | 0.208 | 1.000 | 2 | +0.750 to +0.833 |" in body
+    assert "_`mixed`: a weighted mean of hard" in body
+    assert "&gt;" not in body and "-> 1.000" in body
+
+
+def test_json_scores_are_rounded_and_say_why_there_is_no_pull_request(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+
+    data = json.loads(result.out)
+    assert data["val"] == {"baseline": 0.208, "candidate": 1.0, "n": 2}
+    assert all(f == round(f, 3) for f in floats(data))
+    assert data["simulated"] is True
+    assert data["pr"] == {"operation": "none", "number": None, "url": None,
+                          "reason": "no GITHUB_TOKEN or GH_TOKEN in the environment"}
+
+    dry = json.loads(run_cli(capsys, "--repo", str(work), "consolidate", "--dry-run",
+                             "--json").out)
+    assert dry["pr"]["reason"] == "dry run"
+
+
+def test_dry_run_says_so_in_its_result_line(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--dry-run")
+
+    assert result.code == 0, result.err
+    first = result.out.splitlines()[0]
+    assert first.startswith("example-skill: accepted: ")
+    assert first.endswith("(dry run: nothing committed, pushed or opened)")
+
+
+def test_uncommitted_documents_and_tasks_are_named_with_how_to_include_them(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    with (work / SKILL_MD).open("a") as handle:
+        handle.write("\nA new idea, not committed yet.\n")
+    with (work / "evals/example-skill/tasks.jsonl").open("a") as handle:
+        handle.write("\n")
+    index = (work / ".git" / "index").read_bytes()
+
+    result = run_cli(capsys, "--repo", str(work), "consolidate")
+
+    assert result.code == 0, result.err
+    assert "up to date" in result.out
+    assert ("  not used: uncommitted changes to evals/example-skill/tasks.jsonl, "
+            f"{SKILL_MD}; consolidate reads the committed base, so commit them") in result.out
+    data = json.loads(run_cli(capsys, "--repo", str(work), "consolidate", "--json").out)
+    assert data["uncommitted"] == ["evals/example-skill/tasks.jsonl", SKILL_MD]
+    assert data["pr"]["reason"] == "up to date: its pull request, if one was opened, is unchanged"
+    assert (work / ".git" / "index").read_bytes() == index  # git status left it alone
+
+
+def test_demo_shows_no_html_escapes_and_says_where_it_ran(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    result = run_cli(capsys, "demo")
+
+    assert result.code == 0, result.err
+    assert "&gt;" not in result.out and "&amp;" not in result.out
+    assert "1 tasks" not in result.out + result.err
+    assert "(mixed: a weighted mean of hard" in result.out
+    where = re.search(r"The demo ran in (\S+), removed now; `gitsleep demo --keep` keeps it",
+                      result.out)
+    assert where and not Path(where.group(1)).exists()
+
+    kept = run_cli(capsys, "demo", "--keep")
+    path = re.search(r"The demo repository is kept at (\S+) ", kept.out)
+    assert path and (Path(path.group(1)) / ".git").exists()
+
+
+def test_small_sample_note_counts_tasks_in_words() -> None:
+    assert report.small_splits(1, 0) == ["val (1 task)"]
+    assert report.small_splits(5, 4) == ["held-out (4 tasks)"]
