@@ -344,7 +344,7 @@ def test_validate_opens_no_socket(
     assert code == 1 and "GS121" in out
 
 
-def test_500_tasks_validate_fast_without_heavy_imports(tmp_path: Path, repo: Path) -> None:
+def test_500_tasks_validate_without_heavy_imports(tmp_path: Path, repo: Path) -> None:
     lines = [record(f"t{i}", judge=rule(("contains", "Risks"), ("regex", r"[Cc]onfidence\s*:"),
                                         ("max_chars", 300), ("no_refusal", None)))
              for i in range(400)]
@@ -368,5 +368,6 @@ def test_500_tasks_validate_fast_without_heavy_imports(tmp_path: Path, repo: Pat
     code, elapsed, heavy = result.stdout.split(" ", 2)
     assert "500 task(s)" in result.stderr
     assert code == "0", result.stderr
+    # the time is measured by benchmarks/bench_validate.py, never asserted: a loaded CI
+    # machine would make a timing assertion flaky
     assert heavy.strip() == "[]", "validate must not import model, git or forge clients"
-    assert float(elapsed) < 1.0
