@@ -26,7 +26,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     splits = ["train", "val", "test"] if split == "all" else [split]
     report: list[dict] = []
     for skill in setup.skills(skills):
-        tasks, documents = run.read_inputs(setup.repo, skill)
+        tasks, documents = run.read_inputs(setup.repo, skill, setup.say)
         runner = CallRunner(run.make_backend(setup), cache=run.make_cache(setup),
                             max_calls=settings.max_calls, max_tokens=settings.max_tokens,
                             workers=settings.workers)
