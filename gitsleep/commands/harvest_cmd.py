@@ -74,8 +74,8 @@ def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path,
     if on_branch and result.records:
         from gitsleep.harvest import publish
 
-        summary["branch"] = publish.commit_on_branch(setup, skill_name, relative, text,
-                                                     len(result.records))
+        summary["branch"] = publish.commit_on_branch(setup, skill_name, relative,
+                                                     result.records)
     elif result.records:
         pipeline.append_to(target, text)
     _report(setup, summary, result, relative, skill, as_json)
@@ -134,8 +134,14 @@ def _report(setup: Setup, summary: dict, result: pipeline.Harvest, relative: str
     if not result.records:
         click.echo("nothing written")
         return
-    where = (f"committed on {s['branch']['branch']}" if s.get("branch") else "appended to")
-    click.echo(f"{s['tasks']} task(s) marked review: pending {where} {relative}")
+    branch = s.get("branch")
+    if branch and not branch["commit"]:
+        click.echo(f"nothing new for {branch['branch']}: its {relative} already holds all "
+                   f"{s['tasks']} task(s)")
+        return
+    where = f"committed on {branch['branch']} in" if branch else "appended to"
+    count = branch.get("tasks", s["tasks"]) if branch else s["tasks"]
+    click.echo(f"{count} task(s) marked review: pending {where} {relative}")
     if s.get("branch", {}).get("pr_url"):
         click.echo(f"pull request: {s['branch']['pr_url']}")
     if relative not in {entry.path for entry in skill.tasks}:
