@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_calls, bench_overhead, bench_parallel, bench_validate, generate, run
+from benchmarks import (
+    bench_calls,
+    bench_harvest,
+    bench_overhead,
+    bench_parallel,
+    bench_validate,
+    generate,
+    run,
+)
 from benchmarks.bench_calls import RoundOutcome, floor_of, measure_epoch, skillopt_calls
 from gitsleep.backends.base import ModelCall
 from gitsleep.backends.offline import OfflineBackend
@@ -154,11 +162,18 @@ def test_validate_runs_on_a_generated_repo() -> None:
     assert row.ok, row.output_tail
 
 
+def test_harvest_reads_every_generated_session() -> None:
+    rows = bench_harvest.harvest_section((9,), huge_lines=60, in_child=False)
+    assert [(r.sessions, r.tasks) for r in rows] == [(9, 3), (1, 0)]
+    assert rows[0].lines == 9 * 30  # every line of every session was read
+    assert rows[1].lines == (60 + 12) * 2 + 6
+
+
 def test_quick_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "latest.json"
     assert run.main(["--quick", "--output", str(out)]) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["sections"]) == {"calls", "formula", "rerun", "parallel", "overhead",
-                                     "validate"}
+                                     "validate", "harvest"}
     assert all(row["calls_over_floor"] == 1.0 for row in data["sections"]["calls"])
     assert all(t["met"] for t in data["targets"] if not t["timing"])

@@ -49,6 +49,10 @@ def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path,
     roots = list(paths) or pipeline.default_paths(source, home)
     if not roots:
         raise UsageError("--from jsonl needs the JSONL files (or folders) to read as PATHS")
+    for root in roots:
+        if not root.exists():
+            raise UsageError(f"{root}: no such file or folder; give the {source} history to "
+                             "read as PATH (defaults: ~/.claude/projects, ~/.codex/sessions)")
     relative = _output_path(setup, output, skill_name)
     target = setup.repo / relative
     existing, _ = check_skill_tasks(setup.repo, skill)

@@ -220,9 +220,11 @@ def test_llm_miner_sends_masked_text_and_keeps_only_valid_judges(
 
 def test_usage_errors_are_one_line(repo: tuple[Path, Path, Path],
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    work, _, _ = repo
+    work, _, home = repo
+    (home / ".claude" / "projects").mkdir(parents=True)
     cases = [
         (["--from", "jsonl"], "--from jsonl needs the JSONL files"),
+        (["--from", "codex"], ".codex/sessions: no such file or folder; give the codex history"),
         (["--from", "claude", "--since", "yesterday"], "--since 'yesterday': use a duration"),
         (["--from", "claude", "--llm"], "--llm needs a real model"),
         (["--from", "claude", "--output", "/tmp/elsewhere.jsonl"], "must be inside the repo"),
