@@ -282,3 +282,24 @@ def test_appending_keeps_every_byte_of_the_file(tmp_path: Path) -> None:
     target.write_bytes(b'{"id": "a"}  ')  # no final newline
     pipeline.append_to(target, '{"id": "b"}\n')
     assert target.read_bytes() == b'{"id": "a"}  \n{"id": "b"}\n'
+
+
+def test_every_source_reads_past_corrupt_and_non_utf8_lines(tmp_path: Path) -> None:
+    bad = [b'{"type": "response_item", "payload": {"type": "mess\n', b"\xff\xfe\x00 junk\n"]
+    sources = {
+        "claude": (claude, claude_lines(tmp_path, [(BRIEF, "Draft."), (FIX, "ok")],
+                                        noise=False)),
+        "codex": (codex, codex_lines(tmp_path, [(BRIEF, "Draft."), (FIX, "ok")])),
+        "jsonl": (plain, [{"prompt": BRIEF, "answer": "Draft.", "feedback": FIX}] * 2),
+    }
+    for name, (reader, lines) in sources.items():
+        path = tmp_path / f"{name}.jsonl"
+        with path.open("wb") as handle:
+            for number, line in enumerate(lines):
+                handle.write(json.dumps(line).encode() + b"\n")
+                if number == 0:
+                    handle.write(b"".join(bad))
+        stats = ReadStats()
+        found = list(reader.read(path, stats, KEEP_ALL))
+        assert found and [t.user for t in found[-1].turns] == [BRIEF, FIX], name
+        assert stats.skipped == {"line not JSON": 1, "line not UTF-8": 1}, name

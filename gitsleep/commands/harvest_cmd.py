@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from gitsleep.commands.common import end_progress, print_json, setup_from
+from gitsleep.config import SkillConfig
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.harvest import pipeline
 from gitsleep.harvest.privacy import Masker
@@ -113,8 +114,8 @@ def _llm_miner(setup: Setup):  # noqa: ANN202 - LlmMiner, imported lazily
     return LlmMiner(runner, optimizer, lambda: Masker(setup.redactor, home))
 
 
-def _report(setup: Setup, summary: dict, result: pipeline.Harvest, relative: str, skill,
-            as_json: bool) -> None:
+def _report(setup: Setup, summary: dict, result: pipeline.Harvest, relative: str,
+            skill: SkillConfig, as_json: bool) -> None:
     end_progress(setup)
     if as_json:
         print_json(setup.redactor.redact_obj(summary))
