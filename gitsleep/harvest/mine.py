@@ -175,6 +175,16 @@ def to_record(candidate: Candidate, masker: Masker) -> tuple[dict[str, Any] | No
         return None, "judge is not an object"
     if judge.get("checks") == [] and candidate.judge.get("checks"):
         return None, "a check would need a masked value (secret, path or e-mail)"
+    if len(prompt) < MIN_PROMPT_CHARS or len(prompt.split()) < 3:
+        return None, "the prompt is not a request (too short)"
+    if candidate.origin == "llm" and repeats_a_correction(prompt, candidate.session):
+        return None, "the prompt repeats the person's correction (it would give the check away)"
+    if isinstance(judge.get("checks"), list):
+        kept = _sound_checks(judge["checks"], candidate.session)
+        if judge["checks"] and not kept:
+            return None, ("no valid judge (its checks ask for one answer verbatim or "
+                          "contradict the person's correction)")
+        judge["checks"] = kept
     problems: list[str] = []
     parsed = parse_judge(judge, "candidate",
                          lambda severity, _code, message: problems.append(message)
@@ -199,6 +209,34 @@ def to_record(candidate: Candidate, masker: Masker) -> tuple[dict[str, Any] | No
         },
     }
     return record, ""
+
+
+def _follow_ups(session: Session) -> list[str]:
+    request = first_request(session)
+    turns = [t.user for t in session.turns]
+    return turns[turns.index(request) + 1:] if request in turns else turns[1:]
+
+
+def repeats_a_correction(prompt: str, session: Session) -> bool:
+    """Whether the prompt holds a follow-up's words: such a task tells the agent the fix,
+    so it cannot show whether the skill document helps."""
+    text = " ".join(prompt.casefold().split())
+    for follow_up in _follow_ups(session):
+        for clause in _CLAUSES.split(follow_up):
+            body = " ".join(_LEAD.sub("", clause.strip()).casefold().split()).rstrip(".!?;:,")
+            if len(body) >= 12 and body in text:
+                return True
+    return False
+
+
+def _sound_checks(checks: list[Any], session: Session) -> list[Any]:
+    """The checks worth keeping: no `equals` (one session's answer verbatim is not a
+    rule), and no `not_contains` of what the person asked to add."""
+    wanted = {str(c["arg"]).casefold() for turn in _follow_ups(session)
+              for c in checks_from(turn)[0] if c["op"] in ("contains", "section_present")}
+    return [c for c in checks if not (isinstance(c, dict) and (
+        c.get("op") == "equals"
+        or c.get("op") == "not_contains" and str(c.get("arg", "")).casefold() in wanted))]
 
 
 def _mask_judge(judge: Any, masker: Masker) -> dict[str, Any] | None:
