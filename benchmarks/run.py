@@ -11,6 +11,7 @@ writes everything to `benchmarks/results/latest.json`:
 5. `gitsleep validate` on generated repositories of 500 and 5,000 tasks;
 6. retries after timeouts against a loopback server with one slot, with and without the
    pause after a timeout.
+7. `gitsleep harvest` reading 100 and 1,000 generated Claude Code sessions and one huge one.
 
 `--quick` runs tiny sizes in a few seconds (for the smoke test); its timings mean nothing.
 """
@@ -30,6 +31,7 @@ from typing import Any
 
 from benchmarks import (
     bench_calls,
+    bench_harvest,
     bench_overhead,
     bench_parallel,
     bench_timeouts,
@@ -39,7 +41,7 @@ from benchmarks import (
 from gitsleep.epoch import call_ceiling
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
-SECTIONS = ("calls", "rerun", "parallel", "overhead", "validate", "timeouts")
+SECTIONS = ("calls", "rerun", "parallel", "overhead", "validate", "timeouts", "harvest")
 
 # What the README promises, checked on every run.
 FLOOR_RATIO = 1.0
@@ -48,6 +50,8 @@ EFFICIENCY_AT_16 = 0.85
 MS_PER_ANSWER = 1.0
 PEAK_RSS_MB_AT_10K = 300.0
 VALIDATE_SECONDS_AT_500 = 1.0
+HARVEST_SESSIONS_PER_SECOND = 100.0
+HARVEST_PEAK_GROWTH = 1.25  # peak RSS, 1,000 sessions (or one huge one) over 100: flat
 
 # The repository the per-night formula is worked out for.
 EXAMPLE_REPO = {"skills": 100, "train": 30, "val": 15, "test": 15, "rounds": 2, "proposals": 3,
@@ -226,6 +230,31 @@ def run_validate(report: Report, quick: bool) -> None:
     report.target("validate exit code", 1 if failed else 0, "0", not failed)
 
 
+def run_harvest(report: Report, quick: bool) -> None:
+    if quick:
+        rows = bench_harvest.harvest_section((10, 30), huge_lines=300, in_child=False)
+    else:
+        rows = bench_harvest.harvest_section()
+    report.sections["harvest"] = [r.as_dict() for r in rows]
+    report.section(
+        "6. `gitsleep harvest`: generated Claude Code sessions (reader in its own process)",
+        table(["sessions", "MB on disk", "lines", "seconds", "sessions/s", "tasks",
+               "peak RSS MB"],
+              [[r.label, r.megabytes, r.lines, r.seconds, round(r.sessions_per_second, 1),
+                r.tasks, r.peak_rss_mb] for r in rows]),
+    )
+    small, big = rows[0], rows[-2] if len(rows) > 2 else rows[-1]
+    report.target(f"harvest sessions/s at {big.sessions} sessions",
+                  round(big.sessions_per_second, 1), f">= {HARVEST_SESSIONS_PER_SECOND:g}",
+                  big.sessions_per_second >= HARVEST_SESSIONS_PER_SECOND, timing=True)
+    for row in rows[1:]:
+        growth = row.peak_rss_mb / small.peak_rss_mb if small.peak_rss_mb else 0.0
+        report.target(f"harvest peak RSS, {row.label} / {small.label}", round(growth, 2),
+                      f"<= {HARVEST_PEAK_GROWTH:g}", growth <= HARVEST_PEAK_GROWTH, timing=True)
+    empty = [r.label for r in rows if not r.sessions]
+    report.target("harvest sessions read in every row", 0 if empty else 1, "1", not empty)
+
+
 def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
     """The calls a night costs, from section 1's measured per-round averages."""
     repo = EXAMPLE_REPO
@@ -323,6 +352,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_validate(report, args.quick)
     if "timeouts" in chosen:
         run_timeouts(report, args.quick)
+    if "harvest" in chosen:
+        run_harvest(report, args.quick)
     seconds = time.perf_counter() - started
     report.section("Targets", table(["measure", "value", "target", "met"],
                                     [[t["name"], t["value"], t["target"], t["met"]]

@@ -11,7 +11,8 @@ from gitsleep import __version__
 from gitsleep.errors import GitsleepError
 from gitsleep.logs import redact, setup_logging
 
-COMMANDS = ("init", "validate", "eval", "consolidate", "status", "log", "plan", "demo")
+COMMANDS = ("init", "validate", "eval", "consolidate", "status", "log", "plan", "demo",
+            "harvest")
 
 
 class _LazyGroup(click.Group):

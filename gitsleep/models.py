@@ -71,6 +71,7 @@ class Task:
     tags: tuple[str, ...] = ()
     source: str = ""  # the task file it came from (for messages)
     line: int | None = None  # 1-based line in that file when known
+    review: str | None = None  # "pending": harvested, not yet read by a person (left out of runs)
 
 
 @dataclass(frozen=True)

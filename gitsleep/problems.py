@@ -40,6 +40,7 @@ CODES: dict[str, str] = {
     "GS116": "skill has no train tasks",
     "GS117": "same prompt in train and val",
     "GS118": "bad system or tags field",
+    "GS119": "task pending review (harvested), or a bad review mark",
     "GS120": "judge missing",
     "GS121": "unknown judge kind",
     "GS122": "unknown rule op",

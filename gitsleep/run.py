@@ -143,8 +143,9 @@ def read_document(root: Path, relative: str, *, field_name: str) -> str:
     return text
 
 
-def read_inputs(root: Path, skill: SkillConfig) -> tuple[list[Task], dict[str, str | None]]:
-    tasks = load_skill_tasks(root, skill)
+def read_inputs(root: Path, skill: SkillConfig, say: Progress | None = None
+                ) -> tuple[list[Task], dict[str, str | None]]:
+    tasks = load_skill_tasks(root, skill, say)
     repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
     documents: dict[str, str | None] = {
         "skill": read_document(root, skill.skill, field_name="skill document"),
@@ -229,7 +230,7 @@ def rerun_command(skill: str) -> str:
 
 def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillOutcome:
     """The epoch on the working files: no commit, no push, no PR."""
-    tasks, documents = read_inputs(setup.repo, skill)
+    tasks, documents = read_inputs(setup.repo, skill, setup.say)
     result = epoch_for(setup, skill, tasks, documents)
     path, _ = write_report(setup, result, output_dir, {"dry_run": True})
     summary = report.json_summary(result, branch=None, commit=None,
@@ -277,7 +278,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
         # superseded, so the branch is always the base plus one reviewable commit.
         with gitops.temporary_worktree(repo, branch, base.sha) as tree:
             tree = Path(tree)
-            tasks, documents = read_inputs(tree, skill)
+            tasks, documents = read_inputs(tree, skill, setup.say)
             digests = {
                 "Gitsleep-Base": base.sha,
                 "Gitsleep-Tasks": task_files_digest(tree, skill),

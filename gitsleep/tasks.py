@@ -54,7 +54,9 @@ _REPEATS = {sre_c.MAX_REPEAT, sre_c.MIN_REPEAT} | (
 SPLIT_SEED = "gitsleep-split-v1:"
 VAL_PERCENT = 34  # share of unlabelled tasks that `split: auto` puts in val
 LEGACY_SPLITS = {"replay": "train", "holdout": "val"}
-OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags")
+OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "source")
+PENDING = "pending"  # `review: pending`: harvested, left out of runs until a person removes it
+REVIEW_MARKS = (PENDING, "accepted")
 JUDGE_KINDS = ("rule", "exact", "rubric")
 TEXT_OPS = ("contains", "not_contains", "section_present", "section_contains", "equals")
 BOUND_OPS = ("max_chars", "min_chars")
@@ -100,6 +102,13 @@ def parse_task_file(
         task = _task_from_record(record, index, source, line, file_split, report)
         if task is not None:
             tasks.append(task)
+    pending = [t for t in tasks if t.review == PENDING]
+    if pending:
+        problems.append(Problem(
+            source, pending[0].line, "GS119", WARNING,
+            f"{len(pending)} task(s) marked review: pending (first {_shown(pending[0].id)}): "
+            "harvested tasks are left out of eval and consolidate until a person reads each "
+            'one and accepts it: remove "review": "pending" (or delete the task)'))
     if not records and not any(p.is_error for p in problems):
         problems.append(Problem(source, None, "GS107", WARNING, "task file holds no tasks"))
     return tasks, problems
@@ -400,6 +409,17 @@ def _task_from_record(
         report(ERROR, "GS118", f"{name}: 'tags' must be a list of strings")
         ok = False
 
+    review = record.get("review")
+    if review is not None and review not in REVIEW_MARKS:
+        report(ERROR, "GS119",
+               f"{name}: review must be \"pending\" or \"accepted\" (got {_shown(review)}); "
+               "remove the field once the task is reviewed")
+        ok = False
+    if record.get("source") is not None and not isinstance(record.get("source"), dict):
+        report(ERROR, "GS118", f"{name}: 'source' must be an object like "
+               '{"tool": ..., "session": ..., "time": ...}')
+        ok = False
+
     if not ok or judge is None:
         return None
     return Task(
@@ -411,6 +431,7 @@ def _task_from_record(
         tags=tuple(tags),
         source=source,
         line=line,
+        review=review,
     )
 
 
@@ -661,8 +682,10 @@ def _inside(repo_root: Path, relative: str) -> bool:
         return True
 
 
-def load_skill_tasks(repo_root: Path, skill: SkillConfig) -> list[Task]:
-    """The tasks of a skill, or a UsageError naming the first error (warnings are fine)."""
+def load_skill_tasks(repo_root: Path, skill: SkillConfig,
+                     say: Callable[[str], None] | None = None) -> list[Task]:
+    """The tasks of a skill a run may use, or a UsageError naming the first error (warnings
+    are fine). Tasks marked `review: pending` are left out, and `say` hears how many."""
     tasks, problems = check_skill_tasks(repo_root, skill)
     errors = [p for p in problems if p.is_error]
     if errors:
@@ -670,7 +693,17 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig) -> list[Task]:
         more = (f" (and {len(errors) - 1} more: run `gitsleep validate`)"
                 if len(errors) > 1 else "")
         raise UsageError(f"{first.location()}: {first.message}{more}")
-    return tasks
+    ready = [t for t in tasks if t.review != PENDING]
+    pending = len(tasks) - len(ready)
+    if pending:
+        if not any(t.split == "val" for t in ready):
+            raise UsageError(
+                f"skill {skill.name!r} has no val tasks once the {pending} task(s) marked "
+                "review: pending are left out: review them (remove the mark) or add val tasks")
+        if say is not None:
+            say(f"{skill.name}: {pending} task(s) marked review: pending are left out; "
+                "remove the mark to use them (gitsleep validate lists them)")
+    return ready
 
 
 def task_files_digest(repo_root: Path, skill: SkillConfig) -> str:

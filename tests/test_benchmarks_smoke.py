@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks import (
     bench_calls,
+    bench_harvest,
     bench_overhead,
     bench_parallel,
     bench_timeouts,
@@ -169,11 +170,18 @@ def test_timeouts_section_runs_both_ways_and_counts_what_the_server_held() -> No
     assert all(1 <= r.peak_held <= r.workers for r in rows)
 
 
+def test_harvest_reads_every_generated_session() -> None:
+    rows = bench_harvest.harvest_section((9,), huge_lines=60, in_child=False)
+    assert [(r.sessions, r.tasks) for r in rows] == [(9, 3), (1, 0)]
+    assert rows[0].lines == 9 * 30  # every line of every session was read
+    assert rows[1].lines == (60 + 12) * 2 + 6
+
+
 def test_quick_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "latest.json"
     assert run.main(["--quick", "--output", str(out)]) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["sections"]) == {"calls", "formula", "rerun", "parallel", "overhead",
-                                     "validate", "timeouts"}
+                                     "validate", "timeouts", "harvest"}
     assert all(row["calls_over_floor"] == 1.0 for row in data["sections"]["calls"])
     assert all(t["met"] for t in data["targets"] if not t["timing"])

@@ -1,0 +1,198 @@
+"""The order of a harvest: find files -> read sessions -> select -> mine -> mask -> de-duplicate.
+
+Files are read newest first, one line at a time; each session is reduced to a bounded
+digest, filtered, and mined at once by the rule miner, so memory holds candidate tasks,
+not transcripts. Only the LLM miner needs sessions after reading: it keeps the most
+relevant ones, at most as many as tasks may be written. Every session or candidate that
+does not become a task is counted with its reason.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from gitsleep.harvest import claude, codex, plain
+from gitsleep.harvest import select as pick
+from gitsleep.harvest.mine import Candidate, heuristic, prompt_key, to_record
+from gitsleep.harvest.privacy import Masker
+from gitsleep.harvest.sessions import ReadStats, Session
+from gitsleep.models import Task
+from gitsleep.redact import Redactor
+
+SOURCES: dict[str, ModuleType] = {"claude": claude, "codex": codex, "jsonl": plain}
+DEFAULT_PATHS = {"claude": (".claude", "projects"), "codex": (".codex", "sessions")}
+LlmMiner = Callable[[Session], tuple[list[Candidate], list[str]]]
+
+
+@dataclass
+class Plan:
+    """What to harvest: the source, where, for which skill and repository, how much."""
+
+    source: str
+    paths: list[Path]
+    repo: Path
+    skill: str
+    skill_text: str
+    since: datetime | None = None
+    max_tasks: int = 40
+    existing: Iterable[Task] = ()
+
+
+@dataclass
+class Harvest:
+    """The tasks to write and the account of everything that was not written."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    stats: ReadStats = field(default_factory=ReadStats)
+    kept_sessions: int = 0
+    session_drops: Counter[str] = field(default_factory=Counter)
+    task_drops: Counter[str] = field(default_factory=Counter)
+    masked: Counter[str] = field(default_factory=Counter)
+    llm_sessions: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "files": self.stats.files, "sessions": self.stats.sessions,
+            "lines": self.stats.lines, "skipped_lines": dict(self.stats.skipped),
+            "kept_sessions": self.kept_sessions, "dropped_sessions": dict(self.session_drops),
+            "tasks": len(self.records), "dropped_tasks": dict(self.task_drops),
+            "masked": {k: self.masked[k] for k in ("secrets", "home paths",
+                                                    "e-mail addresses")},
+            "llm_sessions": self.llm_sessions, "seconds": round(self.seconds, 3),
+        }
+
+
+def default_paths(source: str, home: str | os.PathLike[str]) -> list[Path]:
+    return [Path(home, *DEFAULT_PATHS[source])] if source in DEFAULT_PATHS else []
+
+
+def files_newest_first(source: str, paths: Iterable[Path], stats: ReadStats
+                       ) -> list[tuple[float, Path]]:
+    found: dict[Path, float] = {}
+    for root in paths:
+        if not root.exists():
+            stats.skip(f"path not found: {root.name or root}")
+            continue
+        for path in SOURCES[source].find_files(root):
+            try:
+                if path.is_file():
+                    found[path] = path.stat().st_mtime
+            except OSError:
+                stats.skip("file unreadable")
+    return sorted(((mtime, path) for path, mtime in found.items()),
+                  key=lambda item: (-item[0], str(item[1])))
+
+
+def sessions(plan: Plan, stats: ReadStats, drops: Counter[str]) -> Iterator[Session]:
+    """Every session of the plan's files that is in the repository and the time window."""
+    reader = SOURCES[plan.source]
+    keep_cwd = pick.inside(plan.repo)
+    for mtime, path in files_newest_first(plan.source, plan.paths, stats):
+        if plan.since is not None and mtime < plan.since.timestamp():
+            drops["older than --since (file not opened)"] += 1
+            continue
+        stats.files += 1
+        for session in reader.read(path, stats, keep_cwd):
+            stats.sessions += 1
+            if session.outside:
+                drops["outside the repository"] += 1
+                continue
+            moment = session.ended or datetime.fromtimestamp(mtime, tz=timezone.utc)
+            if plan.since is not None and moment < plan.since:
+                drops["older than --since"] += 1
+                continue
+            yield session
+
+
+def run(plan: Plan, redactor: Redactor, *, home: str | None = None,
+        llm: LlmMiner | None = None, progress: Callable[[str], None] | None = None
+        ) -> Harvest:
+    started = time.perf_counter()
+    result = Harvest()
+    terms = pick.skill_terms(plan.skill, plan.skill_text)
+    existing_ids = {t.id for t in plan.existing}
+    existing_prompts = {prompt_key(t.prompt): t.id for t in plan.existing}
+    chosen: dict[str, tuple[tuple[int, float], dict[str, Any], Counter[str]]] = {}
+    top: list[tuple[int, float, int, Session]] = []  # the LLM miner's sessions, a min-heap
+    order = 0
+
+    def consider(candidates: list[Candidate], rank: tuple[int, float]) -> None:
+        for candidate in candidates:
+            masker = Masker(redactor, home)
+            record, why = to_record(candidate, masker)
+            if record is None:
+                result.task_drops[f"{candidate.origin}: {why}"] += 1
+                continue
+            key = prompt_key(record["prompt"])
+            if record["id"] in existing_ids or key in existing_prompts:
+                result.task_drops["duplicate of a task the skill already has"] += 1
+                continue
+            earlier = chosen.get(key)
+            if earlier is not None:
+                result.task_drops["duplicate within the harvest"] += 1
+                if earlier[0] >= rank:
+                    continue
+            chosen[key] = (rank, record, masker.counts)
+
+    for session in sessions(plan, result.stats, result.session_drops):
+        score = pick.relevance(session, terms)
+        if score < pick.KEEP_AT:
+            result.session_drops["not about the skill"] += 1
+            continue
+        result.kept_sessions += 1
+        moment = (session.ended or session.started)
+        rank = (score, moment.timestamp() if moment else 0.0)
+        candidates, why = heuristic(session)
+        if why:
+            result.task_drops[f"rules: {why}"] += 1
+        consider(candidates, rank)
+        if llm is not None:
+            order += 1
+            item = (rank[0], rank[1], -order, session)
+            if len(top) < plan.max_tasks:
+                heapq.heappush(top, item)
+            else:
+                heapq.heappushpop(top, item)
+    for score, moment, _, session in sorted(top, reverse=True):
+        result.llm_sessions += 1
+        if progress:
+            progress(f"llm miner: session {result.llm_sessions} of {len(top)}")
+        candidates, reasons = llm(session)  # type: ignore[misc]
+        for reason in reasons:
+            result.task_drops[reason] += 1
+        consider(candidates, (score, moment))
+    ranked = sorted(chosen.values(), key=lambda item: item[0], reverse=True)
+    for _, _, _ in ranked[plan.max_tasks:]:
+        result.task_drops[f"over --max {plan.max_tasks}"] += 1
+    for _, record, counts in ranked[:plan.max_tasks]:
+        result.records.append(record)
+        result.masked.update(counts)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def render(records: Iterable[dict[str, Any]]) -> str:
+    """JSON Lines, one task a line, in gitsleep's own task format."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def append_to(path: Path, text: str) -> None:
+    """Add lines to a task file, keeping every byte already in it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab+") as handle:
+        joiner = b""
+        if handle.seek(0, os.SEEK_END) > 0:
+            handle.seek(-1, os.SEEK_END)
+            joiner = b"" if handle.read(1) == b"\n" else b"\n"
+        handle.write(joiner + text.encode("utf-8"))
