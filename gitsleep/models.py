@@ -28,7 +28,7 @@ RULE_OPS = (
 )
 # Checks that only look at the shape of an answer; a judge made only of these is weak.
 FORMAT_OPS = frozenset({"section_present", "section_contains", "max_chars", "min_chars"})
-EDIT_OPS = ("add", "replace", "delete")
+EDIT_OPS = ("add", "replace", "delete", "template")
 DECISIONS = ("accepted", "rejected", "no_edits", "aborted")
 
 
@@ -102,7 +102,7 @@ class Answer:
 class Edit:
     """A bounded change to one learned block. Only its lines are addressable."""
 
-    op: str  # add | replace | delete
+    op: str  # add | replace | delete | template (an answer skeleton, one per document)
     content: str = ""
     anchor: str = ""
     rationale: str = ""
@@ -123,6 +123,8 @@ class Edit:
             return f"add: {self.content}"
         if self.op == "delete":
             return f"delete: {self.anchor}"
+        if self.op == "template":
+            return f"template: {self.content}"
         return f"replace: {self.anchor} -> {self.content}"
 
 

@@ -415,8 +415,8 @@ def _edit_items(outcomes: list[EditOutcome], prose: _Prose, why_label: str) -> l
     items = []
     for outcome in outcomes:
         edit = outcome.edit
-        if edit.op == "add":
-            what = f"**add** {prose.code(edit.content)}"
+        if edit.op in ("add", "template"):
+            what = f"**{edit.op}** {prose.code(edit.content)}"
         elif edit.op == "delete":
             what = f"**delete** {prose.code(edit.anchor)}"
         else:

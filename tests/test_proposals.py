@@ -279,7 +279,7 @@ def test_the_schema_is_strict_mode_shaped_and_its_json_is_canonical():
         "anchor",
         "rationale",
     }
-    assert item["properties"]["op"]["enum"] == ["add", "replace", "delete"]
+    assert item["properties"]["op"]["enum"] == ["add", "replace", "delete", "template"]
     assert item["additionalProperties"] is False and EDITS_SCHEMA["additionalProperties"] is False
     assert json.loads(EDITS_SCHEMA_JSON) == EDITS_SCHEMA
     jsonschema.validate(json.loads(PROMPT_EXAMPLE_REPLY), EDITS_SCHEMA)
