@@ -206,6 +206,7 @@ class Proposal:
     error: str | None = None
     parse_failures: int = 0
     calls: int = 0  # optimizer calls made: 1, or 2 with the retry
+    contrasts: int = 0  # better/worse answer pairs shown (contrastive rollouts)
 
 
 @dataclass
@@ -311,6 +312,9 @@ class EpochResult:
     pr_eligible: bool = False  # held-out (or val, without test tasks) strictly improved
     decided_by: str = "test"  # which split decides the PR: test, or val when test is empty
     abort_code: int = 0  # exit code of an aborted epoch (3 backend, 6 budget), else 0
+    # when every candidate tied: per failing val check, did the agent ignore the rules or
+    # did they not help (gitsleep.diagnose)
+    diagnosis: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -361,3 +365,4 @@ class EpochSettings:
     max_error_rate: float = 0.2  # share of failed calls in one pass that aborts the epoch
     block_max_lines: int = 40
     block_max_chars: int = 4000
+    rollouts: int = 1  # answers per train task for contrastive reflection (1 = off)

@@ -17,9 +17,11 @@ from gitsleep import markdown as md
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner
 from gitsleep.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
+from gitsleep.rollouts import Contrast
 
 MAX_FAILURES_SHOWN = 8
 MAX_PASSES_SHOWN = 2
+MAX_FAILURES_WITH_CONTRASTS = 4  # the contrasts say more; the prompt stays short
 ANSWER_HEAD = 600
 # An edit may not contradict a check that fails in at least 1/CONTRADICTION_SHARE of the
 # shown failures; rarer conflicts between tasks are left to the gate.
@@ -96,6 +98,7 @@ def build_prompt(
     *,
     rules: Sequence[str] | None = None,
     counts: Counter[Check] | None = None,
+    contrasts: Sequence[Contrast] = (),
 ) -> str:
     """The user message: the document, what failed and why, what passed, what was rejected.
 
@@ -132,8 +135,11 @@ def build_prompt(
                   "a skeleton more reliably than it follows a rule in words, so you may propose "
                   "one template edit; this one is derived from the failing checks:",
                   json.dumps(offer), ""]
+    if contrasts:
+        parts += _contrast_blocks(contrasts, tasks)
     parts.append("Failing tasks:")
-    for result in failures[:MAX_FAILURES_SHOWN]:
+    shown = MAX_FAILURES_WITH_CONTRASTS if contrasts else MAX_FAILURES_SHOWN
+    for result in failures[:shown]:
         parts += _task_block(result, tasks[result.task_id].prompt, with_reason=True)
     if passes:
         parts.append("Passing tasks, for contrast:")
@@ -145,6 +151,20 @@ def build_prompt(
         parts.append("")
     parts.append(f"Propose at most {budget} edit(s). Reply with JSON only.")
     return "\n".join(parts)
+
+
+def _contrast_blocks(contrasts: Sequence[Contrast], tasks: dict[str, Task]) -> list[str]:
+    """The same task answered twice: the better answer passes checks the worse one fails."""
+    lines = ["The agent answered these tasks more than once. The better answer passes checks "
+             "the worse one fails: propose rules that make every answer do what the better "
+             "one did.", ""]
+    for pair in contrasts:
+        separating = "; ".join(check_text.describe_check(c) for c in pair.separating)
+        lines += [f"<<<TASK {pair.task_id}", tasks[pair.task_id].prompt, "TASK>>>",
+                  f"Checks that separate them: {separating}",
+                  "<<<BETTER_ANSWER", pair.better[:ANSWER_HEAD], "BETTER_ANSWER>>>",
+                  "<<<WORSE_ANSWER", pair.worse[:ANSWER_HEAD], "WORSE_ANSWER>>>", ""]
+    return lines
 
 
 def propose(
@@ -159,6 +179,7 @@ def propose(
     rejected: Sequence[Edit],
     round_no: int,
     index: int,
+    contrasts: Sequence[Contrast] = (),
 ) -> Proposal:
     """Ask the optimizer once (plus one retry) for edits to `target`.
 
@@ -168,7 +189,7 @@ def propose(
     rules = docs.learned_rules(document)
     counts = failing_checks(failures)
     prompt = build_prompt(target, document, failures, passes, tasks, rejected,
-                          settings.edit_budget, rules=rules, counts=counts)
+                          settings.edit_budget, rules=rules, counts=counts, contrasts=contrasts)
     context = {
         "target": target,
         "budget": settings.edit_budget,
@@ -181,7 +202,8 @@ def propose(
     }
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
-    proposal = Proposal(target=target, round=round_no, index=index, raw=None)
+    proposal = Proposal(target=target, round=round_no, index=index, raw=None,
+                        contrasts=len(contrasts))
     train_prompts = [t.prompt for t in tasks.values() if t.split == "train"]
     raws: list[str] = []
     seed = 1000 * round_no + index

@@ -218,6 +218,10 @@ def commit_message(
             why = line(edit.rationale if label == "why" else outcome.reason)
             if why:
                 body.append(f"    {label}: {why}")
+    if result.diagnosis:
+        body.append("Every candidate tied; per failing check:")
+        body += [f"  - {line(str(v['check']), 120)}: {line(str(v['detail']))}"
+                 for v in result.diagnosis]
     for split in ("val", "test"):
         changes = task_changes(result, split)
         moved = [d for d in changes if d.status != "unchanged"]
@@ -293,6 +297,7 @@ def diagnostics(
         "skill": result.skill,
         "decision": result.decision,
         "reason": result.reason,
+        "diagnosis": list(result.diagnosis),
         "abort_code": result.abort_code,
         "metric": result.metric,
         "decided_by": result.decided_by,
@@ -517,6 +522,10 @@ def pr_body(
     ):
         if outcomes:
             optional.append((f"{title} ({len(outcomes)})", _edit_items(outcomes, prose, label)))
+    if result.diagnosis:
+        optional.insert(0, ("Why no candidate beat the baseline", [
+            f"- {prose.code(str(v['check']), 120)}: {prose.text(str(v['detail']), 300)}"
+            for v in result.diagnosis]))
 
     cost = result.cost
     tail = [

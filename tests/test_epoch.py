@@ -405,3 +405,18 @@ def test_the_second_example_also_gains_offline() -> None:
     assert result.decision == "accepted" and result.pr_eligible
     assert result.test.candidate > result.test.baseline
     assert result.val.candidate == 1.0
+
+
+def test_the_third_example_learns_its_two_structural_checks_offline() -> None:
+    from gitsleep.config import load_config
+    from gitsleep.run import read_inputs
+
+    root = EXAMPLE.parent / "outage-summary"
+    config = load_config(root / ".gitsleep.yml")
+    tasks, documents = read_inputs(root, config.skills[0])
+    assert sorted({t.split for t in tasks}) == ["test", "train", "val"]
+    result = run_epoch(tasks, documents, config.epoch_settings(), OfflineBackend(),
+                       skill=config.skills[0].name)
+    assert result.decision == "accepted" and result.pr_eligible
+    assert result.test.baseline < 0.5 and result.test.candidate == 1.0
+    assert result.val.candidate == 1.0
