@@ -192,6 +192,12 @@ def parse_reply(raw: str, *, target: str, budget: int) -> ParsedReply:
     if not found.complete and not found.truncated and not found.cut_off:
         found = _Found(errors=found.errors, salvage_calls=found.salvage_calls)
         _read_values(text, 0, text, found)
+    elif found.truncated or found.cut_off:
+        # a ``` inside a JSON string ends the fence early: the whole reply may read
+        whole = _Found(salvage_calls=found.salvage_calls)
+        _read_values(text, 0, text, whole)
+        if whole.complete and not whole.truncated and not whole.cut_off:
+            found = whole
     result = ParsedReply(repairs=sorted(set(found.repairs)))
     if not found.complete:
         result.error = _no_edits_error(found, text)
