@@ -114,3 +114,43 @@ def test_the_reflection_prompt_offers_a_derived_template_when_a_check_is_about_s
     plain = reflect.build_prompt("skill", "# Skill\n", [], [], {}, [], 4,
                                  counts=reflect.Counter({SHORT: 3}))
     assert '"op": "template", "content"' not in plain.split("Failing checks")[1]
+
+
+def test_an_epoch_accepts_a_template_an_agent_copies_and_the_report_shows_it():
+    import json
+
+    from gitsleep import report
+    from gitsleep.backends.base import Backend, ModelCall
+    from gitsleep.epoch import run_epoch
+    from gitsleep.models import Answer, EpochSettings, Judge, Task
+    from gitsleep.redact import Redactor
+
+    class CopiesSkeletons(Backend):
+        """An agent that copies a fenced skeleton but ignores rules in words."""
+
+        name = "scripted"
+
+        def complete(self, call: ModelCall) -> Answer:
+            if call.purpose == "propose":
+                derived = call.messages[-1][1].split('"op": "template", "content": ')[1]
+                content = json.loads(derived.split(', "anchor"')[0])
+                edit = {"op": "template", "content": content, "rationale": "copy this"}
+                return Answer(json.dumps({"edits": [edit]}), None, 1, 1)
+            template = docs.learned_template(call.messages[0][1])
+            return Answer(template.replace("<write the impact here>", "All users.")
+                          if template else "It broke.", None, 1, 1)
+
+    judge = Judge("rule", (IMPACT, SEVERITY))
+    tasks = ([Task(f"t{i}", f"Summarise outage {i}.", "train", judge) for i in range(3)]
+             + [Task(f"v{i}", f"Summarise incident {i}.", "val", judge) for i in range(2)]
+             + [Task(f"h{i}", f"Summarise event {i}.", "test", judge) for i in range(2)])
+    settings = EpochSettings(model="a", optimizer_model="o", judge_model="o", rounds=1,
+                             proposals=1, workers=1)
+    result = run_epoch(tasks, {"skill": "# Notes\n", "memory": None}, settings,
+                       CopiesSkeletons(), skill="notes")
+    assert result.decision == "accepted" and result.test.candidate == 1.0
+    after = result.documents["skill"][1]
+    assert docs.learned_template(after) == "## Impact\n<write the impact here>\nSeverity: 1"
+    assert docs.learned_rules(after) == []
+    body = report.pr_body(result, rerun="", redactor=Redactor([]))
+    assert "**template**" in body

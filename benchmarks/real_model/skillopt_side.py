@@ -12,7 +12,8 @@ environment, given with `--skillopt-python` (never a gitsleep dependency):
 Per example and seed it writes a reviewed tasks file in SkillOpt-Sleep's format (the
 example's train/val/test tasks with the same rule judges), a scratch HOME with its
 `config.json` (its OpenAI-compatible backend for both models, the run's seed, no memory
-document), and runs `python -m skillopt_sleep run ... --json` through a counting proxy
+document), and runs `skillopt_sleep run ... --json` (through `skillopt_compat.py`, which
+gives 0.2.0 the OpenAI-compatible transport its later versions have) via a counting proxy
 that tallies the requests and the `usage` tokens the server reports. SkillOpt-Sleep 0.2.0
 does not score the test split itself, so the skill it proposes (or the original, when it
 rejects) is scored on the example's val and held-out tasks by gitsleep's own replay and
@@ -152,7 +153,8 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str,
     started = time.monotonic()
     try:
         done = subprocess.run(
-            [args.skillopt_python, "-m", "skillopt_sleep", "run", "--project", str(project),
+            [args.skillopt_python, str(HERE / "skillopt_compat.py"), "run", "--project",
+             str(project),
              "--tasks-file", str(tasks_path), "--target-skill-path", str(skill_path), "--json"],
             env=env, cwd=project, capture_output=True, text=True, timeout=args.timeout)
         stdout, stderr, code = done.stdout, done.stderr, done.returncode
@@ -172,12 +174,11 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str,
     scores = score(example, original, final, args, scorer)
     return {
         "example": example, "seed": seed, "exit_code": code,
-        "action": report.get("action") or report.get("decision"),
-        "own_val": {"baseline": report.get("baseline_score"),
-                    "candidate": report.get("candidate_score")},
+        "action": report.get("gate_action"),
+        "own_val": {"baseline": report.get("baseline"), "candidate": report.get("candidate")},
         "val": scores["val"], "test": scores["test"],
         "changed": final != original,
-        "edits": report.get("applied_edits") or report.get("edits") or [],
+        "edits": [e.get("content") for e in report.get("edits") or []],
         "calls": proxy.calls, "prompt_tokens": proxy.prompt_tokens,
         "completion_tokens": proxy.completion_tokens, "wall_seconds": round(wall, 1),
     }
@@ -233,12 +234,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--optimizer-model", default="qwen1.5b")
     parser.add_argument("--max-tokens", type=int, default=512,
                         help="SKILLOPT_SLEEP_COMPAT_MAX_TOKENS: its cap on every reply")
+    parser.add_argument("--answer-max-tokens", type=int, default=320,
+                        help="the cap on agent answers when scoring, as in run.py")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     parser.add_argument("--time-limit", type=float, default=75.0,
                         help="minutes; no new run starts after this")
     parser.add_argument("--out", type=Path, default=HERE.parent / "results" / "real_model")
     args = parser.parse_args(argv)
-    scorer_args = run_args(["--out", str(args.out)])
+    scorer_args = run_args(["--out", str(args.out),
+                            "--answer-max-tokens", str(args.answer_max_tokens)])
     inner = OpenAIBackend(api_key="local-server-needs-no-key", base_url=url,
                           timeout=scorer_args.timeout, max_retries=1)
     log = ServerLog(ResponseCache(args.out / "answers"), scorer_args.answer_max_tokens)
