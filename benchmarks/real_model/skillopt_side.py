@@ -241,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="minutes; no new run starts after this")
     parser.add_argument("--out", type=Path, default=HERE.parent / "results" / "real_model")
     args = parser.parse_args(argv)
+    args.out = args.out.resolve()  # SkillOpt-Sleep runs in the scratch project folder
     scorer_args = run_args(["--out", str(args.out),
                             "--answer-max-tokens", str(args.answer_max_tokens)])
     inner = OpenAIBackend(api_key="local-server-needs-no-key", base_url=url,
