@@ -556,14 +556,33 @@ def _template_problem(
     if when and not any(_satisfies(check, when.group(0)) for check in failing):
         return edit, (f"template names a specific date or time ({when.group(0)}) that no check "
                       "asks for: a detail of one answer, not a shape")
+    rebuilt = ""
     if not any(fragments.serves(line, check) for line in filled for check in failing):
-        return edit, ("the template names nothing a failing check needs: give the headings "
-                      "and labelled lines the failing checks ask for")
+        # a rule in words sent as a template ("Every answer must have a section headed
+        # '## Impact'.", seen from Qwen2.5-Coder 1.5B): the skeleton of the checks it names
+        named = [c for c in failing if skeleton.structural_line(c) and _names(c, content)]
+        rebuilt = skeleton.derive(named) or ""
+        if not rebuilt:
+            return edit, ("the template names nothing a failing check needs: give the headings "
+                          "and labelled lines the failing checks ask for")
+        filled = rebuilt.split("\n")
+        content = rebuilt
     if current and " ".join(current.casefold().split()) == " ".join(content.casefold().split()):
         return edit, "the template is already in the learned block"
     if seen:
         return edit, "only one template per proposal: a second would replace the first"
-    if filled != lines:
+    if rebuilt:
+        note = "(a template in words rebuilt as the skeleton of the failing checks it names)"
+        edit = Edit(edit.op, content, edit.anchor, f"{edit.rationale} {note}".strip(), edit.target)
+    elif filled != lines:
         rationale = f"{edit.rationale} (placeholder filled from a failing check)".strip()
         edit = Edit(edit.op, content, edit.anchor, rationale, edit.target)
     return edit, ""
+
+
+def _names(check: Check, text: str) -> bool:
+    """Whether `text` names what a structural check wants: its section, or the label of
+    the line it wants ("Severity" for `Severity:\\s*[1-4]`)."""
+    lines = skeleton.structural_line(check)
+    name = lines[0].lstrip("#").split(":")[0].strip().casefold() if lines else ""
+    return bool(name) and re.search(rf"\b{re.escape(name)}\b", text.casefold()) is not None

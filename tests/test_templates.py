@@ -154,3 +154,10 @@ def test_an_epoch_accepts_a_template_an_agent_copies_and_the_report_shows_it():
     assert docs.learned_rules(after) == []
     body = report.pr_body(result, rerun="", redactor=Redactor([]))
     assert "**template**" in body
+
+
+def test_a_template_written_as_a_rule_becomes_the_skeleton_of_the_checks_it_names():
+    kept, rejected = hygiene([Edit("template", "Always give the impact and a severity level.")])
+    assert rejected == []
+    assert kept[0].content == "## Impact\n<write the impact here>\nSeverity: 1"
+    assert "rebuilt as the skeleton" in kept[0].rationale
