@@ -276,7 +276,8 @@ def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
         f"  k = {model.candidates_per_round:.2f} candidate documents gated on val per round, "
         f"a = {model.accept_rate:.2f} share of rounds that accept (then train is re-scored): "
         "measured in section 1",
-        "ceiling = (T + V + S) + m * R * (P*(2 + V) + (B + 1)*V + T) + S   (B = edit_budget; "
+        "ceiling = (T + V + S) + m * R * (P*(2 + V) + (B + 1)*V + T + (K - 1)*Tl) + S   "
+        "(B = edit_budget; K = rollouts, Tl = locally judged train tasks; "
         "gitsleep.epoch.call_ceiling)",
         f"example: {repo['skills']} skills x (T={repo['train']}, V={repo['val']}, "
         f"S={repo['test']}, R={repo['rounds']}, P={repo['proposals']}, m=1) = "

@@ -78,6 +78,36 @@ def example_for_check(check: Check) -> str | None:
     return None
 
 
+_LABELLED = re.compile(r"^[^:\n]{1,40}:(?:\s|$)")
+
+
+def rule_for_check(check: Check, text: str | None = None) -> str | None:
+    """An imperative rule that quotes what `check` wants, or None when no text can be
+    quoted. A small agent obeys `Every answer must have a section headed "## Impact".`
+    where it ignores a bare `## Impact`. `text`, when given and passing the check, is
+    quoted instead of the derived example (the optimizer's own value is kept)."""
+    example = example_for_check(check)
+    if example is None:
+        return None
+    if check.op in ("section_present", "section_contains"):
+        return f'Every answer must have a section headed "{example}".'
+    own = text if text and check.op in ("contains", "regex") and passes(check, text) else None
+    literal = own or example
+    if _LABELLED.match(literal):
+        return f'Every answer must have a line "{literal}".'
+    return f'Every answer must contain the text "{literal}".'
+
+
+def passes(check: Check, text: str) -> bool:
+    """Whether `text` alone meets a `contains` or `regex` check (False for other ops)."""
+    arg = "" if check.arg is None else str(check.arg)
+    if check.op == "contains":
+        return bool(arg.strip()) and arg.casefold() in text.casefold()
+    if check.op == "regex":
+        return search(arg, text) is not None
+    return False
+
+
 _MAX_LITERAL = 200
 _SPACE_AFTER = ":=,;.)]}!?|>-"  # an optional space after these reads naturally
 _FREE_TEXT = "medium"  # what fills a "Label: <anything>" slot

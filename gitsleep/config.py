@@ -207,6 +207,7 @@ class Config(_Section):
     azure: AzureConfig | None = None
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     learned_block: LearnedBlockConfig = Field(default_factory=LearnedBlockConfig)
+    rollouts: Annotated[int, Field(ge=1, le=10)] = 1  # answers per train task (1 = off)
 
     _check_base_url = field_validator("base_url")(_http_url)
 
@@ -342,6 +343,7 @@ class Config(_Section):
             max_reflect_tokens=self.max_reflect_tokens,
             block_max_lines=self.learned_block.max_lines,
             block_max_chars=self.learned_block.max_chars,
+            rollouts=self.rollouts,
         )
 
 

@@ -8,6 +8,11 @@ CRLF line endings, a missing final newline) survives any sequence of edits.
 
 Multi-line edit content means several rules: each non-empty line becomes its own
 bullet, and the edit applies all of them or none.
+
+A `template` edit is the exception: its content is an answer skeleton (headings,
+labelled lines, `<placeholders>`), kept whole as one fenced block after the rules, under
+an intro line. A block holds at most one; a second replaces it. Lines inside a fence
+are never rules.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ MARKER_RE = re.compile(r"<!--\s*gitsleep\s*:\s*learned\s*:\s*(start|end)\s*-->",
 _MARKER_HINT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 _BULLET = re.compile(r"^\s*[-*+]\s+")
+_FENCE = re.compile(r"^\s*```")
+TEMPLATE_INTRO = "Answer template: every answer follows this shape, with each <...> filled in:"
 
 
 @dataclass(frozen=True)
@@ -116,13 +123,49 @@ def _norm(text: str) -> str:
     return " ".join(_rule_text(text).casefold().split())
 
 
+def _rule_indexes(inner: list[str]) -> list[int]:
+    """Indexes of the bullet lines of a block's inner lines, outside any fence."""
+    out, fenced = [], False
+    for i, line in enumerate(inner):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and _BULLET.match(line):
+            out.append(i)
+    return out
+
+
+def _template_span(inner: list[str]) -> tuple[int, int] | None:
+    """(first, after) of the template in the inner lines: intro line, fence, lines, fence."""
+    fences = [i for i, line in enumerate(inner) if _FENCE.match(line)]
+    if len(fences) < 2:
+        return None
+    first = fences[0]
+    if first > 0 and inner[first - 1].strip() == TEMPLATE_INTRO:
+        first -= 1
+    return first, fences[1] + 1
+
+
 def learned_rules(text: str) -> list[str]:
     """The rule lines of the block (bullet text), in order."""
     block = find_block(text)
     if block is None:
         return []
     lines = split_lines(text)[block.start + 1 : block.end]
-    return [_rule_text(line) for line in lines if _BULLET.match(line)]
+    return [_rule_text(lines[i]) for i in _rule_indexes(lines)]
+
+
+def learned_template(text: str) -> str | None:
+    """The block's answer template (the lines inside its fence), None when it has none."""
+    block = find_block(text)
+    if block is None:
+        return None
+    inner = split_lines(text)[block.start + 1 : block.end]
+    span = _template_span(inner)
+    if span is None:
+        return None
+    body = [line.rstrip("\r\n") for line in inner[span[0]:span[1]]
+            if line.strip() != TEMPLATE_INTRO]
+    return "\n".join(body[1:-1])
 
 
 def learned_block_text(text: str) -> str:
@@ -151,7 +194,7 @@ def block_problems(text: str, max_lines: int, max_chars: int) -> list[tuple[int,
     if block is None:
         return []
     inner = split_lines(text)[block.start + 1 : block.end]
-    rules = [line for line in inner if _BULLET.match(line)]
+    rules = _rule_indexes(inner)
     if len(rules) > max_lines:
         problems.append((block.start + 1, f"learned block has {len(rules)} rules, over the "
                          f"limit of {max_lines}; delete or merge rules"))
@@ -255,9 +298,13 @@ def _apply_one(
     def unmatched(reason: str) -> tuple[list[str], EditOutcome]:
         return inner, EditOutcome(edit, "unmatched", reason)
 
-    rule_lines = [(i, line) for i, line in enumerate(inner) if _BULLET.match(line)]
+    rule_lines = [(i, inner[i]) for i in _rule_indexes(inner)]
     new_lines: list[str] = []
-    if edit.op in ("add", "replace"):
+    if edit.op == "template":
+        result, problem = _with_template(inner, edit.content, nl)
+        if problem:
+            return unmatched(problem)
+    elif edit.op in ("add", "replace"):
         contents, problem = clean_content(edit.content)
         if problem:
             return unmatched(problem)
@@ -265,11 +312,17 @@ def _apply_one(
         if len({c.casefold() for c in contents}) < len(contents):
             return unmatched("content repeats a line")
         new_lines = [f"- {c}{nl}" for c in contents]
-    if edit.op == "add":
+    if edit.op == "template":
+        pass
+    elif edit.op == "add":
         if any(_norm(line) in existing for line in new_lines):
             return unmatched("rule is already in the learned block")
-        at = rule_lines[-1][0] + 1 if rule_lines else _end_of_content(inner)
-        result = inner[:at] + new_lines + inner[at:]
+        span = _template_span(inner)
+        if not rule_lines and span is not None:  # the first rule goes above the template
+            result = inner[: span[0]] + new_lines + [nl] + inner[span[0]:]
+        else:
+            at = rule_lines[-1][0] + 1 if rule_lines else _end_of_content(inner)
+            result = inner[:at] + new_lines + inner[at:]
     elif edit.op in ("replace", "delete"):
         anchor = edit.anchor or (edit.content if edit.op == "delete" else "")
         index, reason = _match(rule_lines, anchor)
@@ -283,13 +336,50 @@ def _apply_one(
                 return unmatched("replacement is identical to the rule")
         result = inner[:index] + new_lines + inner[index + 1 :]
     else:
-        return unmatched(f"unknown op {edit.op!r}; use add, replace or delete")
-    rules = sum(1 for line in result if _BULLET.match(line))
+        return unmatched(f"unknown op {edit.op!r}; use add, replace, delete or template")
+    rules = len(_rule_indexes(result))
     if rules > max_lines:
         return unmatched(f"learned block would have {rules} rules (limit {max_lines})")
     if sum(len(line) for line in result) > max_chars:
         return unmatched(f"learned block would exceed {max_chars} characters")
     return result, EditOutcome(edit, "applied")
+
+
+def template_lines(content: str) -> tuple[list[str], str | None]:
+    """The skeleton's lines (inner blank lines kept), or why it cannot be a template."""
+    if _MARKER_HINT.search(content):
+        return [], "template contains learned-block markers"
+    if "<!--" in content or "-->" in content:
+        return [], "template contains HTML comment markers"
+    lines = [_CONTROL.sub("", raw).replace("\t", " ").rstrip()
+             for raw in content.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return [], "template is empty"
+    if any(_FENCE.match(line) for line in lines):
+        return [], "template contains a ``` fence line; give only the skeleton's lines"
+    return lines, None
+
+
+def _with_template(inner: list[str], content: str, nl: str) -> tuple[list[str], str | None]:
+    """The inner lines with the template put in (or in place of the one there)."""
+    lines, problem = template_lines(content)
+    if problem:
+        return inner, problem
+    region = [TEMPLATE_INTRO + nl, "```" + nl] + [line + nl for line in lines] + ["```" + nl]
+    span = _template_span(inner)
+    if span is not None:
+        if [x.rstrip("\r\n") for x in inner[span[0]:span[1]]] == [
+                x.rstrip("\r\n") for x in region]:
+            return inner, "template is already in the learned block"
+        return inner[: span[0]] + region + inner[span[1]:], None
+    at = len(inner)
+    while at > 0 and not inner[at - 1].strip():
+        at -= 1
+    return inner[:at] + ([nl] if at else []) + region, None
 
 
 def _end_of_content(inner: list[str]) -> int:

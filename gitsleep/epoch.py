@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gitsleep import diagnose, gate, reflect, replay, rollouts
 from gitsleep import documents as docs
-from gitsleep import gate, reflect, replay
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
 from gitsleep.calls import CallRunner, StepHook, no_tick
@@ -106,6 +106,8 @@ class Epoch:
             decided_by="test" if self.split["test"] else "val",
         )
         self.rejected: list[Edit] = []
+        self.contrasts: dict[str, list[rollouts.Contrast]] = {}  # by train pass version
+        self.trial_passes: list[PassResult] = []  # each candidate's val pass, in trial order
 
     # -- scoring -------------------------------------------------------------------------
 
@@ -173,7 +175,9 @@ class Epoch:
                 if not failures:
                     break
                 passes = [t for t in train_now.tasks if t.hard == 1.0]
-                winner, tried = self._round(target, round_no, failures, passes, best_val)
+                contrasts = self._contrasts(train_now)
+                winner, tried = self._round(target, round_no, failures, passes, best_val,
+                                            contrasts)
                 any_candidate = any_candidate or tried
                 if winner is None:
                     if not tried:
@@ -194,6 +198,29 @@ class Epoch:
         if base_test is not None and final_test is not None:
             self.result.test = gate.summarise(base_test, final_test, len(self.split["test"]))
         self._decide(base_train, any_candidate)
+        if self.result.decision == "rejected" and diagnose.all_tied(self.result.trials):
+            self.result.diagnosis = diagnose.per_check(base_val, self.trial_passes)
+            if self.result.diagnosis:
+                why = diagnose.summary(self.result.diagnosis)
+                self.result.reason += f"; every candidate tied, per check: {why}"
+
+    def _contrasts(self, train: PassResult) -> list[rollouts.Contrast]:
+        """Better/worse answer pairs of the train tasks under `train`'s documents, from
+        `rollouts - 1` sampled answers per task (none when rollouts are off)."""
+        if self.settings.rollouts <= 1:
+            return []
+        if train.version not in self.contrasts:
+            self.progress(f"{self.skill}: sampling {self.settings.rollouts - 1} more answer(s) "
+                          f"per train task")
+            sampled = rollouts.sample(self.runner, self.split["train"], self.current,
+                                      self.settings)
+            self.result.passes.append(PassResult(
+                "rollouts", "rollouts", train.version,
+                [TaskResult(task_id, "rollouts", samples) for task_id, samples in sampled.items()],
+            ))
+            self.contrasts[train.version] = rollouts.contrasts(train.tasks, sampled,
+                                                               self.settings)
+        return self.contrasts[train.version]
 
     def _round(
         self,
@@ -202,6 +229,7 @@ class Epoch:
         failures: list[TaskResult],
         passes: list[TaskResult],
         best_val: PassResult,
+        contrasts: list[rollouts.Contrast] | None = None,
     ) -> tuple[_Candidate | None, bool]:
         """Propose, apply and gate `proposals` candidates; return the winner, if any.
 
@@ -220,7 +248,7 @@ class Epoch:
             proposal = reflect.propose(
                 self.runner, self.settings, target=target, document=document, failures=shown,
                 passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
-                index=index,
+                index=index, contrasts=contrasts or [],
             )
             self.result.proposals.append(proposal)
             self.result.unmatched.extend(proposal.dropped)
@@ -424,6 +452,7 @@ class Epoch:
             interval=gate.bootstrap_interval([a - b for _, b, a in pairs]),
         )
         self.result.trials.append(trial)
+        self.trial_passes.append(val)
         self.progress(f"{self.skill}: {label}: {why}")
         size = abs(len(new_text) - len(document)) + sum(len(e.content) for e in applied)
         return _Candidate(trial, trial_docs, val, size)
@@ -490,7 +519,8 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     baseline (train + val + test) + per target and round: each proposal's reflect call and
     its one retry, its val pass, the merged candidate's val pass, the per-edit val passes of
     the ablation or the pruning (one or the other, at most `edit_budget`), a train
-    re-score; then the final test pass. Rubric tasks add one judge call per answer.
+    re-score, and with `rollouts: K` the K - 1 sampled answers per locally judged train
+    task; then the final test pass. Rubric tasks add one judge call per answer.
     """
     per_split = {s: 0 for s in ("train", "val", "test")}
     for task in tasks:
@@ -498,7 +528,8 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     r = max(1, settings.gate.repeats)
     train, val, test = (per_split[s] * r for s in ("train", "val", "test"))
     proposals = max(1, settings.proposals)
-    per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train
+    sampled = rollouts.extra_calls(settings, [t for t in tasks if t.split == "train"])
+    per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train + sampled
     targets = 2 if with_memory else 1
     return train + val + test + targets * settings.rounds * per_round + test
 

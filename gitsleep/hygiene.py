@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 
 from gitsleep import documents as docs
-from gitsleep import hostile_text
+from gitsleep import fragments, hostile_text, skeleton
 from gitsleep import markdown as md
 from gitsleep.check_text import CONTROL_CHARS, describe_check, search
 from gitsleep.models import Check, Edit, EditOutcome
@@ -132,6 +132,7 @@ def check_hygiene(
     current_rules: Sequence[str],
     max_chars: int = 500,
     contradiction_checks: Sequence[Check] | None = None,
+    current_template: str | None = None,
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -141,7 +142,8 @@ def check_hygiene(
     order, a placeholder filled from a failing check included (see the module notes).
     `contradiction_checks` (default: `failing_checks`) are the checks an edit must not
     contradict: pass only the common ones, so one odd task cannot veto a rule most
-    failures need (the gate judges such conflicts on val).
+    failures need (the gate judges such conflicts on val). A `template` edit is judged
+    whole by `_template_problem` (one per proposal, not the `current_template` again).
     """
     kept: list[Edit] = []
     rejected: list[EditOutcome] = []
@@ -149,7 +151,17 @@ def check_hygiene(
     prompts = [words for words in (_words(p) for p in task_prompts) if words]
     specific = _specific_words(prompts, failing_checks, current_rules)
     earlier: set[str] = set()
+    template_kept = False
     for edit in edits:
+        if edit.op == "template":
+            checked, problem = _template_problem(edit, failing_checks, prompts, specific,
+                                                 max_chars, current_template, template_kept)
+            if problem:
+                rejected.append(EditOutcome(edit, "rejected", problem))
+            else:
+                kept.append(checked)
+                template_kept = True
+            continue
         checked, problem = _hygiene_problem(
             edit, failing_checks, prompts, specific, existing, earlier, max_chars,
             failing_checks if contradiction_checks is None else contradiction_checks,
@@ -235,6 +247,14 @@ def _hygiene_problem(
         if edit.op == "replace" and _asks_for(check, edit.anchor) and not _asks_for(check, content):
             return edit, (f"contradicts a failing check: replacing {edit.anchor!r} takes away "
                           f"what it needs ({describe_check(check)})")
+    rewritten, fragment = fragments.rewrite(lines, failing)
+    if fragment:
+        return edit, fragment
+    if rewritten != lines:
+        note = "(a bare heading or label rewritten as a rule quoting a failing check)"
+        edit = Edit(edit.op, "\n".join(rewritten), edit.anchor,
+                    f"{edit.rationale} {note}".strip(), edit.target)
+        lines = rewritten
     return edit, _duplicate_problem(edit, lines, existing, earlier)
 
 
@@ -505,3 +525,69 @@ def _duplicate_problem(
         if norm in earlier:
             return "repeats an earlier edit in this proposal"
     return ""
+
+
+def _template_problem(
+    edit: Edit,
+    failing: Sequence[Check],
+    prompts: list[list[str]],
+    specific: dict[str, int],
+    max_chars: int,
+    current: str | None,
+    seen: bool,
+) -> tuple[Edit, str]:
+    """A template edit (placeholders a check confirms filled) and why to reject it, or ''.
+
+    Placeholders are what a skeleton is for, so only the rules that keep task facts and
+    secrets out apply, and the skeleton must give some failing check what it wants."""
+    lines, problem = docs.template_lines(edit.content)
+    if problem:
+        return edit, problem
+    content = "\n".join(lines)
+    if len(content) > max_chars:
+        return edit, f"template is {len(content)} characters, over the limit of {max_chars}"
+    if len(lines) > skeleton.MAX_LINES:
+        return edit, f"template has {len(lines)} lines, over the limit of {skeleton.MAX_LINES}"
+    if _echoes_example(content):
+        return edit, "template copies the prompt's example text"
+    filled = [(_fill_placeholders([line], failing)[0] or [line])[0] for line in lines]
+    content = "\n".join(filled)
+    if any(_copies_prompt(_words(line), words) for line in filled for words in prompts):
+        return edit, "template copies a task prompt instead of giving the answer's shape"
+    one_task = _one_task_problem(content, specific)
+    if one_task:
+        return edit, one_task.replace("content answers", "template answers", 1)
+    when = _DATE_OR_TIME.search(content)
+    if when and not any(_satisfies(check, when.group(0)) for check in failing):
+        return edit, (f"template names a specific date or time ({when.group(0)}) that no check "
+                      "asks for: a detail of one answer, not a shape")
+    rebuilt = ""
+    if not any(fragments.serves(line, check) for line in filled for check in failing):
+        # a rule in words sent as a template ("Every answer must have a section headed
+        # '## Impact'.", seen from Qwen2.5-Coder 1.5B): the skeleton of the checks it names
+        named = [c for c in failing if skeleton.structural_line(c) and _names(c, content)]
+        rebuilt = skeleton.derive(named) or ""
+        if not rebuilt:
+            return edit, ("the template names nothing a failing check needs: give the headings "
+                          "and labelled lines the failing checks ask for")
+        filled = rebuilt.split("\n")
+        content = rebuilt
+    if current and " ".join(current.casefold().split()) == " ".join(content.casefold().split()):
+        return edit, "the template is already in the learned block"
+    if seen:
+        return edit, "only one template per proposal: a second would replace the first"
+    if rebuilt:
+        note = "(a template in words rebuilt as the skeleton of the failing checks it names)"
+        edit = Edit(edit.op, content, edit.anchor, f"{edit.rationale} {note}".strip(), edit.target)
+    elif filled != lines:
+        rationale = f"{edit.rationale} (placeholder filled from a failing check)".strip()
+        edit = Edit(edit.op, content, edit.anchor, rationale, edit.target)
+    return edit, ""
+
+
+def _names(check: Check, text: str) -> bool:
+    """Whether `text` names what a structural check wants: its section, or the label of
+    the line it wants ("Severity" for `Severity:\\s*[1-4]`)."""
+    lines = skeleton.structural_line(check)
+    name = lines[0].lstrip("#").split(":")[0].strip().casefold() if lines else ""
+    return bool(name) and re.search(rf"\b{re.escape(name)}\b", text.casefold()) is not None

@@ -28,7 +28,7 @@ RULE_OPS = (
 )
 # Checks that only look at the shape of an answer; a judge made only of these is weak.
 FORMAT_OPS = frozenset({"section_present", "section_contains", "max_chars", "min_chars"})
-EDIT_OPS = ("add", "replace", "delete")
+EDIT_OPS = ("add", "replace", "delete", "template")
 DECISIONS = ("accepted", "rejected", "no_edits", "aborted")
 
 
@@ -104,7 +104,7 @@ class Answer:
 class Edit:
     """A bounded change to one learned block. Only its lines are addressable."""
 
-    op: str  # add | replace | delete
+    op: str  # add | replace | delete | template (an answer skeleton, one per document)
     content: str = ""
     anchor: str = ""
     rationale: str = ""
@@ -125,6 +125,8 @@ class Edit:
             return f"add: {self.content}"
         if self.op == "delete":
             return f"delete: {self.anchor}"
+        if self.op == "template":
+            return f"template: {self.content}"
         return f"replace: {self.anchor} -> {self.content}"
 
 
@@ -207,6 +209,7 @@ class Proposal:
     error: str | None = None
     parse_failures: int = 0
     calls: int = 0  # optimizer calls made: 1, or 2 with the retry
+    contrasts: int = 0  # better/worse answer pairs shown (contrastive rollouts)
 
 
 @dataclass
@@ -312,6 +315,9 @@ class EpochResult:
     pr_eligible: bool = False  # held-out (or val, without test tasks) strictly improved
     decided_by: str = "test"  # which split decides the PR: test, or val when test is empty
     abort_code: int = 0  # exit code of an aborted epoch (3 backend, 6 budget), else 0
+    # when every candidate tied: per failing val check, did the agent ignore the rules or
+    # did they not help (gitsleep.diagnose)
+    diagnosis: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -364,3 +370,4 @@ class EpochSettings:
     max_reflect_tokens: int | None = 2048  # cap of an optimizer or rubric-judge reply
     block_max_lines: int = 40
     block_max_chars: int = 4000
+    rollouts: int = 1  # answers per train task for contrastive reflection (1 = off)

@@ -71,8 +71,10 @@ EXAMPLE_CONTENT = "<one rule>"
 EXAMPLE_NEW_CONTENT = "<new rule>"
 EXAMPLE_ANCHOR = "<an existing rule, quoted exactly>"
 EXAMPLE_RATIONALE = "<why>"
+EXAMPLE_TEMPLATE = "<answer skeleton: one heading or labelled line per line>"
 PROMPT_EXAMPLE_TEXTS: tuple[str, ...] = (
     EXAMPLE_CONTENT,
+    EXAMPLE_TEMPLATE,
     EXAMPLE_NEW_CONTENT,
     EXAMPLE_ANCHOR,
     EXAMPLE_RATIONALE,
@@ -114,6 +116,7 @@ _OP_ALIASES = {
     "modify": "replace",
     "change": "replace",
     "remove": "delete",
+    "skeleton": "template",
 }
 _EDIT_KEYS = frozenset(_OP_KEYS + _CONTENT_KEYS + ("anchor",))
 _JSON_FENCE_LANGS = ("", "json", "json5", "jsonc", "js", "javascript")
@@ -190,6 +193,12 @@ def parse_reply(raw: str, *, target: str, budget: int) -> ParsedReply:
     if not found.complete and not found.truncated and not found.cut_off:
         found = _Found(errors=found.errors, salvage_calls=found.salvage_calls)
         _read_values(text, 0, text, found)
+    elif found.truncated or found.cut_off:
+        # a ``` inside a JSON string ends the fence early: the whole reply may read
+        whole = _Found(salvage_calls=found.salvage_calls)
+        _read_values(text, 0, text, whole)
+        if whole.complete and not whole.truncated and not whole.cut_off:
+            found = whole
     result = ParsedReply(repairs=sorted(set(found.repairs)))
     if not found.complete:
         result.error = _no_edits_error(found, text)
@@ -534,12 +543,12 @@ def _edit_from_item(item: Any, target: str) -> tuple[Edit, str]:
     else:
         op = _OP_ALIASES.get(op_text.lower(), op_text.lower())
     if op not in EDIT_OPS:
-        return shown, f"unknown op {op_text!r}; use add, replace or delete"
+        return shown, f"unknown op {op_text!r}; use add, replace, delete or template"
     if op == "delete" and not anchor:
         anchor, content = content, ""  # the line to delete was given as content
     edit = Edit(op=op, content=content, anchor=anchor, rationale=rationale, target=target)
-    if op == "add" and not content:
-        return edit, "add without content"
+    if op in ("add", "template") and not content:
+        return edit, f"{op} without content"
     if op == "replace" and not anchor:
         return edit, "replace without an anchor (the learned rule to change)"
     if op == "replace" and not content:

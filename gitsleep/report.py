@@ -261,6 +261,10 @@ def commit_message(
             why = line(edit.rationale if label == "why" else outcome.reason)
             if why:
                 body.append(f"    {label}: {why}")
+    if result.diagnosis:
+        body.append("Every candidate tied; per failing check:")
+        body += [f"  - {line(str(v['check']), 120)}: {line(str(v['detail']))}"
+                 for v in result.diagnosis]
     for split in ("val", "test"):
         changes = task_changes(result, split)
         moved = [d for d in changes if d.status != "unchanged"]
@@ -337,6 +341,7 @@ def diagnostics(
         "skill": result.skill,
         "decision": result.decision,
         "reason": result.reason,
+        "diagnosis": list(result.diagnosis),
         "abort_code": result.abort_code,
         "metric": result.metric,
         "decided_by": result.decided_by,
@@ -476,8 +481,8 @@ def _edit_items(outcomes: list[EditOutcome], prose: _Prose, why_label: str) -> l
     items = []
     for outcome in outcomes:
         edit = outcome.edit
-        if edit.op == "add":
-            what = f"**add** {prose.code(edit.content)}"
+        if edit.op in ("add", "template"):
+            what = f"**{edit.op}** {prose.code(edit.content)}"
         elif edit.op == "delete":
             what = f"**delete** {prose.code(edit.anchor)}"
         else:
@@ -586,6 +591,10 @@ def pr_body(
     ):
         if outcomes:
             optional.append((f"{title} ({len(outcomes)})", _edit_items(outcomes, prose, label)))
+    if result.diagnosis:
+        optional.insert(0, ("Why no candidate beat the baseline", [
+            f"- {prose.code(str(v['check']), 120)}: {prose.text(str(v['detail']), 300)}"
+            for v in result.diagnosis]))
 
     cost = result.cost
     tail = [

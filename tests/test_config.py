@@ -365,3 +365,11 @@ def test_skill_lookup(tmp_path: Path) -> None:
 def test_config_path(tmp_path: Path) -> None:
     assert config_path(tmp_path) == tmp_path / ".gitsleep.yml"
     assert config_path(tmp_path, "other.yml") == Path("other.yml")
+
+
+def test_rollouts_defaults_to_off_and_reaches_the_epoch(tmp_path: Path) -> None:
+    base = "backend: offline\nskills:\n  - {name: a, skill: a.md, tasks: [a.jsonl]}\n"
+    assert load_config(write(tmp_path, base)).epoch_settings().rollouts == 1
+    assert load_config(write(tmp_path, base + "rollouts: 3\n")).epoch_settings().rollouts == 3
+    with pytest.raises(UsageError, match="rollouts"):
+        load_config(write(tmp_path, base + "rollouts: 0\n"))

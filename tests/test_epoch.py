@@ -506,3 +506,18 @@ def test_the_secret_check_reads_text_as_the_document_will_hold_it(
     assert result.documents["skill"] == (SKILL, SKILL)
     reasons = [o.reason for o in result.unmatched]
     assert any("secret" in r or "invisible" in r for r in reasons), reasons
+
+
+def test_the_third_example_learns_its_two_structural_checks_offline() -> None:
+    from gitsleep.config import load_config
+    from gitsleep.run import read_inputs
+
+    root = EXAMPLE.parent / "outage-summary"
+    config = load_config(root / ".gitsleep.yml")
+    tasks, documents = read_inputs(root, config.skills[0])
+    assert sorted({t.split for t in tasks}) == ["test", "train", "val"]
+    result = run_epoch(tasks, documents, config.epoch_settings(), OfflineBackend(),
+                       skill=config.skills[0].name)
+    assert result.decision == "accepted" and result.pr_eligible
+    assert result.test.baseline < 0.5 and result.test.candidate == 1.0
+    assert result.val.candidate == 1.0

@@ -249,12 +249,15 @@ def test_multi_line_content_with_a_derivable_placeholder_is_filled_from_the_chec
     parsed = parse_reply(reply("multi_line_content.txt"), target="skill", budget=4)
     assert parsed.edits[0].content == "## Impact\nSeverity: <1-4>"
 
-    kept, rejected = hygiene(parsed.edits, failing=[Check("regex", SEVERITY)])
+    kept, rejected = hygiene(parsed.edits, failing=[Check("section_present", "Impact"),
+                                                    Check("regex", SEVERITY)])
 
     assert rejected == []
-    assert kept[0].content == "## Impact\nSeverity: 1"
+    # filled, then each bare line rewritten as a rule quoting its check
+    assert kept[0].content == ('Every answer must have a section headed "## Impact".\n'
+                               'Every answer must have a line "Severity: 1".')
     assert re.search(SEVERITY, kept[0].content.splitlines()[1])
-    assert kept[0].rationale.endswith("(placeholder filled from a failing check)")
+    assert "(placeholder filled from a failing check)" in kept[0].rationale
 
 
 def test_multi_line_content_is_all_or_nothing():
@@ -407,8 +410,6 @@ def test_a_past_tense_account_of_one_case_is_rejected(content):
     [
         "Implement robust checks against unauthorized access to stored data.",  # imperative
         "The answer must say what failed and when it started.",  # a modal asks something
-        "Severity: 2",
-        "## Impact",
         "The last line names who owned the fix.",  # present tense: a format, not a story
         "The brief ended early.",  # too short to tell
     ],
@@ -438,7 +439,11 @@ def test_leaving_this_section_out_after_naming_it_contradicts_the_check():
 def test_a_negation_about_something_else_in_the_section_is_kept():
     edit = Edit("add", "## Key Risks\nDo not put the summary text in this section.")
 
-    assert hygiene([edit], failing=[KEY_RISKS]) == ([edit], [])
+    kept, rejected = hygiene([edit], failing=[KEY_RISKS])
+
+    assert rejected == []
+    assert kept[0].content == ('Every answer must have a section headed "## Key Risks".\n'
+                               "Do not put the summary text in this section.")
 
 
 def test_a_replace_that_takes_away_what_a_failing_check_needs_contradicts_it():
@@ -464,11 +469,13 @@ def test_a_replace_of_a_rule_the_block_lacks_is_kept_as_an_add_and_says_so():
     edits = [Edit("replace", "Severity: 3", "Severity", "the regex wants it"),
              Edit("replace", "Keep answers short", "Be brief", "")]
 
-    kept, rejected = hygiene(edits, rules=["Be brief"])
+    kept, rejected = hygiene(edits, rules=["Be brief"], failing=[Check("regex", SEVERITY)])
 
     assert rejected == []
+    assert kept[0].content == 'Every answer must have a line "Severity: 3".'
     assert [(e.op, e.anchor) for e in kept] == [("add", ""), ("replace", "Be brief")]
-    assert kept[0].rationale.startswith("the regex wants it (a replace of 'Severity'")
+    assert kept[0].rationale.startswith("the regex wants it")
+    assert "(a replace of 'Severity', not a rule of the block, read as add)" in kept[0].rationale
 
 
 @pytest.mark.parametrize(

@@ -279,7 +279,7 @@ def test_the_schema_is_strict_mode_shaped_and_its_json_is_canonical():
         "anchor",
         "rationale",
     }
-    assert item["properties"]["op"]["enum"] == ["add", "replace", "delete"]
+    assert item["properties"]["op"]["enum"] == ["add", "replace", "delete", "template"]
     assert item["additionalProperties"] is False and EDITS_SCHEMA["additionalProperties"] is False
     assert json.loads(EDITS_SCHEMA_JSON) == EDITS_SCHEMA
     jsonschema.validate(json.loads(PROMPT_EXAMPLE_REPLY), EDITS_SCHEMA)
@@ -346,3 +346,11 @@ def test_a_reply_over_the_read_limit_says_so():
     parsed = parse_reply("word " * 20_000, target="skill", budget=4)
 
     assert parsed.edits == [] and "longer than" in parsed.error
+
+
+def test_a_fence_inside_a_json_string_does_not_cut_the_fenced_reply_short():
+    raw = json.dumps({"edits": [{"op": "template", "content": "```\n## Impact\n```",
+                                 "anchor": "", "rationale": ""}]})
+    parsed = parse_reply(f"Here you go:\n```json\n{raw}\n```", target="skill", budget=4)
+    assert parsed.error is None
+    assert [e.content for e in parsed.edits] == ["```\n## Impact\n```"]

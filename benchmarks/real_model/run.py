@@ -45,7 +45,7 @@ from gitsleep.run import read_inputs
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"
 HERE = Path(__file__).resolve().parent
-EXAMPLES = ("brief-writer", "incident-notes")
+EXAMPLES = ("brief-writer", "incident-notes", "outage-summary")
 SEED_STRIDE = 7919  # a prime: shifted seeds of different runs never meet
 
 
@@ -78,7 +78,9 @@ class SeededBackend(Backend):
             sent = replace(call, max_tokens=self.log.answer_max_tokens)
         if call.purpose == "propose" and call.seed is not None:
             sent = replace(call, seed=call.seed + SEED_STRIDE * self.run_seed)
-        memo_key = sent.cache_key() if call.purpose == "answer" and call.temperature == 0 else ""
+        # Greedy answers, and sampled ones (rollouts) with their fixed seed, are the same
+        # for every run: the server is deterministic for a given seed.
+        memo_key = sent.cache_key() if call.purpose == "answer" and call.seed is not None else ""
         if memo_key:
             hit = self.log.answers.get(memo_key)
             if hit is not None:
@@ -120,6 +122,7 @@ def bench_config(example: str, args: argparse.Namespace, url: str) -> Config:
         workers=1,  # a llama.cpp server answers one request at a time anyway
         timeout=args.timeout, max_retries=1, cache=False,
         budget={"max_calls": args.max_calls, "max_tokens": 2_000_000},
+        rollouts=args.rollouts,
     )
     return Config.model_validate(data)
 
@@ -154,6 +157,8 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
         "parse_failures": sum(p.parse_failures for p in proposals),
         "proposal_errors": [p.error for p in proposals if p.error],
         "edits_parsed": sum(len(p.edits) for p in proposals),
+        "contrasts_shown": sum(p.contrasts for p in proposals),
+        "rollouts": args.rollouts,
         "calls": result.cost.calls,
         "server_calls": log.calls - calls_before,
         "call_errors": result.cost.errors,
@@ -222,11 +227,12 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
         f"Agent `{meta['agent_model']}`, optimizer `{meta['optimizer_model']}`, "
         f"{meta['rounds']} round(s) x {meta['proposals']} proposal(s), edit budget "
-        f"{meta['edit_budget']}, max_calls {meta['max_calls']}, metric mixed.",
+        f"{meta['edit_budget']}, max_calls {meta['max_calls']}, rollouts "
+        f"{meta.get('rollouts', 1)}, metric mixed.",
         "",
         "| example | seed | decision | val before -> after | held-out before -> after "
-        "| accepted edits | parse failures | calls (server) | wall |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| accepted edits | parse failures | calls (server) | tokens | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         edits = "<br>".join(_cell(e) for e in r["accepted_edits"]) or "none"
@@ -235,6 +241,7 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"| {_score(r['val']['baseline'])} -> {_score(r['val']['candidate'])} "
             f"| {_score(r['test']['baseline'])} -> {_score(r['test']['candidate'])} "
             f"| {edits} | {r['parse_failures']} | {r['calls']} ({r['server_calls']}) "
+            f"| {r['prompt_tokens'] + r['completion_tokens']:,} "
             f"| {r['wall_seconds'] / 60:.1f} min |"
         )
     if meta.get("skipped"):
@@ -253,6 +260,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--proposals", type=int, default=3)  # gitsleep's own default
     parser.add_argument("--edit-budget", type=int, default=4)
+    parser.add_argument("--rollouts", type=int, default=1,
+                        help="answers per train task for contrastive reflection (1 = off)")
     # call_ceiling of one round of three proposals on brief-writer (15/6/6 tasks): 27 +
     # 3 x (2 + 6) + 5 x 6 + 15 + 6 = 102; about 80 were used. 220 leaves room for both.
     parser.add_argument("--max-calls", type=int, default=220)
@@ -289,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "url": url, "agent_model": args.agent_model, "optimizer_model": args.optimizer_model,
         "rounds": args.rounds, "proposals": args.proposals, "edit_budget": args.edit_budget,
         "max_calls": args.max_calls, "answer_max_tokens": args.answer_max_tokens,
+        "rollouts": args.rollouts,
         "seeds": args.seeds, "skipped": [],
     }
     rows: list[dict[str, Any]] = []

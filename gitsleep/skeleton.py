@@ -1,0 +1,44 @@
+"""Answer skeletons derived from the checks, for `template` edits.
+
+A 0.5B agent told in words to write a section `## Impact` and a line `Severity: N` did
+so in 1 of 3 answers; shown a short fenced skeleton it wrote the heading in 4 of 4. So
+when a failing check is about structure (a section, a labelled line, a regex that wants
+a line), the reflection prompt offers a `template` edit whose lines come from the checks
+themselves: a weak optimizer only has to copy it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from gitsleep.check_text import example_for_check
+from gitsleep.models import Check
+
+MAX_LINES = 12
+_LABELLED = re.compile(r"^[^:\n]{1,40}:(?:\s|$)")
+
+
+def structural_line(check: Check) -> list[str]:
+    """The skeleton lines one check asks for: a heading and a placeholder under it, or
+    a labelled line; [] when the check is not about the answer's structure."""
+    example = example_for_check(check)
+    if not example:
+        return []
+    if check.op in ("section_present", "section_contains"):
+        name = example.lstrip("#").strip().casefold()
+        return [example, f"<write the {name} here>"]
+    if check.op in ("contains", "regex") and (_LABELLED.match(example) or
+                                              example.startswith("#")):
+        return [example]
+    return []
+
+
+def derive(checks: Iterable[Check]) -> str | None:
+    """A skeleton for the structural checks, in the order given; None when none is."""
+    lines: list[str] = []
+    for check in checks:
+        for line in structural_line(check):
+            if line not in lines:
+                lines.append(line)
+    return "\n".join(lines[:MAX_LINES]) if lines else None

@@ -1,0 +1,79 @@
+"""Rules a small agent obeys: a bare heading or label is turned into an imperative
+sentence quoting what a failing check wants, or rejected with a reason the retry reads."""
+
+from __future__ import annotations
+
+from gitsleep import check_text, reflect
+from gitsleep.hygiene import check_hygiene
+from gitsleep.models import Check, Edit
+
+KEY_RISKS = Check("section_present", "Key Risks")
+CONFIDENCE = Check("regex", "[Cc]onfidence\\s*[:=]")
+IMPACT = Check("section_present", "Impact")
+SEVERITY = Check("regex", "Severity:\\s*[1-4]\\b")
+INTERNAL = Check("contains", "Internal only")
+
+
+def hygiene(contents, failing, rules=()):
+    return check_hygiene([Edit("add", c) for c in contents], failing_checks=list(failing),
+                         task_prompts=[], current_rules=list(rules))
+
+
+def test_a_check_gives_an_imperative_rule_that_quotes_the_text_it_wants():
+    assert check_text.rule_for_check(KEY_RISKS) == \
+        'Every answer must have a section headed "## Key Risks".'
+    assert check_text.rule_for_check(SEVERITY) == 'Every answer must have a line "Severity: 1".'
+    assert check_text.rule_for_check(INTERNAL) == \
+        'Every answer must contain the text "Internal only".'
+    assert check_text.rule_for_check(Check("max_chars", 300)) is None
+
+
+def test_bare_headings_and_labels_become_rules_quoting_the_failing_check():
+    kept, rejected = hygiene(["## Key Risks", "- ## Confidence:", "Severity: 3"],
+                             [KEY_RISKS, CONFIDENCE, SEVERITY])
+    assert rejected == []
+    assert [e.content for e in kept] == [
+        'Every answer must have a section headed "## Key Risks".',
+        'Every answer must have a line "Confidence: medium".',
+        'Every answer must have a line "Severity: 3".',
+    ]
+    assert all("bare" in e.rationale for e in kept)
+
+
+def test_a_multi_line_fragment_edit_is_rewritten_line_by_line():
+    kept, rejected = hygiene(["## Key Risks\n### Internal only"], [KEY_RISKS, INTERNAL])
+    assert rejected == []
+    assert kept[0].content == ('Every answer must have a section headed "## Key Risks".\n'
+                               'Every answer must contain the text "Internal only".')
+
+
+def test_a_fragment_no_failing_check_asks_for_is_rejected_with_a_rule_to_write_instead():
+    kept, rejected = hygiene(["## Background", "Owner: team"], [IMPACT])
+    assert kept == []
+    for outcome in rejected:
+        assert "bare heading or label" in outcome.reason
+        assert 'Every answer must have a section headed "## Impact".' in outcome.reason
+
+
+def test_real_sentences_are_left_as_written():
+    rules = ['Always include "Severity: 1"', 'Use the heading "## Impact"',
+             "Keep answers under 300 characters", "Start every note with a one-line summary."]
+    kept, rejected = hygiene(rules, [IMPACT, SEVERITY])
+    assert rejected == []
+    assert [e.content for e in kept] == rules
+
+
+def test_a_rewritten_fragment_that_is_already_a_rule_is_a_duplicate():
+    kept, rejected = hygiene(["## Impact"], [IMPACT],
+                             rules=['Every answer must have a section headed "## Impact".'])
+    assert kept == []
+    assert "duplicates an existing rule" in rejected[0].reason
+
+
+def test_the_reflection_prompt_teaches_imperative_rules_and_shows_one_per_check():
+    assert "imperative sentence" in reflect.SYSTEM
+    assert "bare heading" in reflect.SYSTEM
+    prompt = reflect.build_prompt("skill", "# Skill\n", [], [], {}, [], 4,
+                                  counts=reflect.Counter({IMPACT: 2, SEVERITY: 1}))
+    assert 'as a rule: Every answer must have a section headed "## Impact".' in prompt
+    assert 'as a rule: Every answer must have a line "Severity: 1".' in prompt
