@@ -92,6 +92,8 @@ class Answer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    seconds: float | None = None  # wall time of the call, when the backend measures it
+    tokens_known: bool = True  # False: the backend could not report tokens (an agent CLI)
 
     @property
     def ok(self) -> bool:
@@ -267,6 +269,8 @@ class Cost:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> tokens, calls
+    wall_seconds: float = 0.0  # summed over calls whose backend measures time (agent CLIs)
+    unmetered_calls: int = 0  # calls whose tokens nobody reported: counted as 0, not guessed
 
     def estimate_usd(self, prices: dict[str, dict[str, float]]) -> float | None:
         """Estimated spend from a {model: {prompt, completion}} USD-per-1M-token table."""

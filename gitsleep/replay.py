@@ -58,7 +58,9 @@ def answer_call(
         temperature=0.0,
         seed=sample,
         sample=sample,
-        context={"documents": docs},
+        # named too, so an agent CLI can install each document where its agent reads it
+        context={"documents": docs, "skill": documents.get("skill"),
+                 "memory": documents.get("memory")},
     )
 
 
