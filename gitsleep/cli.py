@@ -11,7 +11,7 @@ from gitsleep import __version__
 from gitsleep.errors import GitsleepError
 from gitsleep.logs import redact, setup_logging
 
-COMMANDS = ("init", "validate", "eval", "consolidate", "status", "plan", "demo")
+COMMANDS = ("init", "validate", "eval", "consolidate", "status", "plan", "demo", "doctor")
 
 
 class _LazyGroup(click.Group):
