@@ -91,6 +91,32 @@ def test_auth_failure_is_fatal_at_once_and_never_an_answer(tmp_path: Path) -> No
     assert "\n" not in message and "partial output" not in message
 
 
+@pytest.mark.parametrize(
+    ("stderr", "code", "fix"),
+    [
+        ("stream error: token_expired", 1, "log the agent in again"),
+        ("The 'gpt-9' model is not supported when using Codex with a ChatGPT account.", 1,
+         "pick a model or option this agent supports"),
+        ("This model requires a newer version of Codex. Please upgrade.", 1,
+         "upgrade the agent CLI"),
+        ("npx: codex: command not found", 1, "install the program"),
+        ("/usr/bin/env: 'node': Permission denied", 1, "make the agent executable"),
+        ("Error: 'qwen9' is not a known model", 1, "pick a model this agent knows"),
+        ("Error: No key found - add one using 'llm keys set openai'", 1,
+         "log the agent in again"),
+        ("", 127, "install the program it runs"),
+        ("", 126, "install the program it runs"),
+    ],
+)
+def test_each_fatal_sign_stops_the_epoch(tmp_path: Path, stderr: str, code: int,
+                                         fix: str) -> None:
+    agent = backend(install("auth_fail", tmp_path),
+                    env={"FAKE_AGENT_ERROR": stderr, "FAKE_AGENT_EXIT": str(code)})
+    with pytest.raises(BackendError) as caught:
+        agent.complete(call())
+    assert fix in str(caught.value)
+
+
 def test_non_zero_exit_is_a_failed_call_with_the_redacted_stderr_tail(tmp_path: Path) -> None:
     secret = "sk-proj-" + "a" * 40
     agent = backend(install("crash", tmp_path), env={"FAKE_SECRET_KEY": secret})

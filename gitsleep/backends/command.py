@@ -52,7 +52,9 @@ _LOGIN_FIX = "log the agent in again (e.g. `codex login`, `claude /login`) or gi
 FATAL_SIGNS: tuple[tuple[str, str], ...] = (
     (r"\b401\b|\bunauthori[sz]ed\b", _LOGIN_FIX),
     (r"token_expired|refresh_token_reused|authentication token is expired", _LOGIN_FIX),
-    (r"not logged in|please log ?in|please run /login|invalid api key", _LOGIN_FIX),
+    (r"not logged in|please log ?in|please run /login|invalid api key|no key found", _LOGIN_FIX),
+    (r"unknown model|model not found|is not a known model",
+     "pick a model this agent knows (model / agent.command)"),
     (r"requires a newer version", "upgrade the agent CLI"),
     (r"not supported", "pick a model or option this agent supports (model / agent.command)"),
     (r"command not found", "install the program the agent runs, or fix agent.command"),

@@ -1,4 +1,6 @@
-"""An agent whose login expired: exit 1 with the seed's Codex message on stderr."""
+"""An agent whose login expired: exit 1 with the seed's Codex message on stderr (or the
+message in FAKE_AGENT_ERROR, and the exit code in FAKE_AGENT_EXIT)."""
+import os
 import sys
 
 if sys.argv[1:] == ["--version"]:
@@ -6,5 +8,6 @@ if sys.argv[1:] == ["--version"]:
     sys.exit(0)
 sys.stdin.read()
 print("partial output that must never be scored")
-print("ERROR: unexpected status 401 Unauthorized: refresh_token_reused", file=sys.stderr)
-sys.exit(1)
+default = "ERROR: unexpected status 401 Unauthorized: refresh_token_reused"
+print(os.environ.get("FAKE_AGENT_ERROR", default), file=sys.stderr)
+sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "1")))
