@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -162,6 +163,24 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path, stubborn: bool) -
     while not (gone(agent_pid) and gone(child_pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert gone(agent_pid) and gone(child_pid)
+
+
+def test_close_kills_agents_still_running(tmp_path: Path) -> None:
+    """An epoch that stops early (a fatal error elsewhere, Ctrl-C) leaves no agent behind."""
+    pidfile = tmp_path / "pids"
+    agent = backend(install("sleeper", tmp_path), env={"FAKE_AGENT_PIDFILE": str(pidfile)},
+                    timeout=60, retries=0)
+    answers = []
+    worker = threading.Thread(target=lambda: answers.append(agent.complete(call())))
+    worker.start()
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() or not pidfile.read_text().endswith("\n"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    agent.close()
+    worker.join(timeout=10)
+    assert answers and "killed by signal 9" in (answers[0].error or "")
+    assert all(gone(int(pid)) for pid in pidfile.read_text().split())
 
 
 def test_timeout_is_retried_a_bounded_number_of_times(tmp_path: Path) -> None:

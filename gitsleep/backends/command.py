@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -167,11 +167,13 @@ def run_process(
     timeout: float,
     max_output_bytes: int,
     kill_grace: float = 2.0,
+    live: Callable[[int, bool], None] | None = None,
 ) -> tuple[int, bool, bool, bytes, bytes, float]:
     """Run argv in its own process group; kill the whole group at the deadline.
 
     Returns (exit code, timed out, output over the cap, stdout head, stderr tail, seconds).
-    Raises OSError when the program cannot be started.
+    Raises OSError when the program cannot be started. `live(pgid, running)` is told
+    when the group starts and ends, so an owner can kill it early.
     """
     started = time.monotonic()
     proc = subprocess.Popen(  # noqa: S603 - argv from the config, never a shell
@@ -179,6 +181,8 @@ def run_process(
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
+    if live is not None:
+        live(proc.pid, True)
     assert proc.stdout is not None and proc.stderr is not None
     out = _Capture(proc.stdout, max_output_bytes)
     err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True)
@@ -191,6 +195,8 @@ def run_process(
         _signal_group(proc.pid, signal.SIGTERM)
         _wait_until(proc.pid, time.monotonic() + kill_grace)
     _signal_group(proc.pid, signal.SIGKILL)  # what ignores SIGTERM, and what outlived the agent
+    if live is not None:
+        live(proc.pid, False)
     code = proc.wait()
     for thread in threads:
         thread.join(timeout=5)
@@ -287,6 +293,20 @@ class CommandBackend(Backend):
         ]
         self._version: str | None = None
         self._version_lock = threading.Lock()
+        self._running: set[int] = set()  # process groups of calls under way
+        self._running_lock = threading.Lock()
+
+    def _track(self, pgid: int, running: bool) -> None:
+        with self._running_lock:
+            (self._running.add if running else self._running.discard)(pgid)
+
+    def close(self) -> None:
+        """Kill the agents still running (an epoch that stopped early, Ctrl-C): they live
+        in their own process groups, so nothing else would stop them."""
+        with self._running_lock:
+            groups = list(self._running)
+        for pgid in groups:
+            _signal_group(pgid, signal.SIGKILL)
 
     # -- identity ----------------------------------------------------------------------
 
@@ -382,7 +402,7 @@ class CommandBackend(Backend):
                     argv, cwd=str(workspace), env=self.env,
                     stdin=prompt.encode("utf-8") if spec.prompt == "stdin" else None,
                     timeout=spec.timeout, max_output_bytes=spec.max_output_bytes,
-                    kill_grace=spec.kill_grace,
+                    kill_grace=spec.kill_grace, live=self._track,
                 )
             except OSError as exc:
                 raise self._spawn_error(exc) from None
