@@ -6,6 +6,7 @@ diagnostics are right however many workers run.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -78,6 +79,9 @@ class CallRunner:
 
     def call(self, request: ModelCall) -> Answer:
         key = request.cache_key()
+        salt = self.backend.cache_salt(request)
+        if salt:
+            key = hashlib.sha256(f"{key}:{salt}".encode()).hexdigest()
         hit = self.cache.get(key)
         if hit is not None:
             with self._lock:
@@ -110,6 +114,10 @@ class CallRunner:
             used["calls"] += 1
             used["prompt_tokens"] += answer.prompt_tokens
             used["completion_tokens"] += answer.completion_tokens
+            if answer.seconds is not None:
+                self.cost.wall_seconds += answer.seconds
+            if not answer.tokens_known:
+                self.cost.unmetered_calls += 1
             if not answer.ok:
                 self.cost.errors += 1
                 self.errors.append(f"{request.purpose}: {answer.error}")

@@ -12,7 +12,7 @@ from gitsleep.errors import GitsleepError
 from gitsleep.logs import redact, setup_logging
 
 COMMANDS = ("init", "validate", "eval", "consolidate", "status", "log", "plan", "demo",
-            "harvest")
+            "harvest", "doctor")
 
 
 class _LazyGroup(click.Group):

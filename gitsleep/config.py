@@ -30,7 +30,7 @@ from gitsleep.models import EpochSettings, GateSettings
 from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
 
 CONFIG_NAME = ".gitsleep.yml"
-BACKENDS = ("openai", "offline")
+BACKENDS = ("openai", "offline", "command")
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Tokens a forge or CI hands a job: as `api_key_env` they would be sent to `base_url`.
@@ -179,9 +179,126 @@ class LearnedBlockConfig(_Section):
     max_chars: Annotated[int, Field(ge=1)] = 4000
 
 
+_ENV_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
+
+
+def env_reference(value: str) -> str | None:
+    """`$NAME` or `${NAME}` -> NAME; None for a literal value."""
+    match = _ENV_REF.match(value)
+    return (match.group(1) or match.group(2)) if match else None
+
+
+class AgentConfig(_Section):
+    """`agent:`: how the agent CLI runs when a backend is `command`.
+
+    A preset fills every key left unset; see gitsleep/backends/presets.py and the README.
+    """
+
+    preset: Literal["codex", "claude", "gemini", "opencode", "llm"] | None = None
+    command: list[str] | None = None
+    prompt: Literal["stdin", "arg"] | None = None
+    install: str | None = None
+    memory_install: str | None = None
+    answer: str | None = None
+    timeout: Annotated[float, Field(gt=0.0, le=86400.0)] = 300.0
+    retries: Annotated[int, Field(ge=0, le=5)] = 2
+    env: dict[str, str] = Field(default_factory=dict)
+    fatal_patterns: list[str] = Field(default_factory=list)
+
+    @field_validator("command")
+    @classmethod
+    def _check_command(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not all(part.strip() for part in value)):
+            raise ValueError("must be a non-empty list of arguments (argv, never a shell "
+                             "string), e.g. [codex, exec, -]")
+        if value is not None and any("\0" in part for part in value):
+            raise ValueError("must not contain NUL characters")
+        return value
+
+    @field_validator("install", "memory_install")
+    @classmethod
+    def _check_install(cls, value: str | None) -> str | None:
+        from gitsleep.backends.command import install_path_problem
+
+        problem = None if value is None else install_path_problem(value)
+        if problem:
+            raise ValueError(f"{problem} (got {value!r})")
+        return value
+
+    @field_validator("answer")
+    @classmethod
+    def _check_answer(cls, value: str | None) -> str | None:
+        from gitsleep.backends.command import install_path_problem
+
+        if value is None or value == "stdout":
+            return value
+        path = value.removeprefix("file:")
+        if not value.startswith("file:") or install_path_problem(path):
+            raise ValueError(f"must be `stdout` or `file:<path inside the workspace>` "
+                             f"(got {value!r})")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        from gitsleep.redact import Redactor, is_secret_name
+
+        for name, text in value.items():
+            if not ENV_NAME_RE.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if env_reference(text) is None and (
+                is_secret_name(name) or Redactor().redact(text) != text
+            ):
+                raise ValueError(f"{name}: never write a secret here; name the variable that "
+                                 f"holds it instead (e.g. {name}: $MY_{name.upper()})")
+        return value
+
+    @field_validator("fatal_patterns")
+    @classmethod
+    def _check_patterns(cls, value: list[str]) -> list[str]:
+        if not all(p.strip() for p in value):
+            raise ValueError("must be non-empty text (matched case-insensitively in stderr)")
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> AgentConfig:
+        filled = self.filled()
+        if not filled.get("command"):
+            raise ValueError("agent: set `command` (an argv list) or `preset` "
+                             "(codex, claude, gemini, opencode or llm)")
+        if filled.get("memory_install") and filled["memory_install"] == filled["install"]:
+            raise ValueError("agent.memory_install and agent.install are the same path: "
+                             "give the memory document its own path, or leave it null")
+        return self
+
+    def filled(self, model: str | None = None) -> dict[str, Any]:
+        """The keys with the preset's values where this section left them unset."""
+        from gitsleep.backends.presets import PRESETS, preset_command
+
+        base: dict[str, Any] = {"prompt": "stdin", "install": "AGENTS.md",
+                                "memory_install": None, "answer": "stdout"}
+        if self.preset:
+            base.update({k: v for k, v in PRESETS[self.preset].items()
+                         if k in ("prompt", "install", "memory_install", "answer")})
+            base["command"] = preset_command(self.preset, model)
+        for key in ("command", "prompt", "install", "memory_install", "answer"):
+            if getattr(self, key) is not None:
+                base[key] = getattr(self, key)
+        return base
+
+    def label(self) -> str:
+        command = self.filled().get("command") or ["agent"]
+        return self.preset or PurePosixPath(command[0]).name
+
+
 class Config(_Section):
     version: Literal[1] = 1
-    backend: Literal["openai", "offline"] = "openai"
+    backend: Literal["openai", "offline", "command"] = "openai"
+    # Who answers `propose` and `judge` calls; default: openai when the agent is a
+    # command, else the same as `backend`. judge_backend defaults to optimizer_backend.
+    optimizer_backend: Literal["openai", "offline", "command"] | None = None
+    judge_backend: Literal["openai", "offline", "command"] | None = None
+    agent: AgentConfig | None = None
     model: str | None = None
     optimizer_model: str | None = None
     judge_model: str | None = None
@@ -210,6 +327,19 @@ class Config(_Section):
     rollouts: Annotated[int, Field(ge=1, le=10)] = 1  # answers per train task (1 = off)
 
     _check_base_url = field_validator("base_url")(_http_url)
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _agent_shorthand(cls, value: Any) -> Any:
+        """`agent: codex` is short for `agent: {preset: codex}`."""
+        return {"preset": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _agent_when_needed(self) -> Config:
+        if "command" in self.backends() and self.agent is None:
+            raise ValueError("a backend is `command` but there is no `agent:` section: add "
+                             "`agent: codex` (a preset) or `agent: {command: [...]}`")
+        return self
 
     @field_validator("model", "optimizer_model", "judge_model")
     @classmethod
@@ -299,12 +429,20 @@ class Config(_Section):
         known = ", ".join(s.name for s in self.skills)
         raise UsageError(f"unknown skill {name!r}: the config defines {known}")
 
+    def backends(self) -> tuple[str, str, str]:
+        """(answer, propose, judge): the backend each kind of call goes to."""
+        optimizer = self.optimizer_backend or (
+            "openai" if self.backend == "command" else self.backend)
+        return self.backend, optimizer, self.judge_backend or optimizer
+
     def agent_model(self) -> str:
         """The model that answers tasks; never a built-in default for a real backend."""
         if self.backend == "offline":
             return "offline"  # the simulator names itself everywhere (trailers, reports)
         if self.model:
             return self.model
+        if self.backend == "command" and self.agent is not None:
+            return self.agent.label()  # the agent CLI picks its own model
         raise UsageError(
             f"no model set for backend {self.backend!r}: set `model:` in {CONFIG_NAME}, "
             "pass --model, or set GITSLEEP_MODEL"
@@ -315,8 +453,45 @@ class Config(_Section):
         agent = self.agent_model()
         if self.backend == "offline":
             return agent, agent, agent
+        _, optimizer_backend, judge_backend = self.backends()
+        if self.backend == "command" and not self.model:  # the agent's model has no name
+            for role, used, chosen in (
+                ("optimizer", optimizer_backend, self.optimizer_model),
+                ("judge", judge_backend, self.judge_model or self.optimizer_model),
+            ):
+                if used == "openai" and not chosen:
+                    raise UsageError(
+                        f"no {role} model: with `backend: command` the {used} {role} needs "
+                        f"`{role}_model:` in {CONFIG_NAME} (or `{role}_backend: command`)")
         optimizer = self.optimizer_model or agent
-        return agent, optimizer, self.judge_model or optimizer
+        judge = self.judge_model or optimizer
+        return agent, optimizer, judge
+
+    def agent_env_refs(self) -> list[str]:
+        """Variables `agent.env` reads (`$NAME`): their values are masked like keys."""
+        if self.agent is None:
+            return []
+        return [ref for v in self.agent.env.values() if (ref := env_reference(v))]
+
+    def agent_spec(self, skill: str):  # noqa: ANN201 - AgentSpec, imported lazily
+        """How to run the agent CLI for `skill` (env values not yet resolved)."""
+        from gitsleep.backends.command import AgentSpec
+
+        if self.agent is None:
+            raise UsageError(f"no `agent:` section in {CONFIG_NAME}: add `agent: codex` "
+                             "(a preset) or `agent: {command: [...]}`")
+        filled = self.agent.filled(self.model)
+        return AgentSpec(
+            command=tuple(filled["command"]),
+            prompt=filled["prompt"],
+            install=filled["install"].replace("{skill}", skill),
+            memory_install=(filled["memory_install"] or "").replace("{skill}", skill) or None,
+            answer=filled["answer"],
+            timeout=self.agent.timeout,
+            retries=self.agent.retries,
+            fatal_patterns=tuple(self.agent.fatal_patterns),
+            label=self.agent.label(),
+        )
 
     def epoch_settings(self) -> EpochSettings:
         """What the pure core needs, with nothing about files, git or the backend."""
@@ -432,6 +607,7 @@ _ALL_KEYS = sorted(
             AzureConfig,
             PriceConfig,
             LearnedBlockConfig,
+            AgentConfig,
         )
         for name in model.model_fields
     }

@@ -94,6 +94,8 @@ class Answer:
     completion_tokens: int = 0
     cached: bool = False
     finish_reason: str | None = None  # "length": cut off by the token cap
+    seconds: float | None = None  # wall time of the call, when the backend measures it
+    tokens_known: bool = True  # False: the backend could not report tokens (an agent CLI)
 
     @property
     def ok(self) -> bool:
@@ -273,6 +275,8 @@ class Cost:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> tokens, calls
+    wall_seconds: float = 0.0  # summed over calls whose backend measures time (agent CLIs)
+    unmetered_calls: int = 0  # calls whose tokens nobody reported: counted as 0, not guessed
 
     def estimate_usd(self, prices: dict[str, dict[str, float]]) -> float | None:
         """Estimated spend from a {model: {prompt, completion}} USD-per-1M-token table."""

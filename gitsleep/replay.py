@@ -60,7 +60,9 @@ def answer_call(
         seed=sample,
         sample=sample,
         max_tokens=max_tokens,
-        context={"documents": docs},
+        # named too, so an agent CLI can install each document where its agent reads it
+        context={"documents": docs, "skill": documents.get("skill"),
+                 "memory": documents.get("memory")},
     )
 
 

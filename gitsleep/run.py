@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep import __version__, repo_paths, report
-from gitsleep.backends import create_backend
 from gitsleep.cache import ResponseCache
 from gitsleep.calls import StepHook, Tick, no_tick
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
@@ -69,7 +68,7 @@ class Setup:
         env = dict(os.environ if env is None else env)
         path = config_path(repo, config)
         loaded = apply_overrides(load_config(path), env, backend=backend, model=model)
-        redactor = Redactor.from_env(env, [loaded.api_key_env])
+        redactor = Redactor.from_env(env, [loaded.api_key_env, *loaded.agent_env_refs()])
         use_redactor(redactor)
         return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr,
                    steps)
@@ -176,13 +175,10 @@ def default_output_dir(repo: Path, skill: str) -> Path:
     return runs / f"{skill}-{stamp}"
 
 
-def make_backend(setup: Setup):  # noqa: ANN201 - Backend, imported lazily by name
-    c = setup.config
-    return create_backend(
-        c.backend, env=setup.env, api_key_env=c.api_key_env, base_url=c.base_url,
-        timeout=c.timeout, max_retries=c.max_retries,
-        azure=c.azure.model_dump() if c.azure else None,
-    )
+def make_backend(setup: Setup, skill: str = ""):  # noqa: ANN201 - Backend, imported lazily
+    from gitsleep.backends.select import backend_from_config
+
+    return backend_from_config(setup.config, setup.env, skill)
 
 
 def make_cache(setup: Setup) -> ResponseCache:
@@ -195,7 +191,7 @@ def make_cache(setup: Setup) -> ResponseCache:
 def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               documents: dict[str, str | None]) -> EpochResult:
     settings = setup.config.epoch_settings()
-    backend = make_backend(setup)
+    backend = make_backend(setup, skill.name)
     ceiling = call_ceiling(settings, tasks, documents.get("memory") is not None)
     setup.say(f"{skill.name}: {len(tasks)} tasks; this epoch needs at most "
               f"{min(ceiling, settings.max_calls)} model calls (ceiling {ceiling}, "

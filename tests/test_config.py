@@ -131,8 +131,9 @@ def test_task_file_shorthand_and_path_normalisation(tmp_path: Path) -> None:
         ("gate: [hard]\n", ["gate: must be a mapping of keys"]),
         ("model: 4\n", ["model: must be a string (got 4)"]),
         # bad values
-        ("backend: anthropic\n", ["backend: must be 'openai' or 'offline' (got 'anthropic')",
-                                  "use one of those values"]),
+        ("backend: anthropic\n",
+         ["backend: must be 'openai', 'offline' or 'command' (got 'anthropic')",
+          "use one of those values"]),
         ("version: 2\n", ["version: must be 1 (got 2)"]),
         ("gate:\n  metric: best\n", ["gate.metric: must be 'hard', 'soft' or 'mixed'"]),
         ("gate:\n  mixed_weight: 1.5\n", ["gate.mixed_weight:", "less than or equal to 1"]),
@@ -341,8 +342,9 @@ def test_env_model_satisfies_a_real_backend(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("env", "flags", "expected"),
     [
-        ({"GITSLEEP_BACKEND": "bogus"}, {}, "GITSLEEP_BACKEND: must be 'openai' or 'offline'"),
-        ({}, {"backend": "bogus"}, "--backend: must be 'openai' or 'offline'"),
+        ({"GITSLEEP_BACKEND": "bogus"}, {},
+         "GITSLEEP_BACKEND: must be 'openai', 'offline' or 'command'"),
+        ({}, {"backend": "bogus"}, "--backend: must be 'openai', 'offline' or 'command'"),
         ({"GITSLEEP_BASE_URL": "localhost:8080"}, {},
          "GITSLEEP_BASE_URL: must be an http:// or https:// URL"),
     ],

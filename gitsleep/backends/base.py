@@ -67,5 +67,10 @@ class Backend(ABC):
     def complete(self, call: ModelCall) -> Answer:
         """Return the reply, or an Answer with `error` set; raise BackendError if fatal."""
 
+    def cache_salt(self, call: ModelCall) -> str:
+        """What else decides a reply besides the call (an agent's command and version);
+        mixed into the cache key. Empty for model APIs, where the call says it all."""
+        return ""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; called once at the end of an epoch."""

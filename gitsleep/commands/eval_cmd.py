@@ -32,7 +32,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                          [s.name for s in chosen], runs=False)
     for skill in chosen:
         tasks, documents = run.read_inputs(setup.repo, skill, setup.say)
-        runner = CallRunner(run.make_backend(setup), cache=run.make_cache(setup),
+        runner = CallRunner(run.make_backend(setup, skill.name), cache=run.make_cache(setup),
                             max_calls=settings.max_calls, max_tokens=settings.max_tokens,
                             workers=settings.workers)
         try:

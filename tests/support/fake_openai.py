@@ -3,7 +3,8 @@
 The real `openai` client talks to it over HTTP, so tests exercise the client's own
 retries, timeouts and error mapping instead of a mock. It answers
 `POST /v1/chat/completions` and the Azure form
-`POST /openai/deployments/<deployment>/chat/completions`, with:
+`POST /openai/deployments/<deployment>/chat/completions` (and a streamed
+`POST /v1/responses`, enough for the Codex CLI), with:
 
 - a responder `(request_json) -> reply text` that plays the model (default: echo);
 - faults taken one per request from a queue (`server.inject("429", "500", ...)`);
@@ -328,6 +329,10 @@ class _Handler(BaseHTTPRequestHandler):
             deployment=deployment,
         )
         self.current = record
+        if url.path == "/v1/responses":
+            self.fake._record(record, take_fault=False)
+            self._responses(record)
+            return
         if url.path != "/v1/chat/completions" and deployment is None:
             self.fake._record(record, take_fault=False)
             self._send_json(
@@ -528,6 +533,46 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_raw(200, json.dumps(reply).encode("utf-8"), "application/json",
                                   trickle=True)
         return self._send_json(200, reply)
+
+    # -- the Responses endpoint (streamed), enough for `codex exec` ------------------
+
+    def _responses(self, record: RecordedRequest) -> int:
+        """`POST /v1/responses` with `stream: true`: the reply as server-sent events.
+
+        The responder gets the request body (its `input` items); usage counts words.
+        """
+        fake = self.fake
+        body = record.body
+        if body is None:
+            error = _error_body("We could not parse the JSON body.", "invalid_request_error", None)
+            return self._send_json(400, error)
+        presented = record.headers.get("authorization", "").removeprefix("Bearer ")
+        if fake.api_key is not None and presented != fake.api_key:
+            return self._send_json(401, _error_body(
+                f"Incorrect API key provided: {presented}.", "invalid_request_error",
+                "invalid_api_key"))
+        text = fake.responder(body) or ""
+        prompt_text = " ".join(
+            str(part.get("text", ""))
+            for item in body.get("input") or [] if isinstance(item, dict)
+            for part in item.get("content") or [] if isinstance(part, dict)
+        )
+        usage = {"input_tokens": _count_tokens(prompt_text),
+                 "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens": _count_tokens(text),
+                 "output_tokens_details": {"reasoning_tokens": 0}}
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        message = {"type": "message", "role": "assistant", "id": "msg_fake",
+                   "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        events = [
+            {"type": "response.created", "response": {"id": "resp_fake"}},
+            {"type": "response.output_text.delta", "item_id": "msg_fake", "output_index": 0,
+             "content_index": 0, "delta": text},
+            {"type": "response.output_item.done", "output_index": 0, "item": message},
+            {"type": "response.completed", "response": {"id": "resp_fake", "usage": usage}},
+        ]
+        stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        return self._send_raw(200, stream.encode("utf-8"), "text/event-stream")
 
     # -- writing -----------------------------------------------------------------
 

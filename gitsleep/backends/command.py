@@ -1,0 +1,500 @@
+"""The agent CLI backend: a task answered by the agent program that reads the skill.
+
+Each call runs the configured argv (never a shell) in a fresh temporary workspace that
+holds only the installed documents; the task goes in as data (stdin or the last
+argument). The rules the seed's Codex backend learned the hard way, applied to any CLI:
+
+- a non-zero exit is a failed call: the redacted stderr tail is kept, the output is
+  never scored and never used as an answer;
+- an empty answer or a timeout is retried (bounded), then it is a failed call;
+- fatal signs (401, expired tokens, unsupported model, outdated CLI, command not found,
+  permission denied, and `agent.fatal_patterns`) in a failed run stop the epoch (exit 3);
+- at the deadline the whole process group gets SIGTERM, then SIGKILL after a grace;
+  descendants still alive when the agent exits are killed too;
+- output over the cap stops the run (a failed call); output that is not UTF-8 text
+  (NUL bytes or invalid UTF-8) is a failed call, because a judge would score garbage.
+
+POSIX only: process groups and `waitid` are what make the kill reliable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.errors import BackendError
+from gitsleep.markdown import clip, one_line
+from gitsleep.models import Answer
+from gitsleep.redact import Redactor
+
+STDERR_TAIL_BYTES = 4096
+MESSAGE_MAX_CHARS = 500
+VERSION_TIMEOUT = 30.0
+POLL_SECONDS = 0.02
+
+# (pattern, fix): checked, case-insensitively, in the stderr and stdout tails of a run
+# that exited non-zero. A match stops the epoch: retrying cannot log anyone in.
+_LOGIN_FIX = "log the agent in again (e.g. `codex login`, `claude /login`) or give it a valid key"
+FATAL_SIGNS: tuple[tuple[str, str], ...] = (
+    (r"\b401\b|\bunauthori[sz]ed\b", _LOGIN_FIX),
+    (r"token_expired|refresh_token_reused|authentication token is expired", _LOGIN_FIX),
+    (r"not logged in|please log ?in|please run /login|invalid api key|no key found", _LOGIN_FIX),
+    (r"unknown model|model not found|is not a known model",
+     "pick a model this agent knows (model / agent.command)"),
+    (r"requires a newer version", "upgrade the agent CLI"),
+    (r"not supported", "pick a model or option this agent supports (model / agent.command)"),
+    (r"command not found", "install the program the agent runs, or fix agent.command"),
+    (r"permission denied", "make the agent executable and its files readable, "
+                           "or fix agent.command"),
+)
+_TOKEN_USAGE = re.compile(r"Token usage:\s*([\d,]+)\s+input,\s*([\d,]+)\s+output", re.I)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """How to run one agent CLI; built from `agent:` in .gitsleep.yml."""
+
+    command: tuple[str, ...]
+    prompt: str = "stdin"  # stdin | arg
+    install: str = "AGENTS.md"  # the skill document's path in the workspace
+    memory_install: str | None = None  # None: the memory is appended to the skill file
+    answer: str = "stdout"  # stdout | file:<path in the workspace>
+    timeout: float = 300.0
+    retries: int = 2  # extra attempts after an empty answer or a timeout
+    env: tuple[tuple[str, str], ...] = ()  # resolved extra variables
+    fatal_patterns: tuple[str, ...] = ()  # plain text, case-insensitive
+    label: str = ""  # preset name or program name, for messages
+    max_output_bytes: int = 1 << 20
+    kill_grace: float = 2.0  # seconds between SIGTERM and SIGKILL
+
+    @property
+    def answer_file(self) -> str | None:
+        return self.answer.removeprefix("file:") if self.answer.startswith("file:") else None
+
+    @property
+    def name(self) -> str:
+        return self.label or Path(self.command[0]).name
+
+
+@dataclass
+class AgentRun:
+    """What one run of the agent did: enough to decide the call and to show in `doctor`."""
+
+    argv: list[str]
+    files: list[str]  # workspace paths of the installed documents
+    exit_code: int | None = None
+    timed_out: bool = False
+    overflow: bool = False
+    stdout: bytes = b""
+    stderr_tail: bytes = b""
+    answer: bytes = b""
+    seconds: float = 0.0
+    workspace: str = ""
+
+
+@dataclass
+class _Capture:
+    """Drains one pipe on a thread: keeps its head (stdout) or its tail (stderr)."""
+
+    stream: IO[bytes]
+    limit: int
+    tail: bool = False
+    overflow: threading.Event = field(default_factory=threading.Event)
+    data: bytearray = field(default_factory=bytearray)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._drain, daemon=True)
+        thread.start()
+        return thread
+
+    def _drain(self) -> None:
+        fd = self.stream.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            if self.tail:
+                self.data += chunk
+                del self.data[: max(0, len(self.data) - self.limit)]
+            elif len(self.data) <= self.limit:
+                self.data += chunk
+                if len(self.data) > self.limit:
+                    self.overflow.set()  # keep draining so the agent never blocks on a pipe
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+        os.killpg(pgid, sig)
+
+
+def _exited(pid: int) -> bool:
+    """Whether the process has exited, without reaping it: its pid, and so its process
+    group id, stay reserved until we have killed what is left of the group."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _wait_until(pid: int, deadline: float, stop: threading.Event | None = None) -> bool:
+    while not _exited(pid):
+        if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    stdin: bytes | None,
+    timeout: float,
+    max_output_bytes: int,
+    kill_grace: float = 2.0,
+    live: Callable[[int, bool], None] | None = None,
+) -> tuple[int, bool, bool, bytes, bytes, float]:
+    """Run argv in its own process group; kill the whole group at the deadline.
+
+    Returns (exit code, timed out, output over the cap, stdout head, stderr tail, seconds).
+    Raises OSError when the program cannot be started. `live(pgid, running)` is told
+    when the group starts and ends, so an owner can kill it early.
+    """
+    started = time.monotonic()
+    proc = subprocess.Popen(  # noqa: S603 - argv from the config, never a shell
+        list(argv), cwd=cwd, env=dict(env), start_new_session=True,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    if live is not None:
+        live(proc.pid, True)
+    assert proc.stdout is not None and proc.stderr is not None
+    out = _Capture(proc.stdout, max_output_bytes)
+    err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True)
+    threads = [out.start(), err.start()]
+    if stdin is not None:
+        threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
+        threads[-1].start()
+    finished = _wait_until(proc.pid, started + timeout, out.overflow)
+    if not finished:
+        _signal_group(proc.pid, signal.SIGTERM)
+        _wait_until(proc.pid, time.monotonic() + kill_grace)
+    _signal_group(proc.pid, signal.SIGKILL)  # what ignores SIGTERM, and what outlived the agent
+    if live is not None:
+        live(proc.pid, False)
+    code = proc.wait()
+    for thread in threads:
+        thread.join(timeout=5)
+    proc.stdout.close()
+    proc.stderr.close()
+    seconds = time.monotonic() - started
+    overflow = out.overflow.is_set()
+    timed_out = not finished and not overflow
+    return code, timed_out, overflow, bytes(out.data), bytes(err.data), seconds
+
+
+def _feed(stream: IO[bytes] | None, data: bytes) -> None:
+    if stream is None:
+        return
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError):
+        pass  # the agent did not read its stdin: that is its business
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()
+
+
+def _inside(root: Path, relative: str) -> Path:
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root.resolve()):
+        raise BackendError(f"agent workspace path {relative!r} leaves the workspace; "
+                           "fix agent.install / agent.answer")
+    return path
+
+
+def decode_text(data: bytes) -> str | None:
+    """The output as text, or None when it is binary (a NUL byte or invalid UTF-8)."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def reported_tokens(
+    stdout: bytes, stderr: bytes, *, stdout_is_answer: bool
+) -> tuple[int, int] | None:
+    """Tokens the agent itself reported, else None (never estimated).
+
+    Read from `llm -u` ("Token usage: N input, M output" on stderr) and, when the
+    answer comes from a file, from JSON event lines with a `usage` object on stdout
+    (`codex exec --json`: `turn.completed`).
+    """
+    found = False
+    prompt = completion = 0
+    if not stdout_is_answer:
+        for line in stdout.decode("utf-8", "replace").splitlines():
+            line = line.strip()
+            if not line.startswith("{") or '"usage"' not in line:
+                continue
+            try:
+                usage = json.loads(line).get("usage")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(usage, dict):
+                ins = usage.get("input_tokens", usage.get("prompt_tokens"))
+                outs = usage.get("output_tokens", usage.get("completion_tokens"))
+                if isinstance(ins, int) and isinstance(outs, int):
+                    prompt, completion, found = prompt + ins, completion + outs, True
+    for match in _TOKEN_USAGE.finditer(stderr.decode("utf-8", "replace")):
+        prompt += int(match.group(1).replace(",", ""))
+        completion += int(match.group(2).replace(",", ""))
+        found = True
+    return (prompt, completion) if found else None
+
+
+class CommandBackend(Backend):
+    """Answers calls by running an agent CLI; see the module docstring for the rules."""
+
+    name = "command"
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        env: Mapping[str, str],
+        redactor: Redactor | None = None,
+    ) -> None:
+        if not spec.command:
+            raise BackendError("agent.command is empty: set agent.command or agent.preset")
+        self.spec = spec
+        self.env = {**env, **dict(spec.env)}
+        self.redactor = redactor or Redactor.from_env(self.env, [n for n, _ in spec.env])
+        self._fatal = [(re.compile(p, re.I), fix) for p, fix in FATAL_SIGNS] + [
+            (re.compile(re.escape(p), re.I), "see agent.fatal_patterns in .gitsleep.yml")
+            for p in spec.fatal_patterns
+        ]
+        self._version: str | None = None
+        self._version_lock = threading.Lock()
+        self._running: set[int] = set()  # process groups of calls under way
+        self._running_lock = threading.Lock()
+
+    def _track(self, pgid: int, running: bool) -> None:
+        with self._running_lock:
+            (self._running.add if running else self._running.discard)(pgid)
+
+    def close(self) -> None:
+        """Kill the agents still running (an epoch that stopped early, Ctrl-C): they live
+        in their own process groups, so nothing else would stop them."""
+        with self._running_lock:
+            groups = list(self._running)
+        for pgid in groups:
+            _signal_group(pgid, signal.SIGKILL)
+
+    # -- identity ----------------------------------------------------------------------
+
+    def version(self) -> str:
+        """`<program> --version`, run once per backend; a missing program is fatal."""
+        with self._version_lock:
+            if self._version is None:
+                self._version = self._read_version()
+            return self._version
+
+    def _read_version(self) -> str:
+        program = self.spec.command[0]
+        with tempfile.TemporaryDirectory(prefix="gitsleep-agent-") as cwd:
+            try:
+                code, timed_out, _, out, err, _ = run_process(
+                    [program, "--version"], cwd=cwd, env=self.env, stdin=None,
+                    timeout=VERSION_TIMEOUT, max_output_bytes=65536,
+                    kill_grace=self.spec.kill_grace,
+                )
+            except OSError as exc:
+                raise self._spawn_error(exc) from None
+        if timed_out:
+            return f"unknown (`{program} --version` timed out)"
+        if code != 0:
+            return f"unknown (`{program} --version` exited {code})"
+        text = (out or err).decode("utf-8", "replace").strip().splitlines()
+        return clip(one_line(text[0]), 200) if text else "unknown (no output)"
+
+    def _spawn_error(self, exc: OSError) -> BackendError:
+        program = self.spec.command[0]
+        if isinstance(exc, FileNotFoundError):
+            return BackendError(f"agent command {program!r} not found (command not found): "
+                                "install the agent CLI or fix agent.command in .gitsleep.yml")
+        if isinstance(exc, PermissionError):
+            return BackendError(f"agent command {program!r} cannot be run (permission denied): "
+                                "make it executable (chmod +x) or fix agent.command")
+        return BackendError(f"agent command {program!r} cannot be started: {exc.strerror or exc}; "
+                            "fix agent.command in .gitsleep.yml")
+
+    def cache_salt(self, call: ModelCall) -> str:
+        """The command, the agent's version and the installed files: an upgrade re-scores."""
+        spec = self.spec
+        files = sorted(self.installed_files(call).items())
+        payload = json.dumps([list(spec.command), spec.prompt, spec.answer, list(spec.env),
+                              self.version(), files], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    # -- what the agent sees -----------------------------------------------------------
+
+    def installed_files(self, call: ModelCall) -> dict[str, str]:
+        """workspace path -> text of the documents an answer call installs (none otherwise)."""
+        if call.purpose != "answer":
+            return {}
+        context = call.context or {}
+        skill = context.get("skill")
+        memory = context.get("memory")
+        if skill is None and "skill" not in context:  # a call built without named documents
+            skill = call.messages[0][1] if call.messages and call.messages[0][0] == "system" else ""
+        files: dict[str, str] = {self.spec.install: str(skill or "")}
+        if memory:
+            if self.spec.memory_install:
+                files[self.spec.memory_install] = str(memory)
+            else:
+                files[self.spec.install] = f"{files[self.spec.install].rstrip()}\n\n{memory}"
+        return files
+
+    def prompt_text(self, call: ModelCall) -> str:
+        """The task as the agent receives it: answer calls leave out the installed
+        documents (the first system message); other calls send every message."""
+        messages = list(call.messages)
+        if call.purpose == "answer" and messages and messages[0][0] == "system":
+            messages = messages[1:]
+        return "\n\n".join(content for _, content in messages if content)
+
+    # -- running -----------------------------------------------------------------------
+
+    def run_once(self, call: ModelCall, *, keep_workspace: bool = False) -> AgentRun:
+        """One run of the agent in a fresh workspace. Raises BackendError if it cannot start."""
+        spec = self.spec
+        prompt = self.prompt_text(call)
+        argv = [*spec.command, prompt] if spec.prompt == "arg" else list(spec.command)
+        workspace = Path(tempfile.mkdtemp(prefix="gitsleep-agent-"))
+        try:
+            installed = self.installed_files(call)
+            for relative, text in installed.items():
+                path = _inside(workspace, relative)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            run = AgentRun(argv=argv, files=sorted(installed), workspace=str(workspace))
+            try:
+                (run.exit_code, run.timed_out, run.overflow, run.stdout, run.stderr_tail,
+                 run.seconds) = run_process(
+                    argv, cwd=str(workspace), env=self.env,
+                    stdin=prompt.encode("utf-8") if spec.prompt == "stdin" else None,
+                    timeout=spec.timeout, max_output_bytes=spec.max_output_bytes,
+                    kill_grace=spec.kill_grace, live=self._track,
+                )
+            except OSError as exc:
+                raise self._spawn_error(exc) from None
+            answer_file = spec.answer_file
+            if answer_file is None:
+                run.answer = run.stdout
+            else:
+                path = _inside(workspace, answer_file)
+                if path.is_file():
+                    with path.open("rb") as fh:
+                        run.answer = fh.read(spec.max_output_bytes + 1)
+                    run.overflow = run.overflow or len(run.answer) > spec.max_output_bytes
+            return run
+        finally:
+            if not keep_workspace:
+                shutil.rmtree(workspace, ignore_errors=True)
+
+    def complete(self, call: ModelCall) -> Answer:
+        self.version()  # a missing or unrunnable program stops here, before any task
+        attempts = 1 + max(0, self.spec.retries)
+        seconds = 0.0
+        why = ""
+        for _ in range(attempts):
+            run = self.run_once(call)
+            seconds += run.seconds
+            answer, retry = self.decide(run)
+            if not retry:
+                answer.seconds = seconds
+                return answer
+            why = answer.error or ""
+        return Answer(text=None, error=self._line(f"{why} ({attempts} attempts)"),
+                      seconds=seconds, tokens_known=False)
+
+    def decide(self, run: AgentRun) -> tuple[Answer, bool]:
+        """(answer, retry?) for one run, by the rules in the module docstring.
+        Raises BackendError on a fatal sign."""
+        name = self.spec.name
+        if run.overflow:
+            cap = self.spec.max_output_bytes
+            return self._failed(f"agent {name} wrote more than {cap} bytes; stopped it "
+                                "(a runaway answer is never scored)"), False
+        if run.timed_out:
+            return self._failed(f"agent {name} timed out after {self.spec.timeout:g}s "
+                                "(process group killed)"), True
+        if run.exit_code != 0:
+            self._check_fatal(run)
+            how = (f"killed by signal {-run.exit_code}" if (run.exit_code or 0) < 0
+                   else f"exited {run.exit_code}")
+            tail = run.stderr_tail.decode("utf-8", "replace").strip()
+            tail = tail[-(MESSAGE_MAX_CHARS - 120):] or "(empty)"  # the end says most
+            return self._failed(f"agent {name} {how}; stderr: {tail}"), False
+        text = decode_text(run.answer)
+        if text is None:
+            return self._failed(f"agent {name} wrote binary output ({len(run.answer)} bytes, "
+                                "not UTF-8 text); never scored"), False
+        if not text.strip():
+            where = self.spec.answer if self.spec.answer_file else "stdout"
+            return self._failed(f"agent {name} gave an empty answer ({where})"), True
+        tokens = reported_tokens(run.stdout, run.stderr_tail,
+                                 stdout_is_answer=self.spec.answer_file is None)
+        prompt_tokens, completion_tokens = tokens or (0, 0)
+        return Answer(text=text.strip(), prompt_tokens=prompt_tokens,
+                      completion_tokens=completion_tokens, tokens_known=tokens is not None), False
+
+    def _check_fatal(self, run: AgentRun) -> None:
+        if run.exit_code in (126, 127):  # what shells and env(1) say for these
+            sign = "permission denied" if run.exit_code == 126 else "command not found"
+            raise BackendError(self._line(
+                f"agent {self.spec.name} exited {run.exit_code} ({sign}): "
+                "install the program it runs or fix agent.command"))
+        seen = (run.stderr_tail + b"\n" + run.stdout[-STDERR_TAIL_BYTES:]).decode(
+            "utf-8", "replace")
+        for pattern, fix in self._fatal:
+            match = pattern.search(seen)
+            if match is None:
+                continue
+            line = next((ln for ln in seen.splitlines() if pattern.search(ln)), match.group(0))
+            raise BackendError(self._line(
+                f"agent {self.spec.name} failed with a fatal sign ({match.group(0)!r}): "
+                f"{clip(line.strip(), 200)}; fix: {fix}"))
+
+    def _failed(self, message: str) -> Answer:
+        return Answer(text=None, error=self._line(message), tokens_known=False)
+
+    def _line(self, text: str) -> str:
+        """Redacted, one line, short: safe for diagnostics, logs and commits."""
+        return clip(" ".join(one_line(self.redactor.redact(text)).split()), MESSAGE_MAX_CHARS)
+
+
+def install_path_problem(relative: str) -> str | None:
+    """Why a workspace path from the config is unusable, or None."""
+    path = PurePosixPath(relative.replace("\\", "/"))
+    if not relative.strip() or path.is_absolute() or ".." in path.parts:
+        return "must be a relative path inside the agent's workspace (no '..')"
+    return None

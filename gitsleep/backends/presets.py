@@ -1,0 +1,72 @@
+"""What `agent: {preset: NAME}` fills in: how each known agent CLI runs one task.
+
+Each preset runs the agent non-interactively in the per-call workspace, with the skill
+installed where that agent reads instructions. `model:` in .gitsleep.yml, when set, is
+passed with the agent's own model flag. Keys written under `agent:` win over the preset.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ANSWER_FILE = ".gitsleep-answer.md"
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Codex reads AGENTS.md from its working directory; -o writes only the last message,
+    # and --json puts the events (with token usage) on stdout.
+    "codex": {
+        "command": ["codex", "exec", "--skip-git-repo-check", "--color", "never",
+                    "--sandbox", "read-only", "--json", "-o", ANSWER_FILE, "-"],
+        "prompt": "stdin",
+        "install": "AGENTS.md",
+        "answer": f"file:{ANSWER_FILE}",
+        "model_flag": "-m",
+        "model_at": 2,
+    },
+    # Claude Code finds a skill by its frontmatter under .claude/skills/<name>/.
+    "claude": {
+        "command": ["claude", "-p", "--output-format", "text"],
+        "prompt": "stdin",
+        "install": ".claude/skills/{skill}/SKILL.md",
+        "memory_install": "CLAUDE.md",
+        "answer": "stdout",
+        "model_flag": "--model",
+        "model_at": 1,
+    },
+    "gemini": {
+        "command": ["gemini", "-p"],
+        "prompt": "arg",
+        "install": "GEMINI.md",
+        "answer": "stdout",
+        "model_flag": "-m",
+        "model_at": 1,
+    },
+    "opencode": {
+        "command": ["opencode", "run"],
+        "prompt": "arg",
+        "install": "AGENTS.md",
+        "answer": "stdout",
+        "model_flag": "-m",
+        "model_at": 2,
+    },
+    # simonw's llm: the installed file is the system prompt; --no-stream because the
+    # streaming mode printed nothing against a llama.cpp server; -u reports tokens.
+    "llm": {
+        "command": ["llm", "prompt", "--no-stream", "--no-log", "-u", "--sf", "AGENTS.md"],
+        "prompt": "stdin",
+        "install": "AGENTS.md",
+        "answer": "stdout",
+        "model_flag": "-m",
+        "model_at": 2,
+    },
+}
+
+
+def preset_command(preset: str, model: str | None) -> list[str]:
+    """The preset's argv, with `model` passed by the agent's model flag when given."""
+    entry = PRESETS[preset]
+    command = list(entry["command"])
+    if model:  # right after the (sub)command, where no other flag expects a value
+        at = entry["model_at"]
+        command[at:at] = [entry["model_flag"], model]
+    return command

@@ -1,0 +1,124 @@
+"""`gitsleep doctor`: one task through the configured agent, shown step by step.
+
+A night of agent runs is only as good as its wiring: the program found, logged in, the
+skill installed where the agent reads it, the answer read from the right place. Doctor
+runs one task exactly as an epoch would (no cache) and prints what the agent saw and
+said, so a user can check all of that in a minute before a night.
+"""
+
+from __future__ import annotations
+
+import click
+
+from gitsleep import judges, run
+from gitsleep.backends.command import CommandBackend
+from gitsleep.backends.select import RoutedBackend
+from gitsleep.commands.common import end_progress, setup_from
+from gitsleep.errors import BackendError, UsageError
+from gitsleep.markdown import clip
+from gitsleep.models import Answer, Task
+from gitsleep.replay import answer_call
+
+SHOWN_CHARS = 2000
+
+
+@click.command("doctor")
+@click.option("--skill", "skill_name", required=True, help="The skill whose agent to check.")
+@click.option("--task", "task_id", default=None,
+              help="The task to run (default: the first val task).")
+@click.option("--backend", default=None, help="Override the config's backend.")
+@click.option("--model", default=None, help="Override the config's agent model.")
+@click.pass_context
+def command(ctx: click.Context, skill_name: str, task_id: str | None, backend: str | None,
+            model: str | None) -> None:
+    """Run one task through the configured agent and show what it saw."""
+    setup = setup_from(ctx, backend=backend, model=model)
+    skill = setup.config.skill(skill_name)
+    tasks, documents = run.read_inputs(setup.repo, skill)
+    task = _pick(tasks, task_id, skill_name)
+    chosen = run.make_backend(setup, skill.name)
+    agent = chosen.by_purpose["answer"] if isinstance(chosen, RoutedBackend) else chosen
+    settings = setup.config.epoch_settings()
+    show = _Shower(setup.redactor.redact)
+    end_progress(setup)
+    try:
+        backends = setup.config.backends()
+        show("backends", f"answer {backends[0]}, propose {backends[1]}, judge {backends[2]}")
+        show("models", f"agent {settings.model}, optimizer {settings.optimizer_model}, "
+                       f"judge {settings.judge_model}")
+        show("task", f"{task.id} ({task.split}, {task.judge.kind} judge)")
+        call = answer_call(documents, task, settings.model, 0)
+        if isinstance(agent, CommandBackend):
+            answer = _run_agent(agent, call, show)
+        else:
+            answer = agent.complete(call)
+        if not answer.ok:
+            raise BackendError(f"doctor: the agent's call failed: {answer.error}")
+        show("answer", clip(answer.text or "", SHOWN_CHARS), block=True)
+        score = judges.score_local(task.judge, answer.text or "")
+        if score is None:  # a rubric: ask the judge backend
+            reply = chosen.complete(judges.rubric_call(
+                settings.judge_model, task.prompt, task.judge.rubric or "",
+                answer.text or "", 0))
+            score = judges.parse_rubric_reply(reply.text or "") if reply.ok else None
+            if score is None:
+                why = reply.error or "no readable score in the judge's reply"
+                raise BackendError(f"doctor: the rubric judge failed: {why}")
+        show("judge", f"hard {score.hard:.2f}, soft {score.soft:.2f}: {score.reason}")
+    finally:
+        chosen.close()
+
+
+def _pick(tasks: list[Task], task_id: str | None, skill: str) -> Task:
+    if task_id is not None:
+        for task in tasks:
+            if task.id == task_id:
+                return task
+        raise UsageError(f"skill {skill} has no task {task_id!r}: pass an id from its task files")
+    for split in ("val", "train", "test"):
+        for task in tasks:
+            if task.split == split:
+                return task
+    raise UsageError(f"skill {skill} has no tasks: add some to its task files")
+
+
+class _Shower:
+    """Prints `label: value` lines (redacted); multi-line values as an indented block."""
+
+    def __init__(self, redact: object) -> None:
+        self.redact = redact
+
+    def __call__(self, label: str, value: str, *, block: bool = False) -> None:
+        text = self.redact(value)  # type: ignore[operator]
+        if block or "\n" in text:
+            click.echo(f"{label}:")
+            for line in text.splitlines() or [""]:
+                click.echo(f"    {line}")
+        else:
+            click.echo(f"{label}: {text}")
+
+
+def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
+    """One run of the agent CLI with every detail shown, decided by the epoch's rules."""
+    spec = agent.spec
+    show("command", " ".join(spec.command) + (" <task>" if spec.prompt == "arg" else ""))
+    show("version", agent.version())
+    show("prompt via", spec.prompt)
+    show("answer from", spec.answer)
+    show("timeout", f"{spec.timeout:g}s")
+    result = agent.run_once(call)  # type: ignore[arg-type]
+    show("workspace files", ", ".join(result.files) or "(none)")
+    exit_text = "timed out (process group killed)" if result.timed_out else str(result.exit_code)
+    show("exit", exit_text)
+    show("time", f"{result.seconds:.2f}s")
+    tail = result.stderr_tail.decode("utf-8", "replace").strip()
+    if tail:
+        show("stderr (tail)", clip(tail[-800:], 800), block=True)
+    answer, retry = agent.decide(result)  # raises on a fatal sign, like an epoch would
+    if answer.ok:
+        tokens = (f"{answer.prompt_tokens} prompt, {answer.completion_tokens} completion"
+                  if answer.tokens_known else "null (the agent did not report them)")
+        show("tokens", tokens)
+    elif retry:
+        show("note", "an epoch would retry this call (empty answer or timeout)")
+    return answer

@@ -1,0 +1,246 @@
+"""The agent CLI backend against small fake agent programs, one per failure rule."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gitsleep.backends.base import ModelCall
+from gitsleep.backends.command import AgentSpec, CommandBackend
+from gitsleep.cache import ResponseCache
+from gitsleep.calls import CallRunner
+from gitsleep.errors import BackendError
+from gitsleep.models import Judge, Task
+from gitsleep.replay import answer_call
+from tests.support.fake_agents import install
+
+TASK = Task(id="t1", prompt="Summarise the outage", split="val", judge=Judge(kind="rule"))
+DOCS = {"skill": "# Skill\nAlways start with TL;DR.", "memory": None}
+
+
+def call(documents: dict[str, str | None] | None = None, task: Task = TASK) -> ModelCall:
+    return answer_call(documents or DOCS, task, "agent", 0)
+
+
+def backend(program: Path, env: dict[str, str] | None = None, **spec: object) -> CommandBackend:
+    settings = AgentSpec(command=(str(program),), timeout=10.0, kill_grace=0.5, retries=2)
+    return CommandBackend(replace(settings, **spec), env={**os.environ, **(env or {})})
+
+
+def gone(pid: int) -> bool:
+    """A pid that no longer runs (absent, or a zombie its new parent has not reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def test_good_agent_reads_the_installed_skill_in_a_fresh_workspace(tmp_path: Path) -> None:
+    agent = backend(install("good", tmp_path))
+    answer = agent.complete(call())
+    assert answer.ok, answer.error
+    assert "task: Summarise the outage" in answer.text
+    assert "rules: # Skill\nAlways start with TL;DR." in answer.text
+    assert answer.text.endswith("files: AGENTS.md")  # the workspace holds only the skill
+    assert answer.seconds is not None and answer.seconds > 0
+    assert not answer.tokens_known and answer.prompt_tokens == 0  # never invented
+
+
+def test_memory_goes_where_memory_install_says_or_after_the_skill(tmp_path: Path) -> None:
+    docs = {"skill": "skill rules", "memory": "team memory"}
+    program = install("good", tmp_path)
+    split = backend(program, memory_install="notes/MEMORY.md").complete(call(docs))
+    assert "files: AGENTS.md notes/MEMORY.md" in split.text
+    assert "rules: skill rules\n" in split.text
+    joined = backend(program).complete(call(docs))
+    assert "rules: skill rules\n\nteam memory" in joined.text
+
+
+def test_prompt_as_last_argument_and_answer_from_a_file_with_reported_tokens(
+    tmp_path: Path,
+) -> None:
+    agent = backend(install("good", tmp_path), prompt="arg", answer="file:out/answer.md",
+                    env={"FAKE_AGENT_PROMPT": "arg", "FAKE_AGENT_ANSWER_FILE": "answer.txt"})
+    missing = agent.complete(call())  # the agent wrote answer.txt, not out/answer.md
+    assert missing.error and "empty answer (file:out/answer.md)" in missing.error
+    agent = backend(install("good", tmp_path), prompt="arg", answer="file:answer.txt",
+                    env={"FAKE_AGENT_PROMPT": "arg", "FAKE_AGENT_ANSWER_FILE": "answer.txt"})
+    answer = agent.complete(call())
+    assert answer.text == "from file: Summarise the outage"
+    assert (answer.prompt_tokens, answer.completion_tokens, answer.tokens_known) == (7, 3, True)
+
+
+def test_token_usage_reported_on_stderr_is_counted(tmp_path: Path) -> None:
+    answer = backend(install("good", tmp_path), env={"FAKE_AGENT_USAGE": "1"}).complete(call())
+    assert (answer.prompt_tokens, answer.completion_tokens, answer.tokens_known) == (11, 5, True)
+
+
+def test_auth_failure_is_fatal_at_once_and_never_an_answer(tmp_path: Path) -> None:
+    agent = backend(install("auth_fail", tmp_path))
+    with pytest.raises(BackendError) as caught:
+        agent.complete(call())
+    message = str(caught.value)
+    assert "401" in message and "refresh_token_reused" in message
+    assert "fix: log the agent in again" in message
+    assert "\n" not in message and "partial output" not in message
+
+
+@pytest.mark.parametrize(
+    ("stderr", "code", "fix"),
+    [
+        ("stream error: token_expired", 1, "log the agent in again"),
+        ("The 'gpt-9' model is not supported when using Codex with a ChatGPT account.", 1,
+         "pick a model or option this agent supports"),
+        ("This model requires a newer version of Codex. Please upgrade.", 1,
+         "upgrade the agent CLI"),
+        ("npx: codex: command not found", 1, "install the program"),
+        ("/usr/bin/env: 'node': Permission denied", 1, "make the agent executable"),
+        ("Error: 'qwen9' is not a known model", 1, "pick a model this agent knows"),
+        ("Error: No key found - add one using 'llm keys set openai'", 1,
+         "log the agent in again"),
+        ("", 127, "install the program it runs"),
+        ("", 126, "install the program it runs"),
+    ],
+)
+def test_each_fatal_sign_stops_the_epoch(tmp_path: Path, stderr: str, code: int,
+                                         fix: str) -> None:
+    agent = backend(install("auth_fail", tmp_path),
+                    env={"FAKE_AGENT_ERROR": stderr, "FAKE_AGENT_EXIT": str(code)})
+    with pytest.raises(BackendError) as caught:
+        agent.complete(call())
+    assert fix in str(caught.value)
+
+
+def test_non_zero_exit_is_a_failed_call_with_the_redacted_stderr_tail(tmp_path: Path) -> None:
+    secret = "sk-proj-" + "a" * 40
+    agent = backend(install("crash", tmp_path), env={"FAKE_SECRET_KEY": secret})
+    answer = agent.complete(call())
+    assert not answer.ok and answer.text is None
+    assert "exited 2" in answer.error
+    assert "Traceback: upstream error with key [REDACTED" in answer.error  # the tail, whole
+    assert secret not in answer.error and "[REDACTED" in answer.error
+    assert "answer-looking" not in answer.error
+
+
+def test_configured_fatal_pattern_stops_the_epoch(tmp_path: Path) -> None:
+    agent = backend(install("crash", tmp_path), fatal_patterns=("UPSTREAM ERROR",))
+    with pytest.raises(BackendError, match="agent.fatal_patterns"):
+        agent.complete(call())
+
+
+def test_empty_answer_is_retried_then_a_failed_call(tmp_path: Path) -> None:
+    counter = tmp_path / "runs.txt"
+    agent = backend(install("empty", tmp_path), env={"FAKE_AGENT_COUNTER": str(counter)})
+    answer = agent.complete(call())
+    assert answer.error and "empty answer" in answer.error and "(3 attempts)" in answer.error
+    assert len(counter.read_text().splitlines()) == 3
+    counter.unlink()
+    recovering = backend(install("empty", tmp_path),
+                         env={"FAKE_AGENT_COUNTER": str(counter), "FAKE_AGENT_ANSWER_ON": "2"})
+    assert recovering.complete(call()).text == "an answer at last"
+
+
+@pytest.mark.parametrize("stubborn", [False, True], ids=["sleeper", "ignores-sigterm"])
+def test_timeout_kills_the_whole_process_group(tmp_path: Path, stubborn: bool) -> None:
+    pidfile = tmp_path / "pids"
+    env = {"FAKE_AGENT_PIDFILE": str(pidfile)}
+    if stubborn:
+        env["FAKE_AGENT_STUBBORN"] = "1"
+    agent = backend(install("sleeper", tmp_path), env=env, timeout=1.5, retries=0)
+    started = time.monotonic()
+    answer = agent.complete(call())
+    assert time.monotonic() - started < 10
+    assert answer.error and "timed out after 1.5s" in answer.error
+    agent_pid, child_pid = map(int, pidfile.read_text().split())
+    deadline = time.monotonic() + 5
+    while not (gone(agent_pid) and gone(child_pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(agent_pid) and gone(child_pid)
+
+
+def test_close_kills_agents_still_running(tmp_path: Path) -> None:
+    """An epoch that stops early (a fatal error elsewhere, Ctrl-C) leaves no agent behind."""
+    pidfile = tmp_path / "pids"
+    agent = backend(install("sleeper", tmp_path), env={"FAKE_AGENT_PIDFILE": str(pidfile)},
+                    timeout=60, retries=0)
+    answers = []
+    worker = threading.Thread(target=lambda: answers.append(agent.complete(call())))
+    worker.start()
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() or not pidfile.read_text().endswith("\n"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    agent.close()
+    worker.join(timeout=10)
+    assert answers and "killed by signal 9" in (answers[0].error or "")
+    assert all(gone(int(pid)) for pid in pidfile.read_text().split())
+
+
+def test_timeout_is_retried_a_bounded_number_of_times(tmp_path: Path) -> None:
+    agent = backend(install("sleeper", tmp_path), env={"FAKE_AGENT_PIDFILE": str(tmp_path / "p")},
+                    timeout=0.5, retries=1)
+    answer = agent.complete(call())
+    assert answer.error and "(2 attempts)" in answer.error
+    assert answer.seconds is not None and answer.seconds >= 1.0
+
+
+def test_huge_output_is_capped_and_the_agent_stopped(tmp_path: Path) -> None:
+    agent = backend(install("huge", tmp_path), max_output_bytes=200_000, timeout=30)
+    started = time.monotonic()
+    answer = agent.complete(call())
+    assert time.monotonic() - started < 10  # stopped at the cap, not at the deadline
+    assert answer.error and "more than 200000 bytes" in answer.error
+
+
+def test_binary_output_is_a_failed_call(tmp_path: Path) -> None:
+    answer = backend(install("binary", tmp_path)).complete(call())
+    assert answer.text is None and "binary output" in answer.error
+
+
+def test_missing_command_is_fatal(tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match="command not found.*agent.command"):
+        backend(tmp_path / "no-such-agent").complete(call())
+
+
+def test_non_executable_command_is_fatal(tmp_path: Path) -> None:
+    program = install("good", tmp_path)
+    program.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    with pytest.raises(BackendError, match=r"permission denied.*chmod \+x"):
+        backend(program).complete(call())
+
+
+def test_version_is_read_once_and_in_the_cache_key(tmp_path: Path) -> None:
+    program = install("good", tmp_path)
+    agent = backend(program)
+    assert agent.version() == "good-agent 1.2.3"
+    cache = ResponseCache(tmp_path / "cache")
+    runner = CallRunner(agent, cache=cache, workers=1)
+    runner.call(call())
+    assert CallRunner(backend(program), cache=cache).call(call()).cached
+    program.write_text(program.read_text().replace("1.2.3", "1.2.4"))
+    upgraded = CallRunner(backend(program), cache=cache).call(call())
+    assert not upgraded.cached  # an agent upgrade re-scores
+    other_place = CallRunner(backend(program, install="docs/AGENTS.md"), cache=cache)
+    assert not other_place.call(call()).cached  # so does installing the skill elsewhere
+
+
+def test_calls_run_concurrently_up_to_workers(tmp_path: Path) -> None:
+    script = tmp_path / "slow"
+    script.write_text(f"#!{os.sys.executable}\nimport sys, time\n"
+                      "if sys.argv[1:] == ['--version']: print('slow 1'); sys.exit(0)\n"
+                      "time.sleep(1); print(sys.stdin.read())\n")
+    script.chmod(0o755)
+    runner = CallRunner(backend(script), workers=4)
+    tasks = [replace(TASK, id=f"t{i}", prompt=f"task {i}") for i in range(4)]
+    started = time.monotonic()
+    answers = runner.map([call(task=t) for t in tasks])
+    assert [a.text for a in answers] == [f"task {i}" for i in range(4)]
+    assert time.monotonic() - started < 3.5  # four 1 s calls side by side, not one by one
+    assert runner.cost.wall_seconds >= 4.0 and runner.cost.unmetered_calls == 4
