@@ -24,11 +24,7 @@ _NOT_A_REQUEST = ("<command-message>", "<local-command-stdout>", "<local-command
                   "Base directory for this skill:", "This session is being continued")
 
 
-def find_files(root: Path) -> Iterator[Path]:
-    if root.is_file():
-        yield root
-        return
-    yield from root.rglob("*.jsonl")
+FILE_PATTERN = "*.jsonl"  # the files a folder given to harvest is searched for
 
 
 def read(path: Path, stats: ReadStats, keep_cwd: Callable[[str], bool]) -> Iterator[Session]:

@@ -26,11 +26,7 @@ _NOT_A_REQUEST = ("<environment_context>", "<user_instructions>", "<user_shell_c
                   "# AGENTS.md instructions", "<turn_aborted>")
 
 
-def find_files(root: Path) -> Iterator[Path]:
-    if root.is_file():
-        yield root
-        return
-    yield from root.rglob("rollout-*.jsonl")
+FILE_PATTERN = "rollout-*.jsonl"  # the files a folder given to harvest is searched for
 
 
 def read(path: Path, stats: ReadStats, keep_cwd: Callable[[str], bool]) -> Iterator[Session]:

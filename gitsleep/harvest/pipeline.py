@@ -84,7 +84,8 @@ def files_newest_first(source: str, paths: Iterable[Path], stats: ReadStats
         if not root.exists():
             stats.skip(f"path not found: {root.name or root}")
             continue
-        for path in SOURCES[source].find_files(root):
+        pattern = SOURCES[source].FILE_PATTERN
+        for path in [root] if root.is_file() else root.rglob(pattern):
             try:
                 if path.is_file():
                     found[path] = path.stat().st_mtime

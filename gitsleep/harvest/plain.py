@@ -13,12 +13,7 @@ from pathlib import Path
 
 from gitsleep.harvest.sessions import ReadStats, Session, records
 
-
-def find_files(root: Path) -> Iterator[Path]:
-    if root.is_file():
-        yield root
-        return
-    yield from root.rglob("*.jsonl")
+FILE_PATTERN = "*.jsonl"  # the files a folder given to harvest is searched for
 
 
 def read(path: Path, stats: ReadStats, keep_cwd: Callable[[str], bool]) -> Iterator[Session]:
