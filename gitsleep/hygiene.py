@@ -118,6 +118,11 @@ _DATE_OR_TIME = re.compile(
     r"(?:,?\s+\d{4})?)\b"
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.;!?])\s+")
+# "The maximum character limit ... should be increased to 500 characters": a new limit.
+_NEW_LIMIT = re.compile(
+    r"\b(?:limit|maximum|max)\b[^.;]{0,80}?\b(?:to|of)\s+(\d+)\s+(?:characters|chars)\b",
+    re.IGNORECASE,
+)
 _LOWER_BOUND = re.compile(
     r"\b(?:at least|minimum of|min(?:imum)?)\s+(\d+)\s+(?:characters|chars)\b",
     re.IGNORECASE,
@@ -487,7 +492,8 @@ def _contradicts(line: str, check: Check) -> bool:
             return False
         if check.op == "min_chars":
             return any(whole_number(m.group(1)) < bound for m in _UPPER_BOUND.finditer(line))
-        return any(whole_number(m.group(1)) > bound for m in _LOWER_BOUND.finditer(line))
+        return any(whole_number(m.group(1)) > bound
+                   for pattern in (_LOWER_BOUND, _NEW_LIMIT) for m in pattern.finditer(line))
     if not any(ch.isalnum() for ch in arg):
         return False  # a bare ":" or "-" shows up in too many unrelated rules
     for clause in _CLAUSE_SPLIT.split(line):

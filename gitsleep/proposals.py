@@ -546,6 +546,11 @@ def _edit_from_item(item: Any, target: str) -> tuple[Edit, str]:
         return shown, f"unknown op {op_text!r}; use add, replace, delete or template"
     if op == "delete" and not anchor:
         anchor, content = content, ""  # the line to delete was given as content
+    if op == "replace" and not anchor and content:
+        # nothing to replace, something to say (Qwen2.5-Coder 1.5B: replace "" with
+        # "Severity: Critical"): hygiene reads a replace of no rule as an add, so do we
+        op = "add"
+        rationale = f"{rationale} (a replace with no anchor, read as add)".strip()
     edit = Edit(op=op, content=content, anchor=anchor, rationale=rationale, target=target)
     if op in ("add", "template") and not content:
         return edit, f"{op} without content"

@@ -202,11 +202,10 @@ def test_missing_op_with_content_means_add_and_aliases_are_read():
         ("add", "", 'Always include "Owner:"'),
         ("delete", "Keep answers short", ""),
         ("replace", 'Start with "Hi"', 'Start with "Hello"'),
+        ("add", "", "no anchor given"),  # a replace of nothing: read as add, like hygiene
     ]
-    assert [d.reason for d in parsed.dropped] == [
-        "no op and no content",
-        "replace without an anchor (the learned rule to change)",
-    ]
+    assert parsed.edits[-1].rationale == "(a replace with no anchor, read as add)"
+    assert [d.reason for d in parsed.dropped] == ["no op and no content"]
 
 
 def test_repeated_items_are_dropped_once_and_non_objects_are_reported():
