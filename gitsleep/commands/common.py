@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from gitsleep.run import Setup
+from gitsleep.setup import Setup
 
 PLAIN_EVERY = 8  # in a log, passes this long get a line per quarter, shorter ones just one
 

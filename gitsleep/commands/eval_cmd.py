@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from gitsleep import replay, repo_paths, run
+from gitsleep import replay, repo_paths
 from gitsleep.calls import CallRunner
 from gitsleep.commands.common import end_progress, print_json, setup_from
 from gitsleep.errors import BackendError
 from gitsleep.report import SMALL_SPLIT, metric_note, rounded, small_splits
+from gitsleep.setup import make_backend, make_cache, read_inputs
 
 
 @click.command("eval")
@@ -31,8 +32,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
                          [s.name for s in chosen], runs=False)
     for skill in chosen:
-        tasks, documents = run.read_inputs(setup.repo, skill, setup.say)
-        runner = CallRunner(run.make_backend(setup, skill.name), cache=run.make_cache(setup),
+        tasks, documents = read_inputs(setup.repo, skill, setup.say)
+        runner = CallRunner(make_backend(setup, skill.name), cache=make_cache(setup),
                             max_calls=settings.max_calls, max_tokens=settings.max_tokens,
                             workers=settings.workers)
         try:

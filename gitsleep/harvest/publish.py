@@ -14,7 +14,7 @@ from typing import Any
 from gitsleep.errors import GitError, GitsleepError
 from gitsleep.harvest.mine import prompt_key
 from gitsleep.harvest.pipeline import append_to, render
-from gitsleep.run import Setup
+from gitsleep.setup import Setup
 from gitsleep.tasks import parse_task_file
 
 
