@@ -19,6 +19,7 @@ import git
 from gitsleep import report, run
 from gitsleep.commands.common import print_json
 from gitsleep.paths import examples_dir
+from gitsleep.scores import fmt_change
 from gitsleep.setup import Setup
 
 EXAMPLE = "brief-writer"
@@ -98,7 +99,4 @@ def _print(outcome: run.SkillOutcome, setup: Setup) -> None:
 
 
 def _pair(scores: dict) -> str:
-    def f(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.3f}"
-
-    return f"{f(scores['baseline'])} -> {f(scores['candidate'])} (n={scores['n']})"
+    return f"{fmt_change(scores['baseline'], scores['candidate'])} (n={scores['n']})"

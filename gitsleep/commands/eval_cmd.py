@@ -7,8 +7,8 @@ import click
 from gitsleep import replay, repo_paths
 from gitsleep.calls import CallRunner
 from gitsleep.commands.common import end_progress, print_json, setup_from
-from gitsleep.errors import BackendError
-from gitsleep.report import SMALL_SPLIT, metric_note, rounded, small_splits
+from gitsleep.report import SMALL_SPLIT, metric_note, small_splits
+from gitsleep.scores import fmt_score, rounded
 from gitsleep.setup import make_backend, make_cache, read_inputs
 
 
@@ -61,11 +61,9 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                 report.append(setup.redactor.redact_obj(row))
                 end_progress(setup)
                 if not as_json:
-                    score = "n/a" if result.mean is None else f"{result.mean:.3f}"
+                    score = fmt_score(result.mean)
                     click.echo(f"{skill.name} {name:5} n={len(chosen):<4} {settings.gate.metric}"
                                f"={score}  errors={result.errors}")
-        except BackendError:
-            raise
         finally:
             runner.backend.close()
         cost = runner.cost
