@@ -148,6 +148,8 @@ _CATEGORY_RE = {
     sre_c.CATEGORY_WORD: r"\w",
     sre_c.CATEGORY_NOT_WORD: r"\W",
 }
+
+
 def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> bool:
     """Append a literal for `items` to `out`; False when the pattern has no safe literal."""
     for op, av in items:
@@ -161,10 +163,10 @@ def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> boo
         elif op == sre_c.ANY:
             out.append("x")
         elif op == sre_c.IN:
-            ch = _class_char(av, at_start=not "".join(out).strip(), ignorecase=ignorecase)
-            if ch is None:
+            picked = _class_char(av, at_start=not "".join(out).strip(), ignorecase=ignorecase)
+            if picked is None:
                 return False
-            out.append(ch)
+            out.append(picked)
         elif op == sre_c.AT:
             continue  # zero width; the final check verifies it
         elif op == sre_c.BRANCH:

@@ -25,7 +25,8 @@ class _LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module = importlib.import_module(f"gitsleep.commands.{cmd_name}_cmd")
-        return module.command
+        command: click.Command = module.command
+        return command
 
 
 @click.group(cls=_LazyGroup)

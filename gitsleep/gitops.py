@@ -427,7 +427,7 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
     noted = _noted(repo, branch, [c.sha for c in listed] + tips, remote)
     proven = noted | made_here
     all_commits = [replace(c, by_gitsleep=c.sha in proven) for c in listed]
-    on_tip = _commits(repo, base_sha, [tip], proven) if len(tips) > 1 else all_commits
+    on_tip = _commits(repo, base_sha, [tip], proven) if tip and len(tips) > 1 else all_commits
     ours = tuple(c for c in on_tip if c.by_gitsleep)
     # gitsleep made this branch: its reflog says so, a tip is proven its own (with nothing
     # since the base when its pull request was merged), or a commit is or looks like its own

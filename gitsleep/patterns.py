@@ -16,11 +16,11 @@ from typing import Any
 import regex
 
 try:  # Python 3.11+
-    from re import _constants as sre_c  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _constants as sre_c  # type: ignore[attr-defined,unused-ignore]
+    from re import _parser as sre_parse  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # Python 3.10
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+    import sre_constants as sre_c  # type: ignore[no-redef,unused-ignore]
+    import sre_parse  # type: ignore[no-redef,unused-ignore]
 
 REGEX_TIMEOUT = 0.25  # seconds one untrusted pattern may spend on one answer
 # The judge's regex engine writes `x{n}` out n times when it compiles: `a{1000000000}`

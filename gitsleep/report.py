@@ -334,7 +334,8 @@ def diagnostics(
         "cost": to_dict(result.cost),
         "extra": to_dict(dict(extra)),
     }
-    return redactor.redact_obj(to_dict(data))
+    redacted: dict[str, Any] = redactor.redact_obj(to_dict(data))
+    return redacted
 
 
 def dumps_diagnostics(data: Mapping[str, Any]) -> str:
@@ -659,7 +660,7 @@ def json_summary(
                 "n": summary.n}
 
     cost = result.cost
-    data = {
+    data: dict[str, Any] = {
         "skill": result.skill,
         "decision": result.decision,
         "reason": result.reason,
@@ -690,4 +691,5 @@ def json_summary(
     }
     if result.backend == "offline":  # an addition to the contract's keys, only when true
         data["simulated"] = True
-    return _default_redactor(redactor).redact_obj(to_dict(data))
+    redacted: dict[str, Any] = _default_redactor(redactor).redact_obj(to_dict(data))
+    return redacted

@@ -139,7 +139,7 @@ def plan_recovery(setup: Setup, repo: Any, state: Any, digests: Digests, remote:
     commit = state.last_gitsleep_commit
     push_branch = bool(push and state.local_tip and state.local_tip != state.remote_tip)
     add_note = bool(recorded and commit and not state.noted)
-    push_note = bool(recorded and not push_branch and push and commit
+    push_note = bool(remote is not None and recorded and not push_branch and push and commit
                      and gitops.read_note(repo, commit, NOTES_REF)
                      and not gitops.remote_has_note(repo, remote, commit))
     action: Action = "epoch"
@@ -195,7 +195,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                                    commit_message=message)
             if plan.action == "finish":
                 commit = state.last_gitsleep_commit
-                if plan.add_note:
+                if plan.add_note and commit:
                     gitops.add_note(repo, commit, report.dumps_diagnostics(
                         gitops.with_proof(data, commit, branch)), NOTES_REF)
                     setup.say(f"{skill.name}: attached the diagnostics note missing from "
@@ -226,8 +226,7 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
     if result.decision != "accepted" or not result.changed:
         return None
     for target, (_, after) in result.documents.items():
-        relative = skill.skill if target == "skill" else skill.memory
-        (tree / relative).write_bytes(after.encode("utf-8"))
+        (tree / skill.documents()[target]).write_bytes(after.encode("utf-8"))
     paths = [p for p in (skill.skill, skill.memory) if p]
     commit = gitops.commit_documents(repo, tree, branch, paths, message)
     gitops.add_note(repo, commit, report.dumps_diagnostics(

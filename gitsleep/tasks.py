@@ -249,6 +249,7 @@ def _json_document(text: str) -> tuple[Any, list[int], int]:
     pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
     top_line = counter.at(pos)
     lines: list[int] = []
+    data: Any
     if text.startswith("[", pos):
         data, pos = _json_array(text, pos, counter, lines)
     elif text.startswith("{", pos):
@@ -414,7 +415,7 @@ def _task_from_record(
         return None
     return Task(
         id=task_id,
-        prompt=prompt,
+        prompt=str(prompt),  # a str here: checked above (ok)
         split=split or split_for(task_id),
         judge=judge,
         system=system or None,

@@ -38,18 +38,18 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                             workers=settings.workers)
         try:
             for name in splits:
-                chosen = [t for t in tasks if t.split == name]
-                if not chosen:
+                in_split = [t for t in tasks if t.split == name]
+                if not in_split:
                     if not as_json:
                         end_progress(setup)
                         click.echo(f"{skill.name} {name:5} n=0    (no tasks)")
                     continue
                 tick = setup.counter(f"{skill.name}: scoring {name}",
-                                     len(chosen) * max(1, settings.gate.repeats))
-                result = replay.score_split(runner, chosen, documents, settings,
+                                     len(in_split) * max(1, settings.gate.repeats))
+                result = replay.score_split(runner, in_split, documents, settings,
                                             label="eval", split=name, on_answer=tick)
                 row = {
-                    "skill": skill.name, "split": name, "n": len(chosen),
+                    "skill": skill.name, "split": name, "n": len(in_split),
                     "score": rounded(result.mean), "metric": settings.gate.metric,
                     "errors": result.errors,
                     "tasks": [{"id": t.task_id, "hard": rounded(t.hard),
@@ -62,7 +62,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                 end_progress(setup)
                 if not as_json:
                     score = fmt_score(result.mean)
-                    click.echo(f"{skill.name} {name:5} n={len(chosen):<4} {settings.gate.metric}"
+                    click.echo(f"{skill.name} {name:5} n={len(in_split):<4} {settings.gate.metric}"
                                f"={score}  errors={result.errors}")
         finally:
             runner.backend.close()
