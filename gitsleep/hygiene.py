@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from gitsleep import documents as docs
 from gitsleep import fragments, hostile_text, skeleton
 from gitsleep import markdown as md
-from gitsleep.check_text import CONTROL_CHARS, describe_check
+from gitsleep.check_text import CONTROL_CHARS, describe_check, passes
 from gitsleep.models import Check, Edit, EditOutcome
 from gitsleep.numbers import whole_number
 from gitsleep.patterns import search
@@ -235,7 +235,7 @@ def _hygiene_problem(
     if one_task:
         return edit, one_task
     when = _DATE_OR_TIME.search(content)
-    if when and not any(_satisfies(check, when.group(0)) for check in failing):
+    if when and not any(passes(check, when.group(0)) for check in failing):
         return edit, (f"content names a specific date or time ({when.group(0)}) that no check "
                       "asks for: a detail of one answer, not a rule")
     narrative = next((line for line in lines if _is_account_of_one_case(line)), "")
@@ -299,7 +299,7 @@ def _asks_for(check: Check, text: str) -> bool:
         arg = "" if check.arg is None else str(check.arg)
         named = bool(arg.strip()) and arg.casefold() in text.casefold()
     else:
-        named = _satisfies(check, text)  # contains and regex; False for the rest
+        named = passes(check, text)  # contains and regex; False for the rest
     return named and not _contradicts(text, check)
 
 
@@ -443,21 +443,10 @@ def _fill_placeholders(lines: list[str], failing: Sequence[Check]) -> tuple[list
         leftover = _placeholder_in(filled, failing)
         if leftover:
             return lines, leftover
-        if not any(_satisfies(check, filled) for check in failing):
+        if not any(passes(check, filled) for check in failing):
             return lines, token
         out.append(filled)
     return out, ""
-
-
-def _satisfies(check: Check, text: str) -> bool:
-    """Whether `text` alone meets a content check (used to confirm a filled placeholder)."""
-    arg = "" if check.arg is None else str(check.arg)
-    if check.op == "contains":
-        return bool(arg.strip()) and arg.casefold() in text.casefold()
-    if check.op == "regex":
-        return search(arg, text) is not None
-    return False
-
 
 
 def _polarity(before: str) -> str:
@@ -559,7 +548,7 @@ def _template_problem(
     if one_task:
         return edit, one_task.replace("content answers", "template answers", 1)
     when = _DATE_OR_TIME.search(content)
-    if when and not any(_satisfies(check, when.group(0)) for check in failing):
+    if when and not any(passes(check, when.group(0)) for check in failing):
         return edit, (f"template names a specific date or time ({when.group(0)}) that no check "
                       "asks for: a detail of one answer, not a shape")
     rebuilt = ""
