@@ -11,29 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import regex
-
-from gitsleep import judges
 from gitsleep.models import Check
-
-try:  # Python 3.11+
-    from re import _constants as sre_c  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # Python 3.10
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+from gitsleep.patterns import REPEATS, search, sre_c, sre_parse
 
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def search(pattern: str, text: str) -> Any:
-    """`pattern` searched in `text` as the judge does it: task regexes are untrusted, so
-    the search is bounded in time. None on no match, an invalid pattern or a timeout."""
-    try:
-        return judges.compile_pattern(pattern).search(text, timeout=judges.REGEX_TIMEOUT)
-    except (regex.error, TimeoutError):
-        return None
-
 
 
 def describe_check(check: Check) -> str:
@@ -167,9 +148,6 @@ _CATEGORY_RE = {
     sre_c.CATEGORY_WORD: r"\w",
     sre_c.CATEGORY_NOT_WORD: r"\W",
 }
-_REPEATS = {sre_c.MAX_REPEAT, sre_c.MIN_REPEAT} | (
-    {sre_c.POSSESSIVE_REPEAT} if hasattr(sre_c, "POSSESSIVE_REPEAT") else set()
-)
 
 
 def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> bool:
@@ -185,10 +163,10 @@ def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> boo
         elif op == sre_c.ANY:
             out.append("x")
         elif op == sre_c.IN:
-            ch = _class_char(av, at_start=not "".join(out).strip(), ignorecase=ignorecase)
-            if ch is None:
+            picked = _class_char(av, at_start=not "".join(out).strip(), ignorecase=ignorecase)
+            if picked is None:
                 return False
-            out.append(ch)
+            out.append(picked)
         elif op == sre_c.AT:
             continue  # zero width; the final check verifies it
         elif op == sre_c.BRANCH:
@@ -206,7 +184,7 @@ def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> boo
             )
             if not _walk(list(sub), out, local):
                 return False
-        elif op in _REPEATS:
+        elif op in REPEATS:
             if not _walk_repeat(av, out, ignorecase):
                 return False
         elif getattr(sre_c, "ATOMIC_GROUP", None) is not None and op == sre_c.ATOMIC_GROUP:

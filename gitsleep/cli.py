@@ -8,7 +8,7 @@ import sys
 import click
 
 from gitsleep import __version__
-from gitsleep.errors import GitsleepError
+from gitsleep.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, GitsleepError
 from gitsleep.logs import redact, setup_logging
 
 COMMANDS = ("init", "validate", "eval", "consolidate", "status", "log", "plan", "demo",
@@ -25,7 +25,8 @@ class _LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module = importlib.import_module(f"gitsleep.commands.{cmd_name}_cmd")
-        return module.command
+        command: click.Command = module.command
+        return command
 
 
 @click.group(cls=_LazyGroup)
@@ -52,13 +53,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("gitsleep: aborted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2 if exc.exit_code == 1 else exc.exit_code)
+        sys.exit(EXIT_USAGE if exc.exit_code == 1 else exc.exit_code)  # click says 1
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -141,16 +141,17 @@ class SkillConfig(_Section):
 
 
 class GateConfig(_Section):
-    metric: Literal["hard", "soft", "mixed"] = "mixed"
-    mixed_weight: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
-    min_delta: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
-    no_regression: bool = False
-    repeats: Annotated[int, Field(ge=1, le=20)] = 1
+    # the defaults are the core's own (models.GateSettings), so they live in one place
+    metric: Literal["hard", "soft", "mixed"] = GateSettings.metric  # type: ignore[assignment]
+    mixed_weight: Annotated[float, Field(ge=0.0, le=1.0)] = GateSettings.mixed_weight
+    min_delta: Annotated[float, Field(ge=0.0, le=1.0)] = GateSettings.min_delta
+    no_regression: bool = GateSettings.no_regression
+    repeats: Annotated[int, Field(ge=1, le=20)] = GateSettings.repeats
 
 
 class BudgetConfig(_Section):
-    max_calls: Annotated[int, Field(ge=1)] = 500
-    max_tokens: Annotated[int, Field(ge=1)] = 2_000_000
+    max_calls: Annotated[int, Field(ge=1)] = EpochSettings.max_calls
+    max_tokens: Annotated[int, Field(ge=1)] = EpochSettings.max_tokens
 
 
 class PrConfig(_Section):
@@ -175,8 +176,8 @@ class PriceConfig(_Section):
 
 
 class LearnedBlockConfig(_Section):
-    max_lines: Annotated[int, Field(ge=1)] = 40
-    max_chars: Annotated[int, Field(ge=1)] = 4000
+    max_lines: Annotated[int, Field(ge=1)] = EpochSettings.block_max_lines
+    max_chars: Annotated[int, Field(ge=1)] = EpochSettings.block_max_chars
 
 
 _ENV_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
@@ -306,25 +307,28 @@ class Config(_Section):
     api_key_env: str = "OPENAI_API_KEY"
     skills: Annotated[list[SkillConfig], Field(min_length=1)]
     gate: GateConfig = Field(default_factory=GateConfig)
-    edit_budget: Annotated[int, Field(ge=1, le=50)] = 4
-    rounds: Annotated[int, Field(ge=1, le=20)] = 2
-    proposals: Annotated[int, Field(ge=1, le=20)] = 3
-    workers: Annotated[int, Field(ge=1, le=64)] = 4
+    # numbers the core reads default to the core's own (models.EpochSettings)
+    edit_budget: Annotated[int, Field(ge=1, le=50)] = EpochSettings.edit_budget
+    rounds: Annotated[int, Field(ge=1, le=20)] = EpochSettings.rounds
+    proposals: Annotated[int, Field(ge=1, le=20)] = EpochSettings.proposals
+    workers: Annotated[int, Field(ge=1, le=64)] = EpochSettings.workers
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     branch_prefix: str = "gitsleep/"
     pr: PrConfig = Field(default_factory=PrConfig)
     # Keys beyond the interface's example, all optional:
-    max_error_rate: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
+    max_error_rate: Annotated[float, Field(ge=0.0, le=1.0)] = EpochSettings.max_error_rate
     cache: bool = True
     timeout: Annotated[float, Field(gt=0.0, le=3600.0)] = 60.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 4
     # Completion-token caps (null: none): agent answers; optimizer and rubric-judge replies.
-    max_answer_tokens: Annotated[int, Field(ge=16, le=1_000_000)] | None = 1024
-    max_reflect_tokens: Annotated[int, Field(ge=16, le=1_000_000)] | None = 2048
+    max_answer_tokens: Annotated[int, Field(ge=16, le=1_000_000)] | None = (
+        EpochSettings.max_answer_tokens)
+    max_reflect_tokens: Annotated[int, Field(ge=16, le=1_000_000)] | None = (
+        EpochSettings.max_reflect_tokens)
     azure: AzureConfig | None = None
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     learned_block: LearnedBlockConfig = Field(default_factory=LearnedBlockConfig)
-    rollouts: Annotated[int, Field(ge=1, le=10)] = 1  # answers per train task (1 = off)
+    rollouts: Annotated[int, Field(ge=1, le=10)] = EpochSettings.rollouts  # per train task
 
     _check_base_url = field_validator("base_url")(_http_url)
 

@@ -168,7 +168,7 @@ class DeadlineClientMixin:
 
     def __init__(self, *, total: float, on_timeout: Callable[[], None] | None = None,
                  **options: Any) -> None:
-        self._deadline_options = {"total": total, "on_timeout": on_timeout}
+        self._deadline_options: dict[str, Any] = {"total": total, "on_timeout": on_timeout}
         super().__init__(**options)  # type: ignore[call-arg]
 
     def _init_transport(self, transport: Any = None, **options: Any) -> Any:

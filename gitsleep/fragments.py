@@ -65,7 +65,7 @@ def _maps_onto(text: str, check: Check) -> bool:
             return True
         label = _LABEL.match(_bare(text))
         example = example_for_check(check) or ""
-        return bool(label) and example.casefold().startswith(
+        return label is not None and example.casefold().startswith(
             label.group("label").strip().casefold() + ":")
     return False
 

@@ -2,18 +2,20 @@
 
 `run.py` calls these in order, for one skill:
 
-    repo = open_repo(path); base = resolve_base(repo, args.base); check_shallow(repo)
+    repo = open_repo(path); base = resolve_base(repo, args.base)
     with RepoLock(repo, skill):
         check_branch_name(repo, branch, base, remote)  # exit 2: base/current/default, ref clash
-        state = inspect_branch(repo, branch, base.sha, remote)
+        state = inspect_branch(repo, branch, base.sha, remote)  # exit 2: shallow, no history
         ensure_gitsleep_branch(state)                  # exit 2 when gitsleep never made it
         ensure_only_gitsleep_commits(state)            # exit 4 when people committed there
-        if is_up_to_date(state.last_trailers, ...): stop (idempotent re-run)
-        with temporary_worktree(repo, branch, start) as tree:
+        with temporary_worktree(repo, branch, base.sha) as tree:
             ... the epoch reads and writes documents under `tree` ...
             sha = commit_documents(repo, tree, branch, paths, message)
         add_note(repo, sha, diagnostics_json)          # with_proof: names sha and branch
         push(repo, remote, branch, state.remote_tip)
+
+Every epoch starts from the base, so the branch is the base plus one gitsleep commit. Git
+itself runs through `gitsleep.gitrun` (no hook or program of the repository runs).
 
 Choices made here, so nobody has to rediscover them:
 
@@ -24,14 +26,6 @@ Choices made here, so nobody has to rediscover them:
   moved meanwhile is not overwritten. Worktree commands pin GIT_DIR, GIT_WORK_TREE and
   GIT_INDEX_FILE, so even a leaked GIT_INDEX_FILE (gitsleep started from a hook) cannot
   reach the user's index.
-- gitsleep's own git commands run no program the repository configures (`SAFE_CONFIG`, given
-  to every git call as `-c` and, for GitPython's own calls, through `GIT_CONFIG_COUNT`): no
-  hooks (`core.hooksPath` points at the null device), no `core.fsmonitor` command, no
-  `gpg.program` from `log.showSignature`, no recursion into submodules. gitsleep validates the
-  documents it writes itself, and a hook or monitor made for people has no business in an
-  unattended run. What a commit or a push needs stays the user's: `commit.gpgsign`,
-  credential helpers, `core.sshCommand`, and clean/smudge filters (git-crypt, LFS: turning
-  them off would commit plaintext or pointers).
 - A commit counts as gitsleep's only by proof, never by its message: its note under
   `refs/notes/gitsleep` (local, or the remote's fetched into `refs/notes/remotes/<remote>/`)
   names that very commit and branch (`with_proof`), or this clone's reflog of the branch
@@ -52,7 +46,6 @@ Choices made here, so nobody has to rediscover them:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -70,29 +63,20 @@ from typing import Any
 import git
 
 from gitsleep.errors import GitError, UsageError
+from gitsleep.gitrun import harden, is_ancestor, last_line, ref_sha, run_git, try_git
 from gitsleep.lock import RepoLock, gitsleep_dir, owner_is_dead, owner_record
+from gitsleep.record import NOTES_REF, SKILL, read_trailers
 
 log = logging.getLogger(__name__)
 
-NOTES_REF = "refs/notes/gitsleep"
 ZERO_SHA = "0" * 40
 DEFAULT_NAME = "gitsleep"
 DEFAULT_EMAIL = "gitsleep@users.noreply.github.com"
-SKILL_TRAILER = "Gitsleep-Skill"
 SHALLOW_ADVICE = (
     "fetch the full history (`git fetch --unshallow`; in GitHub Actions use "
     "`actions/checkout` with `fetch-depth: 0`)"
 )
 REFLOG_MARK = "gitsleep: "  # the reflog message of gitsleep's own `update-ref`
-# Repository settings that would make gitsleep's git calls run programs: hooks, the fsmonitor
-# command, gpg through `git log`, and submodule recursion (another repository's config).
-SAFE_CONFIG: dict[str, str] = {
-    "core.hooksPath": os.devnull,
-    "core.fsmonitor": "false",
-    "log.showSignature": "false",
-    "submodule.recurse": "false",
-    "push.recurseSubmodules": "no",
-}
 _NOTES_LOCK = "_notes"  # not a valid skill name, so it cannot clash with one
 _NOTES_PUSH_ATTEMPTS = 5
 _UNSET: Any = object()
@@ -139,22 +123,16 @@ class CommitInfo:
 class BranchState:
     """What the gitsleep branch holds, locally and on the remote, relative to the base.
 
-    `tip` is the commit to continue from when the branch is reused: the newer of the local
-    and remote tips when one contains the other, the local tip when they diverged (both
-    hold only gitsleep commits then, or `foreign_commits` says otherwise).
-    `last_trailers` are the trailers of the newest gitsleep commit on `tip` since the base
-    (empty when there is none).
+    `last_gitsleep_commit` is the newest commit gitsleep made since the base on the newer
+    tip (the local one when they diverged), and `last_trailers` its trailers (empty when
+    there is none): the epoch the branch records.
     """
 
     name: str
     remote: str | None
     local_tip: str | None
     remote_tip: str | None
-    tip: str | None
-    descends_from_base: bool
-    diverged: bool
     foreign_commits: tuple[CommitInfo, ...] = ()
-    gitsleep_commits: tuple[CommitInfo, ...] = ()
     last_gitsleep_commit: str | None = None
     last_trailers: dict[str, str] = field(default_factory=dict)
     owned: bool = True  # no branch, or one gitsleep made (exit 2 otherwise)
@@ -162,7 +140,7 @@ class BranchState:
 
     @property
     def exists(self) -> bool:
-        return self.tip is not None
+        return self.local_tip is not None or self.remote_tip is not None
 
 
 @dataclass(frozen=True)
@@ -191,73 +169,7 @@ class BranchTip:
         return f"refs/remotes/{self.remote}/{self.branch}"
 
 
-# --- running git --------------------------------------------------------------------------
-
-
-def _last_line(text: str | bytes | None) -> str:
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1] if lines else "no message from git"
-
-
-def _try_git(
-    runner: git.Git, *args: str, config: dict[str, str] | None = None, strip: bool = True
-) -> tuple[int, str, str]:
-    """Run `git <args>`; return (status, stdout, stderr) without raising.
-
-    Every gitsleep git command runs with `SAFE_CONFIG` (see the module docstring).
-    `strip=False` keeps stdout's final newline (GitPython drops it by default).
-    """
-    command = ["git"]
-    for key, value in {**SAFE_CONFIG, **(config or {})}.items():
-        command += ["-c", f"{key}={value}"]
-    status, out, err = runner.execute(
-        [*command, *args],
-        with_extended_output=True,
-        with_exceptions=False,
-        strip_newline_in_stdout=strip,
-    )
-    return int(status or 0), str(out), str(err)
-
-
-def harden(runner: git.Git) -> git.Git:
-    """Give `runner` `SAFE_CONFIG` for every command it runs, GitPython's own included.
-
-    Uses `GIT_CONFIG_COUNT` (git 2.31+), after any entries the environment already has.
-    """
-    try:
-        start = max(int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0), 0)
-    except ValueError:
-        start = 0
-    env = {"GIT_CONFIG_COUNT": str(start + len(SAFE_CONFIG))}
-    for index, (key, value) in enumerate(SAFE_CONFIG.items(), start):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
-    runner.update_environment(**env)
-    return runner
-
-
-def _git(runner: git.Git, *args: str, config: dict[str, str] | None = None) -> str:
-    """Run `git <args>` and return its output; a failure is a GitError in git's own words."""
-    status, out, err = _try_git(runner, *args, config=config)
-    if status != 0:
-        verb = next((a for a in args if not a.startswith("-")), "")
-        raise GitError(f"git {verb} failed: {_last_line(err or out)}")
-    return out
-
-
-def _ref_sha(repo: git.Repo, ref: str) -> str | None:
-    """The commit a ref points at, or None when it does not exist."""
-    status, out, _ = _try_git(repo.git, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    return out.strip() if status == 0 and out.strip() else None
-
-
-def _is_ancestor(repo: git.Repo, ancestor: str, descendant: str) -> bool:
-    status, _, err = _try_git(repo.git, "merge-base", "--is-ancestor", ancestor, descendant)
-    if status > 1:
-        raise GitError(f"git merge-base failed: {_last_line(err)}")
-    return status == 0
+# --- identity ------------------------------------------------------------------------
 
 
 def identity_config(repo: git.Repo) -> dict[str, str]:
@@ -267,12 +179,12 @@ def identity_config(repo: git.Repo) -> dict[str, str]:
     environment) win; only what is missing falls back to gitsleep's own identity.
     """
     settings: dict[str, str] = {}
-    name_status, name, _ = _try_git(repo.git, "config", "--get", "user.name")
+    name_status, name, _ = try_git(repo.git, "config", "--get", "user.name")
     if (name_status != 0 or not name.strip()) and not (
         os.environ.get("GIT_AUTHOR_NAME") and os.environ.get("GIT_COMMITTER_NAME")
     ):
         settings["user.name"] = DEFAULT_NAME
-    email_status, email, _ = _try_git(repo.git, "config", "--get", "user.email")
+    email_status, email, _ = try_git(repo.git, "config", "--get", "user.email")
     if (email_status != 0 or not email.strip()) and not (
         os.environ.get("EMAIL")
         or (os.environ.get("GIT_AUTHOR_EMAIL") and os.environ.get("GIT_COMMITTER_EMAIL"))
@@ -315,7 +227,7 @@ def resolve_base(repo: git.Repo, base: str | None) -> BaseRef:
         return BaseRef(name=branch, sha=sha, branch=branch)
     if not base.strip() or base.startswith("-"):
         raise UsageError(f"--base {base!r} is not a valid git revision")
-    status, out, _ = _try_git(
+    status, out, _ = try_git(
         repo.git, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"
     )
     if status != 0 or not out.strip():
@@ -324,7 +236,7 @@ def resolve_base(repo: git.Repo, base: str | None) -> BaseRef:
             "(no such branch, tag or commit; fetch it first?)"
         )
     sha = out.strip()
-    _, full, _ = _try_git(repo.git, "rev-parse", "--symbolic-full-name", base)
+    _, full, _ = try_git(repo.git, "rev-parse", "--symbolic-full-name", base)
     full = full.strip()
     if full.startswith("refs/heads/"):
         return BaseRef(name=base, sha=sha, branch=full.removeprefix("refs/heads/"))
@@ -342,7 +254,7 @@ def default_remote(repo: git.Repo, base_branch: str | None) -> str | None:
     """Where to push: the base branch's upstream remote, else `origin`, else None."""
     names = {remote.name for remote in repo.remotes}
     if base_branch:
-        status, out, _ = _try_git(repo.git, "config", "--get", f"branch.{base_branch}.remote")
+        status, out, _ = try_git(repo.git, "config", "--get", f"branch.{base_branch}.remote")
         if status == 0 and out.strip() in names:
             return out.strip()
     return "origin" if "origin" in names else None
@@ -350,7 +262,7 @@ def default_remote(repo: git.Repo, base_branch: str | None) -> str | None:
 
 def is_shallow(repo: git.Repo) -> bool:
     """Whether this is a shallow clone (e.g. the default `actions/checkout`)."""
-    return _git(repo.git, "rev-parse", "--is-shallow-repository").strip() == "true"
+    return run_git(repo.git, "rev-parse", "--is-shallow-repository").strip() == "true"
 
 
 def check_shallow(repo: git.Repo, base_sha: str | None = None, tips: Iterable[str] = ()) -> bool:
@@ -364,7 +276,7 @@ def check_shallow(repo: git.Repo, base_sha: str | None = None, tips: Iterable[st
     shallow = is_shallow(repo)
     if shallow and base_sha is not None:
         for tip in tips:
-            if not _is_ancestor(repo, base_sha, tip):
+            if not is_ancestor(repo, base_sha, tip):
                 raise UsageError(
                     f"this clone is shallow and the gitsleep branch ({tip[:7]}) does not start "
                     f"from the base {base_sha[:7]}: gitsleep needs the history between them; "
@@ -384,17 +296,17 @@ def fetch_branch(repo: git.Repo, remote: str, branch: str) -> str | None:
     """
     ref = f"refs/heads/{branch}"
     tracking = f"refs/remotes/{remote}/{branch}"
-    status, out, err = _try_git(repo.git, "ls-remote", remote, ref)
+    status, out, err = try_git(repo.git, "ls-remote", remote, ref)
     if status != 0:
-        raise GitError(f"cannot read branch {branch} from remote {remote}: {_last_line(err)}")
+        raise GitError(f"cannot read branch {branch} from remote {remote}: {last_line(err)}")
     listed = [line.split("\t") for line in out.splitlines() if "\t" in line]
     remote_sha = next((sha for sha, name in listed if name == ref), None)
     if remote_sha is None:
-        if _ref_sha(repo, tracking):
-            _git(repo.git, "update-ref", "-d", tracking)
+        if ref_sha(repo, tracking):
+            run_git(repo.git, "update-ref", "-d", tracking)
         return None
-    _git(repo.git, "fetch", "--quiet", "--no-tags", remote, f"+{ref}:{tracking}")
-    return _ref_sha(repo, tracking)
+    run_git(repo.git, "fetch", "--quiet", "--no-tags", remote, f"+{ref}:{tracking}")
+    return ref_sha(repo, tracking)
 
 
 def _commits(
@@ -408,8 +320,9 @@ def _commits(
     proven = set(proven)
     if not tips:
         return []
-    fmt = f"%H%x1f%an%x1f%s%x1f%(trailers:key={SKILL_TRAILER},valueonly)%x1e"
-    out = _git(repo.git, "log", "--topo-order", f"--format={fmt}", *tips, "--not", base_sha, "--")
+    fmt = f"%H%x1f%an%x1f%s%x1f%(trailers:key={SKILL},valueonly)%x1e"
+    out = run_git(repo.git, "log", "--topo-order", f"--format={fmt}", *tips, "--not", base_sha,
+                  "--")
     commits = []
     for record in out.split("\x1e"):
         parts = record.strip("\n").split("\x1f")
@@ -441,7 +354,7 @@ def _tracking_notes(remote: str, ref: str = NOTES_REF) -> str:
 def _fetch_notes(repo: git.Repo, remote: str, ref: str = NOTES_REF) -> bool:
     """Fetch the remote's notes into the tracking notes ref; False when it has none."""
     ref = _notes_ref(ref)
-    status, _, _ = _try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
+    status, _, _ = try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
                             f"+{ref}:{_tracking_notes(remote, ref)}")
     return status == 0
 
@@ -452,13 +365,13 @@ def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None)
     found: set[str] = set()
     refs = [NOTES_REF] + ([_tracking_notes(remote)] if remote else [])
     for ref in refs:
-        status, out, _ = _try_git(repo.git, "notes", f"--ref={ref}", "list")
+        status, out, _ = try_git(repo.git, "notes", f"--ref={ref}", "list")
         if status != 0:
             continue
         pairs = (line.split() for line in out.splitlines())
         annotated = {pair[1]: pair[0] for pair in pairs if len(pair) == 2}  # commit -> blob
         for sha in sorted((wanted - found) & annotated.keys()):
-            status, text, _ = _try_git(repo.git, "cat-file", "blob", annotated[sha])
+            status, text, _ = try_git(repo.git, "cat-file", "blob", annotated[sha])
             try:
                 note = json.loads(text) if status == 0 else None
             except ValueError:
@@ -471,7 +384,7 @@ def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None)
 
 def _made_here(repo: git.Repo, branch: str) -> set[str]:
     """Commits gitsleep's own `update-ref` moved `branch` to in this clone (its reflog)."""
-    status, out, _ = _try_git(repo.git, "reflog", "show", "--format=%H%x1f%gs",
+    status, out, _ = try_git(repo.git, "reflog", "show", "--format=%H%x1f%gs",
                               f"refs/heads/{branch}", "--")
     if status != 0:
         return set()
@@ -496,29 +409,25 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
     the caller can stop before overwriting someone's work (`ensure_only_gitsleep_commits`).
     In a shallow clone, raises UsageError when the histories cannot be compared.
     """
-    local_tip = _ref_sha(repo, f"refs/heads/{branch}")
+    local_tip = ref_sha(repo, f"refs/heads/{branch}")
     remote_tip = fetch_branch(repo, remote, branch) if remote else None
     tips = [tip for tip in dict.fromkeys((local_tip, remote_tip)) if tip]
     check_shallow(repo, base_sha, tips)
     if remote and remote_tip:
         _fetch_notes(repo, remote)  # proof for commits another clone made
 
-    diverged = False
-    if local_tip and remote_tip and local_tip != remote_tip:
-        if _is_ancestor(repo, local_tip, remote_tip):
-            tip = remote_tip
-        else:
-            tip = local_tip
-            diverged = not _is_ancestor(repo, remote_tip, local_tip)
-    else:
-        tip = local_tip or remote_tip
+    # the newer tip when one contains the other; the local one when they diverged
+    tip = local_tip or remote_tip
+    if local_tip and remote_tip and local_tip != remote_tip \
+            and is_ancestor(repo, local_tip, remote_tip):
+        tip = remote_tip
 
     listed = _commits(repo, base_sha, tips)
     made_here = _made_here(repo, branch) if local_tip else set()
     noted = _noted(repo, branch, [c.sha for c in listed] + tips, remote)
     proven = noted | made_here
     all_commits = [replace(c, by_gitsleep=c.sha in proven) for c in listed]
-    on_tip = _commits(repo, base_sha, [tip], proven) if len(tips) > 1 else all_commits
+    on_tip = _commits(repo, base_sha, [tip], proven) if tip and len(tips) > 1 else all_commits
     ours = tuple(c for c in on_tip if c.by_gitsleep)
     # gitsleep made this branch: its reflog says so, a tip is proven its own (with nothing
     # since the base when its pull request was merged), or a commit is or looks like its own
@@ -530,11 +439,7 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
         remote=remote,
         local_tip=local_tip,
         remote_tip=remote_tip,
-        tip=tip,
-        descends_from_base=bool(tip) and _is_ancestor(repo, base_sha, tip),
-        diverged=diverged,
         foreign_commits=tuple(c for c in all_commits if not c.by_gitsleep),
-        gitsleep_commits=ours,
         last_gitsleep_commit=ours[0].sha if ours else None,
         last_trailers=read_trailers(repo, ours[0].sha) if ours else {},
         owned=owned,
@@ -544,12 +449,12 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
 
 def _refs_here(repo: git.Repo, remote: str | None) -> list[str]:
     roots = ["refs/heads"] + ([f"refs/remotes/{remote}"] if remote else [])
-    return _git(repo.git, "for-each-ref", "--format=%(refname)", *roots).splitlines()
+    return run_git(repo.git, "for-each-ref", "--format=%(refname)", *roots).splitlines()
 
 
 def _remote_heads(repo: git.Repo, remote: str) -> tuple[str | None, list[str]]:
     """(the remote's default branch, its branch refs); (None, []) when it cannot be read."""
-    status, out, _ = _try_git(repo.git, "ls-remote", "--symref", remote, "HEAD", "refs/heads/*")
+    status, out, _ = try_git(repo.git, "ls-remote", "--symref", remote, "HEAD", "refs/heads/*")
     if status != 0:
         return None, []  # unreachable: `inspect_branch` says so in git's words
     default = None
@@ -580,10 +485,10 @@ def check_branch_name(repo: git.Repo, branch: str, base: BaseRef, remote: str | 
     A branch gitsleep did not make is refused by `ensure_gitsleep_branch`.
     """
     ref = f"refs/heads/{branch}"
-    status, current, _ = _try_git(repo.git, "symbolic-ref", "--quiet", "HEAD")
+    status, current, _ = try_git(repo.git, "symbolic-ref", "--quiet", "HEAD")
     remote_default, remote_heads = _remote_heads(repo, remote) if remote else (None, [])
     if not remote_default and remote:
-        status_local, head, _ = _try_git(repo.git, "symbolic-ref", "--quiet",
+        status_local, head, _ = try_git(repo.git, "symbolic-ref", "--quiet",
                                          f"refs/remotes/{remote}/HEAD")
         if status_local == 0:
             remote_default = head.strip().removeprefix(f"refs/remotes/{remote}/")
@@ -665,38 +570,6 @@ def ensure_only_gitsleep_commits(state: BranchState) -> None:
     )
 
 
-def is_up_to_date(
-    trailers: dict[str, str], *, base_sha: str, tasks_digest: str, inputs_digest: str
-) -> bool:
-    """Whether the branch already holds this exact epoch (same base, tasks and inputs)."""
-    return bool(trailers) and (
-        trailers.get("Gitsleep-Base") == base_sha
-        and trailers.get("Gitsleep-Tasks") == tasks_digest
-        and trailers.get("Gitsleep-Inputs") == inputs_digest
-    )
-
-
-def read_trailers(repo: git.Repo, rev: str) -> dict[str, str]:
-    """The trailers of a commit's message, as `git interpret-trailers --parse` reads them.
-
-    A key given twice keeps its last value.
-    """
-    message = _git(repo.git, "log", "-1", "--format=%B", rev, "--")
-    handle, message_path = tempfile.mkstemp(prefix="gitsleep-msg-", suffix=".txt")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(message + "\n")
-        parsed = _git(repo.git, "interpret-trailers", "--parse", message_path)
-    finally:
-        os.unlink(message_path)
-    trailers: dict[str, str] = {}
-    for line in parsed.splitlines():
-        key, separator, value = line.partition(":")
-        if separator and key.strip():
-            trailers[key.strip()] = value.strip()
-    return trailers
-
-
 def list_gitsleep_branches(
     repo: git.Repo, prefix: str, remote: str | None = None
 ) -> list[BranchTip]:
@@ -707,7 +580,7 @@ def list_gitsleep_branches(
     remote = remote or default_remote(repo, None)
     local_root = f"refs/heads/{prefix}"
     remote_root = f"refs/remotes/{remote}/{prefix}" if remote else None
-    out = _git(repo.git, "for-each-ref", "--format=%(refname)%00%(objectname)")
+    out = run_git(repo.git, "for-each-ref", "--format=%(refname)%00%(objectname)")
     found: dict[str, dict[str, str]] = {}
     for line in out.splitlines():
         name, _, sha = line.partition("\x00")
@@ -762,7 +635,7 @@ def _worktree_git(tree: Path) -> git.Git:
 
 def _checked_out_in(repo: git.Repo, branch: str) -> str | None:
     """The path of a worktree that has `branch` checked out, if any."""
-    out = _git(repo.git, "worktree", "list", "--porcelain")
+    out = run_git(repo.git, "worktree", "list", "--porcelain")
     path = None
     for line in out.splitlines():
         if line.startswith("worktree "):
@@ -787,7 +660,7 @@ def _remove_tree(repo: git.Repo, tree: Path) -> None:
     """Remove one of our worktrees and its admin dir; never prunes anyone else's."""
     admin = _admin_dir(tree)
     if tree.exists():
-        _try_git(repo.git, "worktree", "remove", "--force", "--force", str(tree))
+        try_git(repo.git, "worktree", "remove", "--force", "--force", str(tree))
     if tree.exists():
         shutil.rmtree(tree, ignore_errors=True)
     if admin is not None and admin.is_dir() and admin.parent.name == "worktrees":
@@ -850,14 +723,14 @@ def _slug(text: str) -> str:
 def temporary_worktree(repo: git.Repo, branch: str, start: str) -> Iterator[Path]:
     """A private worktree checked out (detached) at `start`, removed afterwards.
 
-    `start` is the base commit, or the branch tip when the branch is reused. The worktree is
-    detached on purpose: `refs/heads/<branch>` moves only in `commit_documents`, so the
-    branch never points at a half-made state. The user's working tree, index, stash, HEAD
-    and untracked files are not touched. Removal happens on exceptions and Ctrl-C as well;
-    worktrees left by killed runs are cleaned up when the next one starts. Call it while
-    holding the skill's `RepoLock`. GitError when `branch` is checked out somewhere.
+    `start` is the base commit. The worktree is detached on purpose: `refs/heads/<branch>`
+    moves only in `commit_documents`, so the branch never points at a half-made state. The
+    user's working tree, index, stash, HEAD and untracked files are not touched. Removal
+    happens on exceptions and Ctrl-C as well; worktrees left by killed runs are cleaned up
+    when the next one starts. Call it while holding the skill's `RepoLock`. GitError when
+    `branch` is checked out somewhere.
     """
-    start_sha = _ref_sha(repo, start)
+    start_sha = ref_sha(repo, start)
     if start_sha is None:
         raise GitError(f"cannot create a worktree at {start!r}: no such commit")
     refuse_if_checked_out(repo, branch)
@@ -867,7 +740,7 @@ def temporary_worktree(repo: git.Repo, branch: str, start: str) -> Iterator[Path
     run_id = f"{_slug(branch)}-{uuid.uuid4().hex[:8]}"
     tree = root / run_id
     marker = root / f"{run_id}.json"
-    branch_tip = _ref_sha(repo, f"refs/heads/{branch}")
+    branch_tip = ref_sha(repo, f"refs/heads/{branch}")
     marker.write_text(
         json.dumps(owner_record(branch=branch, start=start_sha, branch_tip=branch_tip)),
         encoding="utf-8",
@@ -876,8 +749,8 @@ def temporary_worktree(repo: git.Repo, branch: str, start: str) -> Iterator[Path
     try:
         # --no-checkout: files are written by `reset` below, with our index pinned, and
         # no post-checkout hook runs.
-        _git(repo.git, "worktree", "add", "--detach", "--no-checkout", str(tree), start_sha)
-        _git(_worktree_git(tree), "reset", "--hard", "--quiet", start_sha)
+        run_git(repo.git, "worktree", "add", "--detach", "--no-checkout", str(tree), start_sha)
+        run_git(_worktree_git(tree), "reset", "--hard", "--quiet", start_sha)
         yield tree
     finally:
         try:
@@ -929,8 +802,8 @@ def commit_documents(
     if not relative:
         raise UsageError("no documents to commit")
     runner = _worktree_git(worktree)
-    _git(runner, "--literal-pathspecs", "add", "--", *relative)
-    staged = _git(runner, "--literal-pathspecs", "diff", "--cached", "--no-ext-diff",
+    run_git(runner, "--literal-pathspecs", "add", "--", *relative)
+    staged = run_git(runner, "--literal-pathspecs", "diff", "--cached", "--no-ext-diff",
                   "--no-textconv", "--name-only", "--", *relative)
     if not staged.strip():
         raise GitError(f"nothing to commit: {', '.join(relative)} did not change")
@@ -938,7 +811,7 @@ def commit_documents(
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(message.rstrip("\n") + "\n")
-        _git(
+        run_git(
             runner,
             "--literal-pathspecs",
             "commit",
@@ -953,15 +826,15 @@ def commit_documents(
         )
     finally:
         os.unlink(message_path)
-    new_sha = _git(runner, "rev-parse", "HEAD").strip()
+    new_sha = run_git(runner, "rev-parse", "HEAD").strip()
 
     if expected_tip is _UNSET:
         expected_tip = _expected_branch_tip(worktree, branch)
     if expected_tip is _UNSET:
-        expected_tip = _ref_sha(repo, f"refs/heads/{branch}")
+        expected_tip = ref_sha(repo, f"refs/heads/{branch}")
     refuse_if_checked_out(repo, branch)
     subject = message.strip().splitlines()[0] if message.strip() else "gitsleep"
-    status, _, err = _try_git(
+    status, _, err = try_git(
         repo.git,
         "update-ref",
         "--create-reflog",  # the reflog entry proves the commit is gitsleep's until its note
@@ -972,12 +845,12 @@ def commit_documents(
         expected_tip or ZERO_SHA,
     )
     if status != 0:
-        found = _ref_sha(repo, f"refs/heads/{branch}")
+        found = ref_sha(repo, f"refs/heads/{branch}")
         raise GitError(
             f"branch {branch} moved while gitsleep ran (expected "
             f"{expected_tip[:7] if expected_tip else 'no branch'}, found "
             f"{found[:7] if found else 'no branch'}); it was left alone. The new commit is "
-            f"{new_sha}: keep it with `git branch <name> {new_sha[:12]}` ({_last_line(err)})"
+            f"{new_sha}: keep it with `git branch <name> {new_sha[:12]}` ({last_line(err)})"
         )
     return new_sha
 
@@ -997,11 +870,11 @@ def add_note(repo: git.Repo, sha: str, text: str, ref: str = NOTES_REF) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(text.encode("utf-8"))
-        blob = _git(repo.git, "hash-object", "-w", "--no-filters", note_path).strip()
+        blob = run_git(repo.git, "hash-object", "-w", "--no-filters", note_path).strip()
     finally:
         os.unlink(note_path)
     with RepoLock(repo, _NOTES_LOCK, wait=60):
-        _git(
+        run_git(
             repo.git, "notes", f"--ref={ref}", "add", "-f", "-C", blob, sha,
             config=identity_config(repo),
         )
@@ -1009,7 +882,7 @@ def add_note(repo: git.Repo, sha: str, text: str, ref: str = NOTES_REF) -> None:
 
 def read_note(repo: git.Repo, sha: str, ref: str = NOTES_REF) -> str | None:
     """The note on `sha` under `ref`, exactly as stored, or None."""
-    status, out, _ = _try_git(
+    status, out, _ = try_git(
         repo.git, "notes", f"--ref={_notes_ref(ref)}", "show", sha, strip=False
     )
     return out if status == 0 else None
@@ -1021,23 +894,23 @@ def _push_notes(repo: git.Repo, remote: str, ref: str) -> str | None:
     error = "not attempted"
     with RepoLock(repo, _NOTES_LOCK, wait=60):
         for attempt in range(_NOTES_PUSH_ATTEMPTS):
-            status, _, err = _try_git(repo.git, "push", "--quiet", remote, f"{ref}:{ref}")
+            status, _, err = try_git(repo.git, "push", "--quiet", remote, f"{ref}:{ref}")
             if status == 0:
                 return None
-            error = _last_line(err)
+            error = last_line(err)
             time.sleep(0.05 * attempt)
-            status, _, err = _try_git(
+            status, _, err = try_git(
                 repo.git, "fetch", "--quiet", "--no-tags", remote, f"+{ref}:{tracking}"
             )
             if status != 0:
-                error = _last_line(err)
+                error = last_line(err)
                 continue
-            status, _, err = _try_git(
+            status, _, err = try_git(
                 repo.git, "notes", f"--ref={ref}", "merge", "--quiet", "--strategy=ours",
                 tracking, config=identity_config(repo),
             )
             if status != 0:
-                error = _last_line(err)
+                error = last_line(err)
     return error
 
 
@@ -1046,11 +919,11 @@ def remote_has_note(repo: git.Repo, remote: str, sha: str, ref: str = NOTES_REF)
     notes leaves the branch pushed but the note behind). Fetches into the tracking ref."""
     ref = _notes_ref(ref)
     tracking = f"refs/notes/remotes/{remote}/{ref.removeprefix('refs/notes/')}"
-    status, _, _ = _try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
+    status, _, _ = try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
                             f"+{ref}:{tracking}")
     if status != 0:
         return False  # no notes ref on the remote (or unreachable): push will say which
-    status, _, _ = _try_git(repo.git, "notes", f"--ref={tracking}", "list", sha)
+    status, _, _ = try_git(repo.git, "notes", f"--ref={tracking}", "list", sha)
     return status == 0
 
 
@@ -1076,11 +949,11 @@ def push(
     the result, since the commit and its pull request matter more than the diagnostics.
     """
     ref = f"refs/heads/{branch}"
-    local_sha = _ref_sha(repo, ref)
+    local_sha = ref_sha(repo, ref)
     if local_sha is None:
         raise GitError(f"cannot push {branch}: there is no such local branch")
     lease = f"--force-with-lease={ref}:{expected_remote_tip or ''}"
-    status, out, err = _try_git(repo.git, "push", "--porcelain", lease, remote, f"{ref}:{ref}")
+    status, out, err = try_git(repo.git, "push", "--porcelain", lease, remote, f"{ref}:{ref}")
     if status != 0:
         details = f"{out}\n{err}"
         if "stale info" in details or "fetch first" in details or "non-fast-forward" in details:
@@ -1091,11 +964,11 @@ def push(
                 f"`git fetch {remote} && git log {remote}/{branch}` and re-run"
             )
         raise GitError(
-            f"push of {branch} to {remote} failed: {_last_line(err or out)}; the local branch "
+            f"push of {branch} to {remote} failed: {last_line(err or out)}; the local branch "
             f"{branch} keeps the new commit {local_sha[:12]}"
         )
     notes_ref = _notes_ref(notes_ref)
-    if _ref_sha(repo, notes_ref) is None:
+    if ref_sha(repo, notes_ref) is None:
         return PushResult(branch_sha=local_sha, notes_pushed=False)
     notes_error = _push_notes(repo, remote, notes_ref)
     if notes_error is not None:
@@ -1103,23 +976,3 @@ def push(
     return PushResult(
         branch_sha=local_sha, notes_pushed=notes_error is None, notes_error=notes_error
     )
-
-
-# --- digests ------------------------------------------------------------------------------
-
-
-def digest_files(paths: Iterable[Path], root: Path | None = None) -> str:
-    """`sha256:<hex>` over each file's name and bytes, in the order given.
-
-    Names are taken relative to `root` when given (so the digest does not depend on where
-    the repository is checked out) and length-prefixed, so moving bytes between files or
-    renaming a file changes the digest.
-    """
-    digest = hashlib.sha256()
-    for path in paths:
-        name = (path.relative_to(root) if root is not None else path).as_posix()
-        data = Path(path).read_bytes()
-        for part in (name.encode("utf-8"), data):
-            digest.update(len(part).to_bytes(8, "big"))
-            digest.update(part)
-    return f"sha256:{digest.hexdigest()}"

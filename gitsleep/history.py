@@ -10,15 +10,16 @@ branch, plus any commit the notes ref remembers, each once, oldest first.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gitsleep.gitops import SAFE_CONFIG
+from gitsleep import record
+from gitsleep.gitrun import git_out
+from gitsleep.record import NOTES_REF
+from gitsleep.scores import rounded
 
-NOTES_REF = "refs/notes/gitsleep"
 _FIELD, _RECORD = "\x1f", "\x1e"
 
 
@@ -41,30 +42,13 @@ class Epoch:
 
     def to_json(self) -> dict[str, Any]:
         def pair(scores: tuple[float | None, float | None]) -> dict[str, float | None]:
-            return {"baseline": _round(scores[0]), "candidate": _round(scores[1])}
+            return {"baseline": rounded(scores[0]), "candidate": rounded(scores[1])}
 
         return {"skill": self.skill, "commit": self.commit, "date": self.date or None,
                 "where": self.where, "decision": self.decision, "metric": self.metric,
                 "val": pair(self.val), "test": pair(self.test),
                 "edits_applied": self.applied,
                 "cost": {"calls": self.calls, "estimated_usd": self.usd}}
-
-
-def safe_git(*args: str) -> list[str]:
-    """`git ARGS` with `SAFE_CONFIG`: no hook, fsmonitor or gpg program of the repository runs."""
-    config = [part for key, value in SAFE_CONFIG.items() for part in ("-c", f"{key}={value}")]
-    return ["git", *config, *args]
-
-
-def git_out(repo: Path, *args: str) -> str:
-    """stdout of `git ARGS` in `repo`, or "" when git fails (a missing ref, no notes)."""
-    done = subprocess.run(safe_git(*args), cwd=repo, capture_output=True, text=True,
-                          check=False)
-    return done.stdout if done.returncode == 0 else ""
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
 
 
 def utc_minute(date: str) -> str:
@@ -87,29 +71,6 @@ def held_out_points(epochs: list[Epoch]) -> list[tuple[str, float]]:
     for number, epoch in enumerate(scored, 1):
         points.append((f"#{number} {utc_minute(epoch.date)[5:10]}", epoch.test[1] or 0.0))
     return points
-
-
-def scores(value: str | None) -> tuple[float | None, float | None]:
-    """(before, after) from a `0.250 -> 1.000` trailer; None for `n/a` or garbage."""
-    parts = (value or "").split("->")
-    if len(parts) != 2:
-        return None, None
-    out: list[float | None] = []
-    for part in parts:
-        try:
-            out.append(float(part))
-        except ValueError:
-            out.append(None)
-    return out[0], out[1]
-
-
-def _trailers(text: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.startswith("Gitsleep-"):
-            found[key.strip()] = value.strip()
-    return found
 
 
 def _applied_from_message(body: str) -> int | None:
@@ -142,18 +103,18 @@ def read_epochs(repo: Path, *, base: str, branch_refs: list[str],
     """
     revs = [base, *branch_refs]
     fmt = _FIELD.join(["%H", "%cI", "%(trailers:only,unfold)", "%B"]) + _RECORD
-    log = git_out(repo, "log", "--no-color", f"--format={fmt}", "--grep=^Gitsleep-Skill: ",
+    log = git_out(repo, "log", "--no-color", f"--format={fmt}", f"--grep=^{record.SKILL}: ",
                *revs, "--")
-    on_base = set(git_out(repo, "rev-list", "--grep=^Gitsleep-Skill: ", base, "--").split())
+    on_base = set(git_out(repo, "rev-list", f"--grep=^{record.SKILL}: ", base, "--").split())
     notes = _notes(repo)
     epochs: dict[str, Epoch] = {}
-    for record in log.split(_RECORD):
-        parts = record.strip("\n").split(_FIELD)
+    for entry in log.split(_RECORD):
+        parts = entry.strip("\n").split(_FIELD)
         if len(parts) != 4:
             continue
         sha, date, trailer_text, body = parts
-        trailers = _trailers(trailer_text)
-        skill = trailers.get("Gitsleep-Skill", "")
+        trailers = record.ours(record.parse_lines(trailer_text))
+        skill = trailers.get(record.SKILL, "")
         if not skill or (skills is not None and skill not in skills):
             continue
         where = "base" if sha in on_base else "branch"
@@ -187,8 +148,8 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
         split = splits.get(name) or {}
         return split.get("baseline"), split.get("candidate")
 
-    val = scores(trailers.get("Gitsleep-Val")) if "Gitsleep-Val" in trailers else from_note("val")
-    test = (scores(trailers.get("Gitsleep-Test")) if "Gitsleep-Test" in trailers
+    val = record.scores(trailers, record.VAL) if record.VAL in trailers else from_note("val")
+    test = (record.scores(trailers, record.TEST) if record.TEST in trailers
             else from_note("test"))
     edits = note.get("edits") or {}
     applied = len(edits["applied"]) if isinstance(edits.get("applied"), list) else (
@@ -197,8 +158,8 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
     extra = note.get("extra") or {}
     return Epoch(
         skill=skill, commit=sha, date=date, where=where,
-        decision=trailers.get("Gitsleep-Decision") or str(note.get("decision", "?")),
-        metric=trailers.get("Gitsleep-Metric") or str(note.get("metric", "")),
+        decision=trailers.get(record.DECISION) or str(note.get("decision", "?")),
+        metric=trailers.get(record.METRIC) or str(note.get("metric", "")),
         val=val, test=test, applied=applied,
         calls=cost.get("calls") if isinstance(cost.get("calls"), int) else None,
         usd=extra.get("estimated_usd") if isinstance(extra.get("estimated_usd"), float)

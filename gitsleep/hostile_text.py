@@ -119,7 +119,7 @@ def _link_scheme(text: str) -> str:
     for start in _LINK_START.finditer(text):
         if start.end() <= skipped_to:
             continue  # inside a lead already skipped: it ends where that one did
-        skipped_to = _URL_LEAD.match(text, start.end()).end()
+        skipped_to = _URL_LEAD.match(text, start.end()).end()  # type: ignore[union-attr]
         scheme = _SCHEME_AT.match(text, skipped_to)
         if scheme:
             return scheme.group("scheme")

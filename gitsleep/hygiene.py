@@ -32,9 +32,10 @@ from collections.abc import Sequence
 from gitsleep import documents as docs
 from gitsleep import fragments, hostile_text, skeleton
 from gitsleep import markdown as md
-from gitsleep.check_text import CONTROL_CHARS, describe_check, passes, search
+from gitsleep.check_text import CONTROL_CHARS, describe_check, passes
 from gitsleep.models import Check, Edit, EditOutcome
 from gitsleep.numbers import whole_number
+from gitsleep.patterns import search
 from gitsleep.proposals import PROMPT_EXAMPLE_TEXTS
 
 _MARKER_TEXT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)

@@ -11,12 +11,12 @@ import math
 import re
 from functools import lru_cache
 
-import regex
 from markdown_it import MarkdownIt
 
 from gitsleep.backends.base import ModelCall
 from gitsleep.models import Check, Judge, Score
 from gitsleep.numbers import loads_json
+from gitsleep.patterns import search_untrusted
 
 REFUSALS = (
     "cannot complete",
@@ -34,26 +34,6 @@ _LEAD_MARKUP = re.compile(r"^(?:\s|[>*_#-]|\d+[.)])+")
 _BOLD = re.compile(r"^\*\*(.+?)\*\*")
 _WORD = re.compile(r"\w+", re.UNICODE)
 HARD_THRESHOLD = 0.8  # a rubric score at or above this counts as a hard pass
-
-
-REGEX_TIMEOUT = 0.25  # seconds one untrusted pattern may spend on one answer
-
-
-@lru_cache(maxsize=4096)
-def compile_pattern(pattern: str) -> regex.Pattern[str]:
-    """Task regexes are untrusted: the `regex` engine avoids most catastrophic
-    backtracking that stalls `re`, and `search_untrusted` bounds the rest in time."""
-    return regex.compile(pattern)
-
-
-def search_untrusted(pattern: str, text: str) -> tuple[bool, str]:
-    """Whether `pattern` matches, and a problem note if it is invalid or too slow."""
-    try:
-        return compile_pattern(pattern).search(text, timeout=REGEX_TIMEOUT) is not None, ""
-    except regex.error as exc:
-        return False, f"invalid regex ({exc})"
-    except TimeoutError:
-        return False, f"regex took over {REGEX_TIMEOUT}s (catastrophic backtracking?)"
 
 
 @lru_cache(maxsize=1024)

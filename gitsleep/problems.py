@@ -201,7 +201,8 @@ def _check_depth(text: str) -> None:
             depth += 1
             if depth > MAX_YAML_DEPTH:
                 raise FileProblem("GS104", f"is nested too deeply (over {MAX_YAML_DEPTH} levels): "
-                                  "refused", line=event.start_mark.line + 1)
+                                  "refused",
+                                  line=event.start_mark.line + 1 if event.start_mark else None)
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
 

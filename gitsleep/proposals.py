@@ -502,15 +502,17 @@ def _as_text(value: Any) -> str | None:
     if value is None:
         return ""
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
-        value = "\n".join(str(v) for v in value)
+        text = "\n".join(str(v) for v in value)
     elif isinstance(value, (int, float)):
-        value = str(value)
-    if not isinstance(value, str):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value
+    else:
         return None
     # A backspace or form feed decoded from JSON was nearly always a regex \b or \f
     # written without doubling the backslash.
-    value = value.replace("\x08", "\\b").replace("\x0c", "\\f")
-    return value.replace("\r\n", "\n").strip()
+    text = text.replace("\x08", "\\b").replace("\x0c", "\\f")
+    return text.replace("\r\n", "\n").strip()
 
 
 def _edit_from_item(item: Any, target: str) -> tuple[Edit, str]:

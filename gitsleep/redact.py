@@ -115,14 +115,14 @@ def _variants(value: str) -> set[str]:
 def trie_pattern(words: Iterable[str]) -> str:
     """One regex for many literals, shaped as a trie so a scan costs the same for 5 or 5,000
     secrets. Extensions are tried before a word ends, so the longest literal wins."""
-    root: dict[str, dict] = {}
+    root: dict[str, dict[str, Any]] = {}
     for word in words:
         node = root
         for char in word:
             node = node.setdefault(char, {})
         node[""] = {}  # a word ends here
 
-    def build(node: dict[str, dict]) -> str:
+    def build(node: dict[str, dict[str, Any]]) -> str:
         parts = []
         for char in sorted(k for k in node if k):
             child, run = node[char], char

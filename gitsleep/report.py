@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import json
-import math
 import os
 import re
 import tempfile
@@ -32,27 +31,17 @@ from gitsleep.models import (
     TaskResult,
     to_dict,
 )
+from gitsleep.record import trailer_values
 from gitsleep.redact import Redactor
+from gitsleep.scores import fmt_change, fmt_score, rounded
 
 DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
 DIAGNOSTICS_VERSION = 1
 RESPONSE_HEAD_CHARS = 500
 _HEAD_WINDOW = 8192  # redacted beyond the head, so a secret across the cut is still whole
 PR_BODY_LIMIT = 65536
-TRAILER_KEYS = (
-    "Gitsleep-Skill",
-    "Gitsleep-Decision",
-    "Gitsleep-Metric",
-    "Gitsleep-Val",
-    "Gitsleep-Test",
-    "Gitsleep-Base",
-    "Gitsleep-Tasks",
-    "Gitsleep-Model",
-    "Gitsleep-Inputs",
-)
 SPLIT_NAMES = {"train": "train", "val": "val", "test": "held-out"}
 COMMIT_TASK_LINES = 50  # per split: the rest is in diagnostics.json
-_TRAILER_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\Z")
 _STATUS_ORDER = {"regressed": 0, "improved": 1, "missing": 2, "unchanged": 3}
 
 
@@ -66,23 +55,9 @@ class ReportWriteError(GitsleepError):
 # -- small shared pieces ---------------------------------------------------------------
 
 
-def fmt_score(value: float | None) -> str:
-    """A score with 3 decimals; `n/a` when there is none."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    return f"{value:.3f}"
-
-
 def plural(count: int, noun: str) -> str:
     """`1 task`, `2 tasks`: the count with its noun in the right number."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def rounded(value: float | None) -> float | None:
-    """A score rounded to 3 decimals for JSON and Action outputs (0.20000000000000004 -> 0.2)."""
-    if value is None or not math.isfinite(value):
-        return None
-    return round(value, 3)
 
 
 SMALL_SPLIT = 5  # below this many val or held-out tasks, one task swings the mean a lot
@@ -115,7 +90,7 @@ def small_sample_note(result: EpochResult) -> str:
 
 
 def _change(summary: SplitSummary) -> str:
-    return f"{fmt_score(summary.baseline)} -> {fmt_score(summary.candidate)}"
+    return fmt_change(summary.baseline, summary.candidate)
 
 
 def _default_redactor(redactor: Redactor | None) -> Redactor:
@@ -193,35 +168,6 @@ def commit_subject(result: EpochResult) -> str:
     """`gitsleep(<skill>): val <b> -> <c>, held-out <b> -> <c>` on one line."""
     skill = md.one_line(result.skill)
     return f"gitsleep({skill}): val {_change(result.val)}, held-out {_change(result.test)}"
-
-
-def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str, str]:
-    """The commit's trailers in their fixed order (extra keys from `trailers` follow).
-
-    Base, Tasks, Model and Inputs come from `trailers`; a missing one reads `unknown`
-    (Model defaults to `<agent> / <optimizer>`). Values are folded to one line.
-    """
-    values = {
-        "Gitsleep-Skill": result.skill,
-        "Gitsleep-Decision": result.decision,
-        "Gitsleep-Metric": result.metric,
-        "Gitsleep-Val": _change(result.val),
-        "Gitsleep-Test": _change(result.test),
-        "Gitsleep-Base": trailers.get("Gitsleep-Base", "unknown"),
-        "Gitsleep-Tasks": trailers.get("Gitsleep-Tasks", "unknown"),
-        "Gitsleep-Model": trailers.get(
-            "Gitsleep-Model", f"{result.agent_model} / {result.optimizer_model}"
-        ),
-        "Gitsleep-Inputs": trailers.get("Gitsleep-Inputs", "unknown"),
-    }
-    for key, value in trailers.items():
-        if key in values:
-            continue
-        if not _TRAILER_KEY.match(key):
-            raise ValueError(f"not a git trailer key: {key!r}")
-        values[key] = value
-    # git drops or mis-reads empty and multi-line values: fold, and never leave one empty.
-    return {k: " ".join(md.one_line(v).split()) or "unknown" for k, v in values.items()}
 
 
 def commit_message(
@@ -388,7 +334,8 @@ def diagnostics(
         "cost": to_dict(result.cost),
         "extra": to_dict(dict(extra)),
     }
-    return redactor.redact_obj(to_dict(data))
+    redacted: dict[str, Any] = redactor.redact_obj(to_dict(data))
+    return redacted
 
 
 def dumps_diagnostics(data: Mapping[str, Any]) -> str:
@@ -713,7 +660,7 @@ def json_summary(
                 "n": summary.n}
 
     cost = result.cost
-    data = {
+    data: dict[str, Any] = {
         "skill": result.skill,
         "decision": result.decision,
         "reason": result.reason,
@@ -744,4 +691,5 @@ def json_summary(
     }
     if result.backend == "offline":  # an addition to the contract's keys, only when true
         data["simulated"] = True
-    return _default_redactor(redactor).redact_obj(to_dict(data))
+    redacted: dict[str, Any] = _default_redactor(redactor).redact_obj(to_dict(data))
+    return redacted

@@ -81,7 +81,8 @@ def contrasts(
                    if s.score is not None and s.answer is not None]
         if len(answers) < 2:
             continue
-        ranked = sorted(answers, key=lambda s: replay.metric_value(s.score, settings.gate))
+        ranked = sorted(answers, key=lambda s: replay.metric_value(s.score, settings.gate)
+                        if s.score is not None else 0.0)  # never None: filtered above
         worse, better = ranked[0], ranked[-1]
         assert worse.score is not None and better.score is not None
         separating = tuple(c for c in worse.score.failed if c not in better.score.failed)

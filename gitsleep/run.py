@@ -1,93 +1,29 @@
 """One skill, end to end: lock -> worktree -> epoch -> commit -> note -> push -> PR.
 
 This is the only module that knows the order of those steps. The epoch itself is pure
-(`gitsleep.epoch`); git and the forge are thin edges around it.
-
-Where things are read from:
-- the config comes from the file given (default `<repo>/.gitsleep.yml` in the working tree);
-- with git (`consolidate`), documents and task files come from the base commit, checked
-  out in a temporary worktree, so the result is reproducible from the commit alone;
-- with `--dry-run` and `eval`, they come from the working tree as it is.
+(`gitsleep.epoch`); git and the forge are thin edges around it; what a command needs
+before it runs (config, inputs, backend, cache) is `gitsleep.setup`, and what a commit
+records is `gitsleep.record`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import stat
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from gitsleep import __version__, repo_paths, report
-from gitsleep.cache import ResponseCache
-from gitsleep.calls import StepHook, Tick, no_tick
-from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
-from gitsleep.documents import find_block
+from gitsleep import __version__, record, repo_paths, report
+from gitsleep.config import SkillConfig
 from gitsleep.epoch import call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
-from gitsleep.logs import use_redactor
 from gitsleep.models import EpochResult, SplitSummary, Task
-from gitsleep.problems import MAX_FILE_BYTES
-from gitsleep.redact import Redactor
-from gitsleep.tasks import load_skill_tasks, task_files_digest
+from gitsleep.record import NOTES_REF, Digests
+from gitsleep.setup import Setup, make_backend, make_cache, read_inputs
 
-ALGORITHM = "gitsleep-epoch-v1"  # part of the inputs digest: a new algorithm re-runs
-NOTES_REF = "refs/notes/gitsleep"
-Progress = Callable[[str], None]
-
-
-@dataclass
-class Setup:
-    """What every command needs: where the repo is, its config, env, redactor, output."""
-
-    repo: Path
-    config_file: Path
-    config: Config
-    env: Mapping[str, str]
-    redactor: Redactor
-    progress: Progress
-    steps: StepHook | None = None  # per-answer progress of a pass (the CLI's bar or lines)
-
-    @classmethod
-    def load(
-        cls,
-        repo: str | Path,
-        config: str | None,
-        *,
-        env: Mapping[str, str] | None = None,
-        backend: str | None = None,
-        model: str | None = None,
-        progress: Progress | None = None,
-        steps: StepHook | None = None,
-    ) -> Setup:
-        env = dict(os.environ if env is None else env)
-        path = config_path(repo, config)
-        loaded = apply_overrides(load_config(path), env, backend=backend, model=model)
-        redactor = Redactor.from_env(env, [loaded.api_key_env, *loaded.agent_env_refs()])
-        use_redactor(redactor)
-        return cls(Path(repo).resolve(), path, loaded, env, redactor, progress or _stderr,
-                   steps)
-
-    def skills(self, names: tuple[str, ...] | list[str] | None) -> list[SkillConfig]:
-        if not names:
-            return list(self.config.skills)
-        return [self.config.skill(n) for n in names]
-
-    def say(self, line: str) -> None:
-        self.progress(self.redactor.redact(line))
-
-    def counter(self, label: str, total: int) -> Tick:
-        """A tick per answer of a pass on the edge's display; the label is redacted first."""
-        return self.steps(self.redactor.redact(label), total) if self.steps else no_tick
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+__all__ = ["GitOptions", "SkillOutcome", "consolidate", "dry_run", "read_inputs",
+           "rerun_command"]  # read_inputs: the benchmarks read a skill's inputs from here
 
 
 @dataclass
@@ -103,69 +39,7 @@ class SkillOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-# -- reading inputs -----------------------------------------------------------------------
-
-
-def read_document(root: Path, relative: str, *, field_name: str) -> str:
-    """A document's exact text (bytes decoded as UTF-8, line endings untouched)."""
-    path = root / relative
-    try:
-        resolved = repo_paths.real_path(path)
-    except repo_paths.SymlinkLoop:
-        raise UsageError(f"{relative}: cannot read {field_name}: {repo_paths.LOOP}; "
-                         "replace the link with the file") from None
-    if not resolved.is_relative_to(root.resolve()):
-        raise UsageError(f"{relative}: {field_name} points outside the repository "
-                         "(a symlink or '..'); keep documents inside the repo")
-    try:
-        info = path.stat()
-        if stat.S_ISDIR(info.st_mode):
-            raise UsageError(f"{relative}: {field_name} is a directory (Is a directory); "
-                             "point the config at a Markdown file")
-        if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
-            raise UsageError(f"{relative}: {field_name} is not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise UsageError(f"{relative}: {field_name} is {info.st_size / 1_048_576:.1f} MB; "
-                             f"documents over {MAX_FILE_BYTES // 1_048_576} MB are refused")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{relative}: {field_name} does not exist; fix the path in "
-                         ".gitsleep.yml or create the file") from None
-    except OSError as exc:
-        raise UsageError(f"{relative}: cannot read {field_name}: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8")  # no BOM stripping, no newline translation: exact bytes
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{relative}: {field_name} is not UTF-8 (byte {exc.start}); "
-                         "save it as UTF-8") from None
-    find_block(text, where=relative)  # a corrupt learned block stops here, before any call
-    return text
-
-
-def read_inputs(root: Path, skill: SkillConfig, say: Progress | None = None
-                ) -> tuple[list[Task], dict[str, str | None]]:
-    tasks = load_skill_tasks(root, skill, say)
-    repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
-    documents: dict[str, str | None] = {
-        "skill": read_document(root, skill.skill, field_name="skill document"),
-        "memory": read_document(root, skill.memory, field_name="memory document")
-        if skill.memory else None,
-    }
-    return tasks, documents
-
-
-def inputs_digest(config: Config, skill: SkillConfig, root: Path,
-                  documents: Mapping[str, str | None]) -> str:
-    """sha256 of what decides an epoch: documents, task files and the effective config."""
-    h = hashlib.sha256(ALGORITHM.encode())
-    for name in ("skill", "memory"):
-        h.update(f"\0{name}\0".encode())
-        h.update((documents.get(name) or "").encode("utf-8"))
-    h.update(task_files_digest(root, skill).encode())
-    effective = config.model_dump(mode="json")
-    effective["skills"] = [s for s in effective["skills"] if s["name"] == skill.name]
-    h.update(json.dumps(effective, sort_keys=True).encode())
-    return "sha256:" + h.hexdigest()
+# -- one epoch and its report ----------------------------------------------------------
 
 
 def default_output_dir(repo: Path, skill: str) -> Path:
@@ -173,19 +47,6 @@ def default_output_dir(repo: Path, skill: str) -> Path:
     runs = repo_paths.writable_dir(repo, repo_paths.RUNS_DIR,
                                    fix="remove the link or pass --output-dir")
     return runs / f"{skill}-{stamp}"
-
-
-def make_backend(setup: Setup, skill: str = ""):  # noqa: ANN201 - Backend, imported lazily
-    from gitsleep.backends.select import backend_from_config
-
-    return backend_from_config(setup.config, setup.env, skill)
-
-
-def make_cache(setup: Setup) -> ResponseCache:
-    if not setup.config.cache:
-        return ResponseCache()
-    return ResponseCache(repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
-                                                 fix="remove the link or set `cache: false`"))
 
 
 def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
@@ -248,6 +109,47 @@ class GitOptions:
     output_dir: Path | None = None
 
 
+Action = Literal["up to date", "finish", "epoch"]
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What this run must do for a skill, decided once from its branch and its inputs.
+
+    `action` is "up to date" (the branch records these inputs and nothing is left to
+    finish: no model call, no commit), "finish" (it records them, but an earlier run was
+    killed before its note, push or pull request: the epoch is replayed from the response
+    cache to finish that work) or "epoch" (run a new one). The flags say what is left.
+    """
+
+    action: Action
+    push: bool  # a remote exists and pushing is on
+    push_branch: bool  # the local branch holds a commit the remote lacks
+    add_note: bool  # the recorded commit has no note (a run stopped between commit and note)
+    push_note: bool  # its note is only local (a run killed while pushing notes)
+
+
+def plan_recovery(setup: Setup, repo: Any, state: Any, digests: Digests, remote: str | None,
+                  branch: str, options: GitOptions) -> Recovery:
+    """The one place that reads the branch's state to decide what this run does."""
+    from gitsleep import gitops
+
+    push = bool(remote and options.push is not False)
+    recorded = digests.recorded_in(state.last_trailers)
+    commit = state.last_gitsleep_commit
+    push_branch = bool(push and state.local_tip and state.local_tip != state.remote_tip)
+    add_note = bool(recorded and commit and not state.noted)
+    push_note = bool(remote is not None and recorded and not push_branch and push and commit
+                     and gitops.read_note(repo, commit, NOTES_REF)
+                     and not gitops.remote_has_note(repo, remote, commit))
+    action: Action = "epoch"
+    if recorded:
+        unfinished = push_branch or add_note or _pr_missing(setup, repo, remote, branch, state,
+                                                            options)
+        action = "finish" if unfinished else "up to date"
+    return Recovery(action, push, push_branch, add_note, push_note)
+
+
 def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillOutcome:
     """One skill through git: returns its outcome; raises GitsleepError for bad input.
 
@@ -265,7 +167,6 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
     with RepoLock(repo, skill.name):
         gitops.check_branch_name(repo, branch, base, remote)
         state = gitops.inspect_branch(repo, branch, base.sha, remote)
-        gitops.check_shallow(repo, base.sha, [t for t in (state.local_tip, state.remote_tip) if t])
         gitops.ensure_gitsleep_branch(state)
         gitops.ensure_only_gitsleep_commits(state)
         for relative in filter(None, (skill.skill, skill.memory)):
@@ -275,42 +176,26 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
         with gitops.temporary_worktree(repo, branch, base.sha) as tree:
             tree = Path(tree)
             tasks, documents = read_inputs(tree, skill, setup.say)
-            digests = {
-                "Gitsleep-Base": base.sha,
-                "Gitsleep-Tasks": task_files_digest(tree, skill),
-                "Gitsleep-Model": _models(setup),
-                "Gitsleep-Inputs": inputs_digest(setup.config, skill, tree, documents),
-            }
-            done = gitops.is_up_to_date(
-                state.last_trailers, base_sha=base.sha, tasks_digest=digests["Gitsleep-Tasks"],
-                inputs_digest=digests["Gitsleep-Inputs"],
-            )
-            unpushed = bool(remote and options.push is not False and state.local_tip
-                            and state.local_tip != state.remote_tip)
-            # a run stopped between its commit and its note: the note is written before the push
-            unnoted = bool(done and state.last_gitsleep_commit and not state.noted)
-            if (done and not unpushed and remote and options.push is not False
-                    and state.last_gitsleep_commit
-                    and gitops.read_note(repo, state.last_gitsleep_commit, NOTES_REF)
-                    and not gitops.remote_has_note(repo, remote, state.last_gitsleep_commit)):
-                error = gitops.push_notes(repo, remote, NOTES_REF)  # a kill mid notes push
+            digests = Digests.of(setup.config, skill, tree, documents, base.sha)
+            plan = plan_recovery(setup, repo, state, digests, remote, branch, options)
+            if plan.push_note and remote:
+                error = gitops.push_notes(repo, remote, NOTES_REF)
                 setup.say(f"{skill.name}: pushed the diagnostics note left behind"
                           if error is None else f"{skill.name}: notes push failed: {error}")
-            if done and not unpushed and not unnoted and not _pr_missing(
-                    setup, repo, remote, branch, state, options):
+            if plan.action == "up to date":
                 return _up_to_date(setup, skill, branch, state, tasks)
-            if done:
+            if plan.action == "finish":
                 setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
                           "request); replaying the epoch from the cache")
             result = epoch_for(setup, skill, tasks, documents)
-            extra = {"base": base.sha, "branch": branch, **digests}
+            extra = {"base": base.sha, "branch": branch, **digests.trailers()}
             path, data = write_report(setup, result, options.output_dir, extra)
-            message = report.commit_message(result, digests, setup.redactor)
+            message = report.commit_message(result, digests.trailers(), setup.redactor)
             outcome = SkillOutcome(skill.name, {}, result.abort_code, result,
                                    commit_message=message)
-            if done:
+            if plan.action == "finish":
                 commit = state.last_gitsleep_commit
-                if unnoted and commit:
+                if plan.add_note and commit:
                     gitops.add_note(repo, commit, report.dumps_diagnostics(
                         gitops.with_proof(data, commit, branch)), NOTES_REF)
                     setup.say(f"{skill.name}: attached the diagnostics note missing from "
@@ -318,11 +203,11 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             else:
                 commit = _commit(setup, repo, tree, skill, branch, result, message, data)
         pushed = False
-        if remote and options.push is not False and (commit and not done or unpushed):
+        if remote and plan.push and (commit and plan.action == "epoch" or plan.push_branch):
             gitops.push(repo, remote, branch, state.remote_tip)
             pushed = True
             setup.say(f"{skill.name}: pushed {branch} to {remote}")
-        elif remote and options.push is not False and unnoted:
+        elif remote and plan.push and plan.add_note:
             error = gitops.push_notes(repo, remote, NOTES_REF)
             if error is not None:
                 setup.say(f"{skill.name}: notes push failed: {error}")
@@ -341,8 +226,7 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
     if result.decision != "accepted" or not result.changed:
         return None
     for target, (_, after) in result.documents.items():
-        relative = skill.skill if target == "skill" else skill.memory
-        (tree / relative).write_bytes(after.encode("utf-8"))
+        (tree / skill.documents()[target]).write_bytes(after.encode("utf-8"))
     paths = [p for p in (skill.skill, skill.memory) if p]
     commit = gitops.commit_documents(repo, tree, branch, paths, message)
     gitops.add_note(repo, commit, report.dumps_diagnostics(
@@ -353,11 +237,11 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
 
 def _trailer_improved(trailers: Mapping[str, str], min_delta: float) -> bool:
     """Whether the recorded epoch would open a PR: held-out, else val, strictly improved."""
-    for key in ("Gitsleep-Test", "Gitsleep-Val"):
-        before, after = _scores_from_trailer(trailers.get(key))
-        if before is not None and after is not None:
-            return after > before + min_delta
-    return False
+    scores = record.deciding_scores(trailers)
+    if scores is None:
+        return False
+    before, after = scores
+    return after > before + min_delta
 
 
 def _pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state: Any,
@@ -391,11 +275,6 @@ def require_tracked(repo: Any, base_sha: str, relative: str) -> None:
                          "commit it first (git add + git commit)")
 
 
-def _models(setup: Setup) -> str:
-    agent, optimizer, _ = setup.config.models()
-    return f"{agent} / {optimizer}"
-
-
 def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
                 tasks: list[Task]) -> SkillOutcome:
     """The summary of an epoch the branch already records, read from its trailers."""
@@ -404,18 +283,18 @@ def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
     trailers = state.last_trailers
 
     def recorded(key: str, split: str) -> SplitSummary:
-        before, after = _scores_from_trailer(trailers.get(key))
+        before, after = record.scores(trailers, key)
         return SplitSummary(before, after, sum(1 for t in tasks if t.split == split))
 
     agent, optimizer, judge = setup.config.models()
     recorded_result = EpochResult(
         skill=skill.name,
-        decision=trailers.get("Gitsleep-Decision", "accepted"),
+        decision=trailers.get(record.DECISION, "accepted"),
         reason="up to date: the branch already holds the result for these inputs",
-        metric=trailers.get("Gitsleep-Metric", setup.config.gate.metric),
+        metric=trailers.get(record.METRIC, setup.config.gate.metric),
         backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,
         judge_model=judge, train=SplitSummary(None, None, 0),
-        val=recorded("Gitsleep-Val", "val"), test=recorded("Gitsleep-Test", "test"),
+        val=recorded(record.VAL, "val"), test=recorded(record.TEST, "test"),
         documents={},
     )
     summary = report.json_summary(recorded_result, branch=branch,
@@ -424,16 +303,6 @@ def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
                                       "request, if one was opened, is unchanged"},
                                   diagnostics_path=None, redactor=setup.redactor)
     return SkillOutcome(skill.name, {**summary, "up_to_date": True})
-
-
-def _scores_from_trailer(value: str | None) -> tuple[float | None, float | None]:
-    """(baseline, candidate) from a `0.250 -> 1.000` trailer value."""
-    try:
-        before, after = (None if p.strip() == "n/a" else float(p) for p in
-                         (value or "").split("->"))
-    except ValueError:
-        return None, None
-    return before, after
 
 
 def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,

@@ -30,6 +30,7 @@ import yaml
 from gitsleep.config import SkillConfig
 from gitsleep.errors import UsageError
 from gitsleep.models import RULE_OPS, SPLITS, Check, Judge, Task
+from gitsleep.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.problems import (
     ERROR,
     WARNING,
@@ -38,17 +39,6 @@ from gitsleep.problems import (
     compose_yaml,
     construct_yaml,
     read_text,
-)
-
-try:  # Python 3.11+
-    from re import _constants as sre_c  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # Python 3.10
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
-
-_REPEATS = {sre_c.MAX_REPEAT, sre_c.MIN_REPEAT} | (
-    {sre_c.POSSESSIVE_REPEAT} if hasattr(sre_c, "POSSESSIVE_REPEAT") else set()
 )
 
 SPLIT_SEED = "gitsleep-split-v1:"
@@ -259,6 +249,7 @@ def _json_document(text: str) -> tuple[Any, list[int], int]:
     pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
     top_line = counter.at(pos)
     lines: list[int] = []
+    data: Any
     if text.startswith("[", pos):
         data, pos = _json_array(text, pos, counter, lines)
     elif text.startswith("{", pos):
@@ -424,7 +415,7 @@ def _task_from_record(
         return None
     return Task(
         id=task_id,
-        prompt=prompt,
+        prompt=str(prompt),  # a str here: checked above (ok)
         split=split or split_for(task_id),
         judge=judge,
         system=system or None,
@@ -584,49 +575,6 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
                    "counted repeats like x{n} are written out): use smaller counts")
             return None
     return Check(op=op, arg=arg)
-
-
-# The judge's regex engine writes `x{n}` out n times when it compiles: `a{1000000000}`
-# asks for gigabytes. Valid for `re`, so it must be refused here, before any judge runs.
-MAX_REGEX_SIZE = 100_000
-
-
-def regex_size(pattern: str) -> int:
-    """How many items a pattern becomes once every counted repeat is written out
-    (the minimum count: open-ended repeats are loops, not copies)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            parsed = sre_parse.parse(pattern)
-    except (re.error, RecursionError, OverflowError):
-        return 0  # compile already reported it, or it is too odd to measure
-    try:
-        return _items_size(list(parsed))
-    except RecursionError:
-        return MAX_REGEX_SIZE + 1
-
-
-def _items_size(items: list[tuple[Any, Any]]) -> int:
-    total = 0
-    for op, av in items:
-        if op in _REPEATS:
-            low, _high, body = av
-            total += max(1, low) * _items_size(list(body))
-        elif op is sre_c.SUBPATTERN:
-            total += _items_size(list(av[-1]))
-        elif op is sre_c.BRANCH:
-            total += sum(_items_size(list(branch)) for branch in av[1])
-        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
-            total += _items_size(list(av[1]))
-        elif op is sre_c.GROUPREF_EXISTS:  # (?(1)yes|no)
-            total += sum(_items_size(list(branch)) for branch in av[1:] if branch)
-        elif op is getattr(sre_c, "ATOMIC_GROUP", None):  # (?>...), Python 3.11+
-            total += _items_size(list(av))
-        else:
-            total += 1
-        if total > MAX_REGEX_SIZE:
-            return total
-    return total
 
 
 def char_bound(value: Any) -> int | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gitsleep import report, run
+from gitsleep.setup import Setup
 from tests.support.cli import run_cli
 from tests.support.gitrepo import git, isolate_git, make_repo
 
@@ -87,7 +88,7 @@ def test_consolidate_flags_a_decision_on_a_small_sample_everywhere(
 
 def test_the_pull_request_body_warns_on_small_n_and_reads_well(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    setup = run.Setup.load(work, None, progress=lambda _line: None)
+    setup = Setup.load(work, None, progress=lambda _line: None)
     outcome = run.dry_run(setup, setup.config.skill("example-skill"), work / "out")
 
     body = outcome.pr_body or ""

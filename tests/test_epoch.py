@@ -395,7 +395,7 @@ def test_an_optimizer_that_always_fails_aborts_instead_of_a_quiet_no_edits_night
 
 def test_the_second_example_also_gains_offline() -> None:
     from gitsleep.config import load_config
-    from gitsleep.run import read_inputs
+    from gitsleep.setup import read_inputs
 
     root = EXAMPLE.parent / "incident-notes"
     config = load_config(root / ".gitsleep.yml")
@@ -510,7 +510,7 @@ def test_the_secret_check_reads_text_as_the_document_will_hold_it(
 
 def test_the_third_example_learns_its_two_structural_checks_offline() -> None:
     from gitsleep.config import load_config
-    from gitsleep.run import read_inputs
+    from gitsleep.setup import read_inputs
 
     root = EXAMPLE.parent / "outage-summary"
     config = load_config(root / ".gitsleep.yml")

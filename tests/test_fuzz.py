@@ -33,10 +33,11 @@ from gitsleep.errors import UsageError
 from gitsleep.hygiene import check_hygiene
 from gitsleep.judges import check_passes, parse_rubric_reply, score_exact
 from gitsleep.models import RULE_OPS, SPLITS, Check, Edit, Score, Task
+from gitsleep.patterns import regex_size
 from gitsleep.problems import CODES, Problem
 from gitsleep.proposals import parse_reply
 from gitsleep.redact import Redactor
-from gitsleep.tasks import parse_task_file, regex_size
+from gitsleep.tasks import parse_task_file
 
 LONG_RUN = int(os.environ.get("GITSLEEP_FUZZ_EXAMPLES", "0") or 0)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import git
 import pytest
 
-from gitsleep import gitops
+from gitsleep import gitops, record
 from gitsleep.errors import EXIT_GIT, GitError, UsageError
+from gitsleep.gitrun import is_ancestor, ref_sha
 from tests.support.gitrepo import (
     clone,
     commit_files,
@@ -252,7 +253,7 @@ def test_commit_message_is_kept_verbatim_and_its_trailers_parse(work: Path) -> N
         text=True, check=True, cwd=work,
     ).stdout
     assert f"Gitsleep-Base: {base}" in parsed.splitlines()
-    trailers = gitops.read_trailers(repo, sha)
+    trailers = record.read_trailers(repo, sha)
     assert trailers["Gitsleep-Skill"] == "brief-writer"
     assert trailers["Gitsleep-Val"] == "0.250 -> 0.917"
     assert trailers["Gitsleep-Base"] == base
@@ -320,7 +321,7 @@ def test_no_program_the_repository_configures_runs_in_gitsleeps_git_calls(
     run_git(work, "push", "--quiet", "origin", f"{human}:refs/heads/{BRANCH}")
     state = gitops.inspect_branch(repo, BRANCH, base, "origin")
     assert [c.sha for c in state.foreign_commits] == [human]
-    assert gitops.read_trailers(repo, human) == {}
+    assert record.read_trailers(repo, human) == {}
     repo.git.status()  # GitPython's own calls on an opened repository are hardened too
     repo.git.log("-1", human)
     assert not ran.exists(), ran.read_text()
@@ -347,7 +348,7 @@ def test_commit_refuses_paths_outside_the_repository_and_no_change(work: Path) -
                 gitops.commit_documents(repo, tree, BRANCH, [bad], "msg")
         with pytest.raises(GitError, match="nothing to commit"):
             gitops.commit_documents(repo, tree, BRANCH, [SKILL_PATH], message("x"))
-    assert gitops._ref_sha(repo, f"refs/heads/{BRANCH}") is None
+    assert ref_sha(repo, f"refs/heads/{BRANCH}") is None
 
 
 def test_branch_moved_during_the_run_is_not_overwritten(work: Path) -> None:
@@ -382,7 +383,7 @@ def test_worktree_is_removed_after_an_exception_and_the_branch_is_untouched(work
         raise RuntimeError("backend failed")
     assert not tree.exists()
     assert worktree_paths(work) == [str(work)]
-    assert gitops._ref_sha(repo, f"refs/heads/{BRANCH}") is None
+    assert ref_sha(repo, f"refs/heads/{BRANCH}") is None
     assert list((work / ".git" / "gitsleep" / "worktrees").iterdir()) == []
 
 
@@ -471,19 +472,18 @@ def test_inspect_reads_the_last_gitsleep_commit(work: Path) -> None:
     sha = gitsleep_commit(repo)
     gitops.push(repo, "origin", BRANCH, None)
     state = gitops.inspect_branch(repo, BRANCH, base, "origin")
-    assert (state.local_tip, state.remote_tip, state.tip) == (sha, sha, sha)
-    assert state.descends_from_base and not state.diverged
+    assert (state.local_tip, state.remote_tip, state.last_gitsleep_commit) == (sha, sha, sha)
+    assert is_ancestor(repo, base, sha)
     assert state.foreign_commits == ()
-    assert [c.sha for c in state.gitsleep_commits] == [sha]
     assert state.last_gitsleep_commit == sha
     assert state.last_trailers["Gitsleep-Base"] == base
-    assert gitops.is_up_to_date(
+    assert record.is_up_to_date(
         state.last_trailers, base_sha=base, tasks_digest="sha256:t", inputs_digest="sha256:i"
     )
-    assert not gitops.is_up_to_date(
+    assert not record.is_up_to_date(
         state.last_trailers, base_sha=base, tasks_digest="sha256:other", inputs_digest="sha256:i"
     )
-    assert not gitops.is_up_to_date({}, base_sha=base, tasks_digest="", inputs_digest="")
+    assert not record.is_up_to_date({}, base_sha=base, tasks_digest="", inputs_digest="")
 
 
 def test_inspect_after_the_base_moved_on(work: Path) -> None:
@@ -492,10 +492,10 @@ def test_inspect_after_the_base_moved_on(work: Path) -> None:
     sha = gitsleep_commit(repo)
     new_base = commit_files(work, {"src/app.py": "print('v2')\n"}, "human work on main")
     state = gitops.inspect_branch(repo, BRANCH, new_base, None)
-    assert state.tip == sha and not state.descends_from_base
+    assert state.last_gitsleep_commit == sha and not is_ancestor(repo, new_base, sha)
     assert state.foreign_commits == ()  # main's commits are not on the branch "since the base"
     assert state.last_trailers["Gitsleep-Base"] == old_base
-    assert not gitops.is_up_to_date(
+    assert not record.is_up_to_date(
         state.last_trailers, base_sha=new_base, tasks_digest="sha256:t", inputs_digest="sha256:i"
     )
 
@@ -534,7 +534,7 @@ def test_inspect_finds_a_human_commit_pushed_to_the_remote(
     run_git(other, "push", "--quiet", "origin", BRANCH)
 
     state = gitops.inspect_branch(repo, BRANCH, base, "origin")
-    assert state.local_tip == sha and state.remote_tip == human and state.tip == human
+    assert state.local_tip == sha and state.remote_tip == human and is_ancestor(repo, sha, human)
     assert [c.sha for c in state.foreign_commits] == [human]
     with pytest.raises(GitError, match=f"origin/{BRANCH}"):
         gitops.ensure_only_gitsleep_commits(state)
@@ -548,7 +548,7 @@ def test_inspect_drops_a_remote_tracking_ref_for_a_deleted_branch(work: Path) ->
     run_git(work, "update-ref", f"refs/remotes/origin/{BRANCH}", BRANCH)  # stale tracking ref
     state = gitops.inspect_branch(repo, BRANCH, repo.head.commit.hexsha, "origin")
     assert state.remote_tip is None
-    assert gitops._ref_sha(repo, f"refs/remotes/origin/{BRANCH}") is None
+    assert ref_sha(repo, f"refs/remotes/origin/{BRANCH}") is None
 
 
 def test_inspect_with_an_unreachable_remote_is_a_git_error(work: Path, tmp_path: Path) -> None:
@@ -635,7 +635,7 @@ def test_rejected_notes_push_merges_the_remote_notes(
     assert result.notes_pushed
     assert run_git(origin, "notes", "--ref=gitsleep", "show", a) == "note a"
     assert run_git(origin, "notes", "--ref=gitsleep", "show", b) == "note b"
-    merge = run_git(origin, "rev-list", "--parents", "-n", "1", gitops.NOTES_REF).split()
+    merge = run_git(origin, "rev-list", "--parents", "-n", "1", record.NOTES_REF).split()
     assert len(merge) == 3  # the second runner merged the first runner's notes
 
 
@@ -720,7 +720,7 @@ def test_shallow_clone_works_while_the_branch_descends_from_the_base(
     state = gitops.inspect_branch(repo, BRANCH, base.sha, "origin")
     assert state.remote_tip == first and state.foreign_commits == ()
     assert state.last_trailers["Gitsleep-Base"] == base.sha
-    second = gitsleep_commit(repo, start=state.tip, text="more\n")
+    second = gitsleep_commit(repo, start=state.remote_tip, text="more\n")
     gitops.push(repo, "origin", BRANCH, state.remote_tip)
     assert run_git(origin, "rev-parse", BRANCH) == second
 
@@ -756,20 +756,7 @@ def test_list_gitsleep_branches_merges_local_and_remote(work: Path, origin: Path
         gitops.BranchTip("gitsleep/b", b, None, None),
         gitops.BranchTip("gitsleep/c", None, b, "origin"),
     ]
-    assert gitops.read_trailers(repo, found[2].rev)["Gitsleep-Skill"] == "brief-writer"
-
-
-def test_digest_files_depends_on_names_and_bytes_not_location(tmp_path: Path) -> None:
-    for root in (tmp_path / "one", tmp_path / "two"):
-        write_files(root, {"a.md": "alpha", "b.md": "beta"})
-    one, two = tmp_path / "one", tmp_path / "two"
-    digest = gitops.digest_files([one / "a.md", one / "b.md"], root=one)
-    assert digest.startswith("sha256:") and len(digest) == len("sha256:") + 64
-    assert gitops.digest_files([two / "a.md", two / "b.md"], root=two) == digest
-    assert gitops.digest_files([one / "b.md", one / "a.md"], root=one) != digest
-    (two / "b.md").write_text("alphabeta", encoding="utf-8")
-    (two / "a.md").write_text("", encoding="utf-8")
-    assert gitops.digest_files([two / "a.md", two / "b.md"], root=two) != digest
+    assert record.read_trailers(repo, found[2].rev)["Gitsleep-Skill"] == "brief-writer"
 
 
 def test_configure_identity_is_local_to_the_repository(work: Path, tmp_path: Path) -> None:

@@ -228,7 +228,7 @@ def test_a_regex_that_backtracks_is_bounded_by_the_judge_timeout(
 ) -> None:
     """A valid regex that stalls the engine on the answers costs REGEX_TIMEOUT per answer
     and reads as a failed check with the reason, never a hang."""
-    from gitsleep.judges import REGEX_TIMEOUT
+    from gitsleep.patterns import REGEX_TIMEOUT
 
     stall = task_line(id="stall", split="train", prompt="a" * 60 + "!",
                       judge={"kind": "rule", "checks": [{"op": "regex", "arg": "(a|a)*$"},

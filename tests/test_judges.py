@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitsleep import judges
+from gitsleep import judges, patterns
 from gitsleep.models import Check, Judge
 
 ANSWER = """## Summary
@@ -172,6 +172,6 @@ def test_catastrophic_regexes_answer_quickly_or_fail_closed(pattern: str) -> Non
 
 
 def test_regex_timeout_is_reported_as_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(judges, "REGEX_TIMEOUT", 0.0)
-    ok, problem = judges.search_untrusted(r"(\w+\s?)*\d", "word " * 2000 + "!")
+    monkeypatch.setattr(patterns, "REGEX_TIMEOUT", 0.0)
+    ok, problem = patterns.search_untrusted(r"(\w+\s?)*\d", "word " * 2000 + "!")
     assert not ok and "took over" in problem

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from gitsleep import documents as d
 from gitsleep import markdown as md
-from gitsleep import report
+from gitsleep import record, report
 from gitsleep.errors import GitsleepError
 from gitsleep.markdown import ZWSP
 from gitsleep.models import (
@@ -147,7 +147,7 @@ def parsed_trailers(message: str) -> list[tuple[str, str]]:
 
 
 def expected_trailers(result: EpochResult) -> list[tuple[str, str]]:
-    return list(report.trailer_values(result, TRAILERS).items())
+    return list(record.trailer_values(result, TRAILERS).items())
 
 
 def outside_code(body: str) -> str:
@@ -194,7 +194,7 @@ def test_subject_has_both_splits_with_three_decimals_and_n_a_for_missing() -> No
 
 def test_git_parses_exactly_the_nine_trailers_in_order() -> None:
     message = report.commit_message(make_result(), TRAILERS, Redactor())
-    assert [key for key, _ in parsed_trailers(message)] == list(report.TRAILER_KEYS)
+    assert [key for key, _ in parsed_trailers(message)] == list(record.TRAILER_KEYS)
     assert parsed_trailers(message) == [
         ("Gitsleep-Skill", "brief-writer"),
         ("Gitsleep-Decision", "accepted"),
@@ -234,7 +234,7 @@ def test_missing_or_multiline_trailer_values_stay_single_and_non_empty() -> None
     assert parsed["Gitsleep-Model"] == "a Gitsleep-Decision: accepted"
     assert len(parsed_trailers(message)) == 9
     with pytest.raises(ValueError):
-        report.trailer_values(result, {"Bad Key": "x"})
+        record.trailer_values(result, {"Bad Key": "x"})
 
 
 MALICIOUS = [

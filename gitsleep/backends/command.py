@@ -449,7 +449,7 @@ class CommandBackend(Backend):
                                 "(process group killed)"), True
         if run.exit_code != 0:
             self._check_fatal(run)
-            how = (f"killed by signal {-run.exit_code}" if (run.exit_code or 0) < 0
+            how = (f"killed by signal {-(run.exit_code or 0)}" if (run.exit_code or 0) < 0
                    else f"exited {run.exit_code}")
             tail = run.stderr_tail.decode("utf-8", "replace").strip()
             tail = tail[-(MESSAGE_MAX_CHARS - 120):] or "(empty)"  # the end says most

@@ -185,7 +185,7 @@ class _OpenAIClient(_GuardedClientMixin, openai.OpenAI):
     pass
 
 
-class _HttpClient(DeadlineClientMixin, openai.DefaultHttpxClient):
+class _HttpClient(DeadlineClientMixin, openai.DefaultHttpxClient):  # type: ignore[misc]
     """The openai client's HTTP client (its defaults), with a total deadline per request."""
 
 

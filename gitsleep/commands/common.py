@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from gitsleep.run import Setup
+from gitsleep.errors import EXIT_OK
+from gitsleep.setup import Setup
 
 PLAIN_EVERY = 8  # in a log, passes this long get a line per quarter, shorter ones just one
 
@@ -116,7 +117,7 @@ def print_json(data: Any) -> None:
 
 def worst_exit(codes: list[int]) -> int:
     """Several skills: the most serious exit code wins (0 < 1 < 2 ... by number)."""
-    return max(codes, default=0)
+    return max(codes, default=EXIT_OK)
 
 
 def exit_with(code: int) -> None:

@@ -17,7 +17,7 @@ from gitsleep.commands.common import (
 )
 from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
-from gitsleep.history import safe_git
+from gitsleep.gitrun import safe_git
 
 
 @click.command("consolidate")

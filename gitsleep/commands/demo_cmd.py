@@ -19,6 +19,8 @@ import git
 from gitsleep import report, run
 from gitsleep.commands.common import print_json
 from gitsleep.paths import examples_dir
+from gitsleep.scores import fmt_change
+from gitsleep.setup import Setup
 
 EXAMPLE = "brief-writer"
 
@@ -52,7 +54,7 @@ def command(ctx: click.Context, keep: bool, as_json: bool) -> None:
         repo_dir = make_demo_repo(where)
         env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")}
         quiet = (ctx.obj or {}).get("verbosity", 0) < 0 or as_json
-        setup = run.Setup.load(repo_dir, None, env=env, backend="offline",
+        setup = Setup.load(repo_dir, None, env=env, backend="offline",
                                progress=(lambda _l: None) if quiet else None)
         skill = setup.config.skill(EXAMPLE)
         outcome = run.consolidate(setup, skill, run.GitOptions(pr=False,
@@ -72,7 +74,7 @@ def command(ctx: click.Context, keep: bool, as_json: bool) -> None:
             shutil.rmtree(where, ignore_errors=True)
 
 
-def _print(outcome: run.SkillOutcome, setup: run.Setup) -> None:
+def _print(outcome: run.SkillOutcome, setup: Setup) -> None:
     s, result = outcome.summary, outcome.result
     rule = "=" * 72
     click.echo(f"{rule}\ngitsleep demo: skill '{s['skill']}' with the offline simulator "
@@ -97,7 +99,4 @@ def _print(outcome: run.SkillOutcome, setup: run.Setup) -> None:
 
 
 def _pair(scores: dict) -> str:
-    def f(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.3f}"
-
-    return f"{f(scores['baseline'])} -> {f(scores['candidate'])} (n={scores['n']})"
+    return f"{fmt_change(scores['baseline'], scores['candidate'])} (n={scores['n']})"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from gitsleep import judges, run
+from gitsleep import judges
 from gitsleep.backends.command import CommandBackend
 from gitsleep.backends.select import RoutedBackend
 from gitsleep.commands.common import end_progress, setup_from
@@ -18,6 +18,7 @@ from gitsleep.errors import BackendError, UsageError
 from gitsleep.markdown import clip
 from gitsleep.models import Answer, Task
 from gitsleep.replay import answer_call
+from gitsleep.setup import make_backend, read_inputs
 
 SHOWN_CHARS = 2000
 
@@ -34,9 +35,9 @@ def command(ctx: click.Context, skill_name: str, task_id: str | None, backend: s
     """Run one task through the configured agent and show what it saw."""
     setup = setup_from(ctx, backend=backend, model=model)
     skill = setup.config.skill(skill_name)
-    tasks, documents = run.read_inputs(setup.repo, skill)
+    tasks, documents = read_inputs(setup.repo, skill)
     task = _pick(tasks, task_id, skill_name)
-    chosen = run.make_backend(setup, skill.name)
+    chosen = make_backend(setup, skill.name)
     agent = chosen.by_purpose["answer"] if isinstance(chosen, RoutedBackend) else chosen
     settings = setup.config.epoch_settings()
     show = _Shower(setup.redactor.redact)

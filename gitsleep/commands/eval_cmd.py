@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from gitsleep import replay, repo_paths, run
+from gitsleep import replay, repo_paths
 from gitsleep.calls import CallRunner
 from gitsleep.commands.common import end_progress, print_json, setup_from
-from gitsleep.errors import BackendError
-from gitsleep.report import SMALL_SPLIT, metric_note, rounded, small_splits
+from gitsleep.report import SMALL_SPLIT, metric_note, small_splits
+from gitsleep.scores import fmt_score, rounded
+from gitsleep.setup import make_backend, make_cache, read_inputs
 
 
 @click.command("eval")
@@ -31,24 +32,24 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
                          [s.name for s in chosen], runs=False)
     for skill in chosen:
-        tasks, documents = run.read_inputs(setup.repo, skill, setup.say)
-        runner = CallRunner(run.make_backend(setup, skill.name), cache=run.make_cache(setup),
+        tasks, documents = read_inputs(setup.repo, skill, setup.say)
+        runner = CallRunner(make_backend(setup, skill.name), cache=make_cache(setup),
                             max_calls=settings.max_calls, max_tokens=settings.max_tokens,
                             workers=settings.workers)
         try:
             for name in splits:
-                chosen = [t for t in tasks if t.split == name]
-                if not chosen:
+                in_split = [t for t in tasks if t.split == name]
+                if not in_split:
                     if not as_json:
                         end_progress(setup)
                         click.echo(f"{skill.name} {name:5} n=0    (no tasks)")
                     continue
                 tick = setup.counter(f"{skill.name}: scoring {name}",
-                                     len(chosen) * max(1, settings.gate.repeats))
-                result = replay.score_split(runner, chosen, documents, settings,
+                                     len(in_split) * max(1, settings.gate.repeats))
+                result = replay.score_split(runner, in_split, documents, settings,
                                             label="eval", split=name, on_answer=tick)
                 row = {
-                    "skill": skill.name, "split": name, "n": len(chosen),
+                    "skill": skill.name, "split": name, "n": len(in_split),
                     "score": rounded(result.mean), "metric": settings.gate.metric,
                     "errors": result.errors,
                     "tasks": [{"id": t.task_id, "hard": rounded(t.hard),
@@ -60,11 +61,9 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                 report.append(setup.redactor.redact_obj(row))
                 end_progress(setup)
                 if not as_json:
-                    score = "n/a" if result.mean is None else f"{result.mean:.3f}"
-                    click.echo(f"{skill.name} {name:5} n={len(chosen):<4} {settings.gate.metric}"
+                    score = fmt_score(result.mean)
+                    click.echo(f"{skill.name} {name:5} n={len(in_split):<4} {settings.gate.metric}"
                                f"={score}  errors={result.errors}")
-        except BackendError:
-            raise
         finally:
             runner.backend.close()
         cost = runner.cost

@@ -13,7 +13,7 @@ from gitsleep.errors import BackendError, UsageError
 from gitsleep.harvest import pipeline
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.select import parse_since
-from gitsleep.run import Setup, read_document
+from gitsleep.setup import Setup, make_backend, make_cache, read_document
 from gitsleep.tasks import check_skill_tasks, parse_task_file
 
 
@@ -98,7 +98,6 @@ def _output_path(setup: Setup, output: Path | None, skill: str) -> str:
 
 
 def _llm_miner(setup: Setup):  # noqa: ANN202 - LlmMiner, imported lazily
-    from gitsleep import run
     from gitsleep.calls import CallRunner
     from gitsleep.harvest.llm import LlmMiner
 
@@ -108,7 +107,7 @@ def _llm_miner(setup: Setup):  # noqa: ANN202 - LlmMiner, imported lazily
                          "or drop --llm")
     _, optimizer, _ = setup.config.models()
     budget = setup.config.budget
-    runner = CallRunner(run.make_backend(setup), cache=run.make_cache(setup),
+    runner = CallRunner(make_backend(setup), cache=make_cache(setup),
                         max_calls=budget.max_calls, max_tokens=budget.max_tokens, workers=1)
     home = setup.env.get("HOME")
     return LlmMiner(runner, optimizer, lambda: Masker(setup.redactor, home))

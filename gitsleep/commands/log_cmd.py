@@ -10,12 +10,13 @@ from gitsleep import history
 from gitsleep.commands.common import print_json
 from gitsleep.config import config_path, load_config
 from gitsleep.errors import UsageError
-from gitsleep.report import fmt_score
+from gitsleep.gitrun import git_out
+from gitsleep.scores import fmt_change
 
 
 def branch_refs(repo: Path, prefix: str) -> list[str]:
     """The local and remote-tracking refs of every gitsleep branch."""
-    out = history.git_out(repo, "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}",
+    out = git_out(repo, "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}",
                        "refs/remotes/")
     return [ref for ref in out.split() if ref.startswith(f"refs/heads/{prefix}")
             or f"/{prefix}" in ref.removeprefix("refs/remotes/")]
@@ -27,10 +28,6 @@ def epochs_for(repo: Path, prefix: str, base: str,
                                skills=skills)
 
 
-def _pair(scores: tuple[float | None, float | None]) -> str:
-    return f"{fmt_score(scores[0])} -> {fmt_score(scores[1])}"
-
-
 def table(epochs: list[history.Epoch], prefix: str) -> list[str]:
     """Aligned plain-text rows, a header first."""
     rows = [["date (UTC)", "skill", "commit", "on", "decision", "val", "held-out", "edits",
@@ -39,7 +36,7 @@ def table(epochs: list[history.Epoch], prefix: str) -> list[str]:
         where = f"{prefix}{e.skill}" if e.where == "branch" else e.where
         rows.append([
             history.utc_minute(e.date), e.skill, e.commit[:12], where,
-            e.decision, _pair(e.val), _pair(e.test),
+            e.decision, fmt_change(*e.val), fmt_change(*e.test),
             "?" if e.applied is None else str(e.applied),
             "?" if e.calls is None else str(e.calls),
             "n/a" if e.usd is None else f"${e.usd:.2f}",
@@ -62,7 +59,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str, as_json: boo
     config = load_config(config_path(repo, obj.get("config")))
     for name in skills:
         config.skill(name)  # an unknown skill is a usage error that names the known ones
-    if not history.git_out(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"):
+    if not git_out(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"):
         raise UsageError(f"--base {base}: not a commit in {repo} (is it a git repository "
                          "with at least one commit?)")
     epochs = epochs_for(repo, config.branch_prefix, base, list(skills) or None)

@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from gitsleep import gitops, run
+from gitsleep import gitops, record
 from gitsleep.commands.common import print_json, setup_from
 from gitsleep.config import SkillConfig
+from gitsleep.setup import Setup, read_inputs
 
 
 def _export(repo: Any, sha: str, skill: SkillConfig, dest: Path) -> bool:
@@ -28,7 +29,7 @@ def _export(repo: Any, sha: str, skill: SkillConfig, dest: Path) -> bool:
     return True
 
 
-def skill_status(setup: run.Setup, repo: Any, base: gitops.BaseRef,
+def skill_status(setup: Setup, repo: Any, base: gitops.BaseRef,
                  skill: SkillConfig, tips: dict[str, gitops.BranchTip]) -> dict[str, Any]:
     branch = f"{setup.config.branch_prefix}{skill.name}"
     row: dict[str, Any] = {"skill": skill.name, "branch": branch, "exists": branch in tips,
@@ -37,17 +38,17 @@ def skill_status(setup: run.Setup, repo: Any, base: gitops.BaseRef,
     if tip is None:
         row["note"] = "no gitsleep branch yet: run `gitsleep consolidate`"
         return row
-    trailers = gitops.read_trailers(repo, tip.rev)
+    trailers = record.read_trailers(repo, tip.rev)
     row["tip"] = tip.local_sha or tip.remote_sha
-    row["trailers"] = {k: v for k, v in trailers.items() if k.startswith("Gitsleep-")}
-    if not trailers.get("Gitsleep-Skill"):
+    row["trailers"] = record.ours(trailers)
+    if not trailers.get(record.SKILL):
         row["note"] = "the branch tip was not made by gitsleep"
         return row
     proof = gitops.proof_of(repo, branch, row["tip"], tip.remote)
     if proof is None:
         row["note"] = ("gitsleep cannot prove it made the branch tip (amended or someone "
                        "else's, or its note is not fetched: `git fetch origin "
-                       "refs/notes/gitsleep:refs/notes/gitsleep`)")
+                       f"{record.NOTES_REF}:{record.NOTES_REF}`)")
         return row
     if proof == "reflog":
         row["note"] = ("the branch tip has no diagnostics note yet (a run stopped before "
@@ -56,13 +57,9 @@ def skill_status(setup: run.Setup, repo: Any, base: gitops.BaseRef,
     with tempfile.TemporaryDirectory(prefix="gitsleep-status-") as tmp:
         root = Path(tmp)
         if _export(repo, base.sha, skill, root):
-            _, documents = run.read_inputs(root, skill)
-            from gitsleep.tasks import task_files_digest
-
-            row["up_to_date"] = gitops.is_up_to_date(
-                trailers, base_sha=base.sha, tasks_digest=task_files_digest(root, skill),
-                inputs_digest=run.inputs_digest(setup.config, skill, root, documents),
-            )
+            _, documents = read_inputs(root, skill)
+            digests = record.Digests.of(setup.config, skill, root, documents, base.sha)
+            row["up_to_date"] = digests.recorded_in(trailers)
     return row
 
 
@@ -88,7 +85,7 @@ def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
             click.echo(f"{row['skill']}: {row['branch']}: {row.get('note', '')}")
             continue
         fresh = "up to date" if row["up_to_date"] else "stale (base, tasks or documents changed)"
-        base_sha = t.get("Gitsleep-Base", "?")[:12]
+        base_sha = t.get(record.BASE, "?")[:12]
         click.echo(f"{row['skill']}: {row['branch']} at {row['tip'][:12]}: "
-                   f"{t.get('Gitsleep-Decision', '?')}, val {t.get('Gitsleep-Val', '?')}, "
-                   f"held-out {t.get('Gitsleep-Test', '?')}; base {base_sha}; {fresh}")
+                   f"{t.get(record.DECISION, '?')}, val {t.get(record.VAL, '?')}, "
+                   f"held-out {t.get(record.TEST, '?')}; base {base_sha}; {fresh}")

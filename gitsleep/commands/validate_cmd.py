@@ -23,7 +23,7 @@ import yaml
 from gitsleep import repo_paths
 from gitsleep.config import CONFIG_NAME, Config, config_path, field_line, load_config
 from gitsleep.documents import block_problems
-from gitsleep.errors import UsageError
+from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from gitsleep.problems import (
     ERROR,
     FileProblem,
@@ -341,4 +341,4 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
         summary = "no problems"
     click.echo(f"gitsleep validate: {summary} ({scope})", err=True)
     # SystemExit, not ctx.exit: click's non-standalone mode would swallow ctx.exit's code.
-    raise SystemExit(1 if report.errors else 0)
+    raise SystemExit(EXIT_PROBLEMS if report.errors else EXIT_OK)

@@ -165,14 +165,14 @@ def run(plan: Plan, redactor: Redactor, *, home: str | None = None,
                 heapq.heappush(top, item)
             else:
                 heapq.heappushpop(top, item)
-    for score, moment, _, session in sorted(top, reverse=True):
+    for score, when, _, session in sorted(top, reverse=True):
         result.llm_sessions += 1
         if progress:
             progress(f"llm miner: session {result.llm_sessions} of {len(top)}")
         candidates, reasons = llm(session)  # type: ignore[misc]
         for reason in reasons:
             result.task_drops[reason] += 1
-        consider(candidates, (score, moment))
+        consider(candidates, (score, when))
     ranked = sorted(chosen.values(), key=lambda item: item[0], reverse=True)
     for _, _, _ in ranked[plan.max_tasks:]:
         result.task_drops[f"over --max {plan.max_tasks}"] += 1

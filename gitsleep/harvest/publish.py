@@ -14,7 +14,7 @@ from typing import Any
 from gitsleep.errors import GitError, GitsleepError
 from gitsleep.harvest.mine import prompt_key
 from gitsleep.harvest.pipeline import append_to, render
-from gitsleep.run import Setup
+from gitsleep.setup import Setup
 from gitsleep.tasks import parse_task_file
 
 
@@ -77,10 +77,10 @@ def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill
 
     url = repo.remotes[remote].url
     settings, why_not = forge.settings_from_env(setup.env, url)
-    if settings is None:
+    hub = forge.forge_from_env(setup.env, url) if settings is not None else None
+    if hub is None:
         setup.say(f"harvest: no pull request: {why_not}")
         return None
-    hub = forge.forge_from_env(setup.env, url)
     body = (f"{count} task(s) for `{skill}` mined from local agent sessions by "
             "`gitsleep harvest`, masked before commit.\n\n"
             'Every task is marked `"review": "pending"` and is left out of `eval` and '

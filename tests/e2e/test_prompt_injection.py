@@ -22,7 +22,7 @@ import yaml
 
 from gitsleep import documents as d
 from gitsleep.backends.offline import simulate_answer
-from gitsleep.report import TRAILER_KEYS
+from gitsleep.record import TRAILER_KEYS
 from tests.e2e.test_git_run import example_files
 from tests.support.cli import CliResult, run_cli
 from tests.support.fake_github import FakeGitHub

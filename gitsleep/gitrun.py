@@ -1,0 +1,113 @@
+"""Running git safely: every gitsleep git command goes through here.
+
+gitsleep's own git commands run no program the repository configures (`SAFE_CONFIG`, given
+to every git call as `-c` and, for GitPython's own calls, through `GIT_CONFIG_COUNT`): no
+hooks (`core.hooksPath` points at the null device), no `core.fsmonitor` command, no
+`gpg.program` from `log.showSignature`, no recursion into submodules. gitsleep validates the
+documents it writes itself, and a hook or monitor made for people has no business in an
+unattended run. What a commit or a push needs stays the user's: `commit.gpgsign`,
+credential helpers, `core.sshCommand`, and clean/smudge filters (git-crypt, LFS: turning
+them off would commit plaintext or pointers).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitsleep.errors import GitError
+
+if TYPE_CHECKING:  # GitPython is slow to import; `validate` must not pay for it
+    import git
+
+# Repository settings that would make gitsleep's git calls run programs: hooks, the fsmonitor
+# command, gpg through `git log`, and submodule recursion (another repository's config).
+SAFE_CONFIG: dict[str, str] = {
+    "core.hooksPath": os.devnull,
+    "core.fsmonitor": "false",
+    "log.showSignature": "false",
+    "submodule.recurse": "false",
+    "push.recurseSubmodules": "no",
+}
+
+
+def last_line(text: str | bytes | None) -> str:
+    """git's last non-empty line of output: the one that says what went wrong."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else "no message from git"
+
+
+def try_git(
+    runner: git.Git, *args: str, config: dict[str, str] | None = None, strip: bool = True
+) -> tuple[int, str, str]:
+    """Run `git <args>`; return (status, stdout, stderr) without raising.
+
+    Every gitsleep git command runs with `SAFE_CONFIG` (see the module docstring).
+    `strip=False` keeps stdout's final newline (GitPython drops it by default).
+    """
+    command = ["git"]
+    for key, value in {**SAFE_CONFIG, **(config or {})}.items():
+        command += ["-c", f"{key}={value}"]
+    status, out, err = runner.execute(
+        [*command, *args],
+        with_extended_output=True,
+        with_exceptions=False,
+        strip_newline_in_stdout=strip,
+    )
+    return int(status or 0), str(out), str(err)
+
+
+def harden(runner: git.Git) -> git.Git:
+    """Give `runner` `SAFE_CONFIG` for every command it runs, GitPython's own included.
+
+    Uses `GIT_CONFIG_COUNT` (git 2.31+), after any entries the environment already has.
+    """
+    try:
+        start = max(int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0), 0)
+    except ValueError:
+        start = 0
+    env = {"GIT_CONFIG_COUNT": str(start + len(SAFE_CONFIG))}
+    for index, (key, value) in enumerate(SAFE_CONFIG.items(), start):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    runner.update_environment(**env)
+    return runner
+
+
+def run_git(runner: git.Git, *args: str, config: dict[str, str] | None = None) -> str:
+    """Run `git <args>` and return its output; a failure is a GitError in git's own words."""
+    status, out, err = try_git(runner, *args, config=config)
+    if status != 0:
+        verb = next((a for a in args if not a.startswith("-")), "")
+        raise GitError(f"git {verb} failed: {last_line(err or out)}")
+    return out
+
+
+def ref_sha(repo: git.Repo, ref: str) -> str | None:
+    """The commit a ref points at, or None when it does not exist."""
+    status, out, _ = try_git(repo.git, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    return out.strip() if status == 0 and out.strip() else None
+
+
+def is_ancestor(repo: git.Repo, ancestor: str, descendant: str) -> bool:
+    status, _, err = try_git(repo.git, "merge-base", "--is-ancestor", ancestor, descendant)
+    if status > 1:
+        raise GitError(f"git merge-base failed: {last_line(err)}")
+    return status == 0
+
+
+def safe_git(*args: str) -> list[str]:
+    """`git ARGS` with `SAFE_CONFIG`: no hook, fsmonitor or gpg program of the repository runs."""
+    config = [part for key, value in SAFE_CONFIG.items() for part in ("-c", f"{key}={value}")]
+    return ["git", *config, *args]
+
+
+def git_out(repo: Path, *args: str) -> str:
+    """stdout of `git ARGS` in `repo`, or "" when git fails (a missing ref, no notes)."""
+    done = subprocess.run(safe_git(*args), cwd=repo, capture_output=True, text=True,
+                          check=False)
+    return done.stdout if done.returncode == 0 else ""
