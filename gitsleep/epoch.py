@@ -111,7 +111,9 @@ class Epoch:
 
     # -- scoring -------------------------------------------------------------------------
 
-    def score(self, split: str, documents: Mapping[str, str | None], label: str) -> PassResult:
+    def score(self, split: str, documents: Mapping[str, str | None], label: str,
+              against: PassResult | None = None) -> PassResult:
+        """Score a split; a candidate scored `against` the best stops once it cannot win."""
         count = len(self.split[split])
         tick = no_tick
         if self.steps is not None:
@@ -120,9 +122,13 @@ class Epoch:
         else:
             self.progress(f"{self.skill}: scoring {split} ({label}, {count} "
                           f"task{'' if count == 1 else 's'})")
+        stop = None
+        if against is not None and self.settings.early_stop:
+            def stop(done: list[TaskResult], rest: list[str]) -> bool:
+                return gate.cannot_win(against, done, rest, self.settings.gate)
         result = replay.score_split(
             self.runner, self.split[split], documents, self.settings, label=label, split=split,
-            on_answer=tick,
+            on_answer=tick, stop=stop, chunk=self.settings.workers,
         )
         self.result.passes.append(result)
         return result
@@ -262,8 +268,9 @@ class Epoch:
             # every optimizer call failed: a silent "no edits" night would hide it
             raise BackendError(f"the optimizer model failed on all {count} call(s) of {target} "
                                f"round {round_no}; first error: {failed_calls[0].error}")
-        if candidates and not any(c.trial.accepted for c in candidates):
-            bundle = max(candidates, key=lambda c: (c.trial.candidate or 0.0, -c.size))
+        if (not any(c.trial.accepted for c in candidates)
+                and any(len(c.trial.applied) > 1 for c in candidates)):
+            bundle = self._best_loser(candidates, best_val)
             if len(bundle.trial.applied) > 1:
                 for i, edit in enumerate(bundle.trial.applied):
                     label = (f"{target} round {round_no} proposal {bundle.trial.proposal + 1}, "
@@ -289,6 +296,50 @@ class Epoch:
                                          spare)
         self._book_losers(candidates, winner)
         return winner, bool(candidates)
+
+    def _best_loser(self, candidates: list[_Candidate], best_val: PassResult) -> _Candidate:
+        """The highest-scoring candidate, ties to the smaller (the first such in order).
+
+        A candidate whose scoring stopped early has no val mean; it is scored in full
+        only when the best mean it could still reach is not below the best known one,
+        so the choice is the one a full scoring of every candidate would make."""
+        def key(c: _Candidate) -> tuple[float, int]:
+            return (c.trial.candidate or 0.0, -c.size)
+
+        stopped = sorted((c for c in candidates if c.trial.stopped_after is not None),
+                         key=lambda c: -_reach(best_val, c.val))
+        known = [c for c in candidates if c.trial.stopped_after is None]
+        for cand in stopped:
+            best = max(known, key=key, default=None)
+            if best is not None and _reach(best_val, cand.val) < key(best)[0] - gate.STOP_MARGIN:
+                break  # neither this one nor any after it can be the highest
+            self._complete(cand, best_val)
+            known.append(cand)
+        return max((c for c in candidates if c in known), key=key)
+
+    def _complete(self, cand: _Candidate, best_val: PassResult) -> None:
+        """Score the val tasks a stopped candidate skipped and judge it in full."""
+        done = {t.task_id for t in cand.val.tasks}
+        rest = [t for t in self.split["val"] if t.id not in done]
+        label = f"{cand.val.label} (the rest, to compare the losers)"
+        more = replay.score_split(self.runner, rest, cand.documents, self.settings,
+                                  label=label, split="val")
+        self.result.passes.append(more)
+        by_id = {t.task_id: t for t in [*cand.val.tasks, *more.tasks]}
+        full = PassResult(cand.val.label, "val", cand.val.version,
+                          [by_id[t.id] for t in self.split["val"]],
+                          calls=cand.val.calls + more.calls,
+                          prompt_tokens=cand.val.prompt_tokens + more.prompt_tokens,
+                          completion_tokens=cand.val.completion_tokens + more.completion_tokens,
+                          planned=len(self.split["val"]))
+        self.trial_passes = [full if p is cand.val else p for p in self.trial_passes]
+        stopped = cand.trial.stopped_after
+        cand.val = full
+        cand.trial.stopped_after = None
+        cand.trial.deltas = gate.deltas(best_val, full)
+        self._judge(cand.trial, best_val, full)
+        cand.trial.reason += (f" (scoring had stopped after {stopped}/{len(self.split['val'])} "
+                              "tasks; finished to choose the bundle whose edits are gated alone)")
 
     def _merge(
         self,
@@ -393,6 +444,8 @@ class Epoch:
                                     best_val, seen)
                 if without is not None:
                     candidates.append(without)
+            if without is not None and without.trial.stopped_after is not None:
+                continue  # it could not beat the gate the bundle beat: lower without the delete
             with_score = winner.trial.candidate or 0.0
             without_score = None if without is None else without.trial.candidate or 0.0
             if without_score is not None and without_score < with_score:
@@ -442,20 +495,29 @@ class Epoch:
             return None  # nothing changed, or the same document as another candidate
         seen.add(new_text)
         trial_docs = {**self.current, target: new_text}
-        val = self.score("val", trial_docs, label)
-        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate)
-        pairs = gate.paired(best_val, val)
+        val = self.score("val", trial_docs, label, against=best_val)
         trial = GateTrial(
-            target=target, round=round_no, proposal=index, baseline=before, candidate=after,
-            accepted=accepted, reason=why, applied=applied, unmatched=unmatched,
-            deltas=gate.deltas(best_val, val),
-            interval=gate.bootstrap_interval([a - b for _, b, a in pairs]),
+            target=target, round=round_no, proposal=index, baseline=None, candidate=None,
+            accepted=False, reason="", applied=applied, unmatched=unmatched,
+            deltas=gate.deltas(best_val, val), stopped_after=val.stopped_after,
         )
+        if val.stopped_after is None:
+            self._judge(trial, best_val, val)
+        else:
+            trial.reason = (f"stopped after {val.stopped_after}/{val.planned} val tasks: "
+                            "cannot beat the gate")
         self.result.trials.append(trial)
         self.trial_passes.append(val)
-        self.progress(f"{self.skill}: {label}: {why}")
+        self.progress(f"{self.skill}: {label}: {trial.reason}")
         size = abs(len(new_text) - len(document)) + sum(len(e.content) for e in applied)
         return _Candidate(trial, trial_docs, val, size)
+
+    def _judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
+        """Fill in the gate's verdict on a fully scored candidate."""
+        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate)
+        pairs = gate.paired(best_val, val)
+        trial.baseline, trial.candidate, trial.accepted, trial.reason = before, after, accepted, why
+        trial.interval = gate.bootstrap_interval([a - b for _, b, a in pairs])
 
     def _book_losers(self, candidates: list[_Candidate], winner: _Candidate | None) -> None:
         """Record why each losing candidate lost; feed back edits rejected on their own."""
@@ -532,6 +594,18 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train + sampled
     targets = 2 if with_memory else 1
     return train + val + test + targets * settings.rounds * per_round + test
+
+
+def _reach(best: PassResult, val: PassResult) -> float:
+    """The highest val mean (as the gate pairs tasks with `best`) a candidate whose pass
+    stopped early could still have reached: every task it skipped at the top score."""
+    prior = best.by_id()
+    scored = [t.value for t in val.tasks if t.value is not None
+              and prior.get(t.task_id) is not None and prior[t.task_id].value is not None]
+    done = {t.task_id for t in val.tasks}
+    open_ = sum(1 for t in best.tasks if t.value is not None and t.task_id not in done)
+    count = len(scored) + open_
+    return (sum(scored) + open_ * gate.MAX_TASK_VALUE) / count if count else 0.0  # type: ignore[arg-type]
 
 
 def _fmt(value: float | None) -> str:

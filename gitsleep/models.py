@@ -180,6 +180,10 @@ class PassResult:
     calls: int = 0  # model calls this pass made (cache hits excluded)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # early stopping: the pass ended after this many of its `planned` tasks, because the
+    # rest could not change the gate's decision (None: every task was scored)
+    stopped_after: int | None = None
+    planned: int = 0
 
     @property
     def scored(self) -> list[TaskResult]:
@@ -246,6 +250,9 @@ class GateTrial:
     unmatched: list[EditOutcome] = field(default_factory=list)
     deltas: list[TaskDelta] = field(default_factory=list)
     interval: tuple[float, float] | None = None
+    # early stopping: scoring ended after this many val tasks because the candidate could
+    # no longer beat the gate; it lost, and `candidate` is None (it has no full val mean)
+    stopped_after: int | None = None
 
 
 @dataclass
@@ -375,3 +382,6 @@ class EpochSettings:
     block_max_lines: int = 40
     block_max_chars: int = 4000
     rollouts: int = 1  # answers per train task for contrastive reflection (1 = off)
+    # stop scoring a candidate on val once it provably cannot beat the gate (off only to
+    # show, in the benchmark and tests, that decisions are the same without it)
+    early_stop: bool = True
