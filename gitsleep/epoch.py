@@ -112,8 +112,9 @@ class Epoch:
     # -- scoring -------------------------------------------------------------------------
 
     def score(self, split: str, documents: Mapping[str, str | None], label: str,
-              against: PassResult | None = None) -> PassResult:
-        """Score a split; a candidate scored `against` the best stops once it cannot win."""
+              against: PassResult | None = None, bar: float | None = None) -> PassResult:
+        """Score a split; a candidate scored `against` the best stops once it cannot beat
+        the gate, or (given a `bar`) once its val mean cannot reach the `bar`."""
         count = len(self.split[split])
         tick = no_tick
         if self.steps is not None:
@@ -125,7 +126,9 @@ class Epoch:
         stop = None
         if against is not None and self.settings.early_stop:
             def stop(done: list[TaskResult], rest: list[str]) -> bool:
-                return gate.cannot_win(against, done, rest, self.settings.gate)
+                return gate.cannot_win(against, done, rest, self.settings.gate) or (
+                    bar is not None
+                    and gate.best_reachable(against, done, rest) < bar - gate.STOP_MARGIN)
         result = replay.score_split(
             self.runner, self.split[split], documents, self.settings, label=label, split=split,
             on_answer=tick, stop=stop, chunk=self.settings.workers,
@@ -365,8 +368,9 @@ class Epoch:
         edits = edits[: max(1, self.settings.edit_budget)]
         numbers = "+".join(str(c.trial.proposal + 1) for c in ranked)
         label = f"{target} round {round_no} proposals {numbers} merged"
+        # it wins only by reaching the best candidate's mean (then it may be the smaller)
         return self._try(target, round_no, ranked[0].trial.proposal, edits, label, best_val,
-                         seen)
+                         seen, bar=ranked[0].trial.candidate)
 
     def _prune(
         self,
@@ -389,7 +393,7 @@ class Epoch:
             label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
                      f"without: {edit.summary()[:60]}")
             cand = self._try(target, round_no, winner.trial.proposal, rest, label, best_val,
-                             seen)
+                             seen, bar=winner.trial.candidate)  # kept only at the winner's mean
             if cand is None:
                 continue
             candidates.append(cand)
@@ -441,11 +445,11 @@ class Epoch:
                 label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
                          f"without the delete: {edit.summary()[:60]}")
                 without = self._try(target, round_no, winner.trial.proposal, rest, label,
-                                    best_val, seen)
+                                    best_val, seen, bar=winner.trial.candidate)
                 if without is not None:
                     candidates.append(without)
             if without is not None and without.trial.stopped_after is not None:
-                continue  # it could not beat the gate the bundle beat: lower without the delete
+                continue  # it stopped below the gate or the bundle: lower without the delete
             with_score = winner.trial.candidate or 0.0
             without_score = None if without is None else without.trial.candidate or 0.0
             if without_score is not None and without_score < with_score:
@@ -472,8 +476,14 @@ class Epoch:
         label: str,
         best_val: PassResult,
         seen: set[str],
+        bar: float | None = None,
     ) -> _Candidate | None:
-        """Apply edits to a copy of the document and gate it on val (None: nothing to try)."""
+        """Apply edits to a copy of the document and gate it on val (None: nothing to try).
+
+        `bar`: the val mean this candidate must reach to matter (the bundle it would
+        replace, the candidate it must beat). Only a candidate of several edits stops
+        below it: whether a lone edit passes the gate decides whether it is fed back to
+        the optimizer as rejected, so a lone edit stops only when it cannot pass."""
         if self.redact is not None:  # a secret must never be written into a document
             leaking = [e for e in edits
                        if self.redact(e.content) != e.content or self.redact(e.anchor) != e.anchor]
@@ -495,7 +505,8 @@ class Epoch:
             return None  # nothing changed, or the same document as another candidate
         seen.add(new_text)
         trial_docs = {**self.current, target: new_text}
-        val = self.score("val", trial_docs, label, against=best_val)
+        val = self.score("val", trial_docs, label, against=best_val,
+                         bar=bar if len(applied) > 1 else None)
         trial = GateTrial(
             target=target, round=round_no, proposal=index, baseline=None, candidate=None,
             accepted=False, reason="", applied=applied, unmatched=unmatched,
@@ -504,8 +515,12 @@ class Epoch:
         if val.stopped_after is None:
             self._judge(trial, best_val, val)
         else:
+            done = {t.task_id for t in val.tasks}
+            rest = [t.id for t in self.split["val"] if t.id not in done]
+            short = bar is None or gate.cannot_win(best_val, val.tasks, rest, self.settings.gate)
             trial.reason = (f"stopped after {val.stopped_after}/{val.planned} val tasks: "
-                            "cannot beat the gate")
+                            + ("cannot beat the gate" if short else
+                               f"cannot reach {bar:.3f}, the val mean it had to match"))
         self.result.trials.append(trial)
         self.trial_passes.append(val)
         self.progress(f"{self.skill}: {label}: {trial.reason}")
@@ -597,15 +612,10 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
 
 
 def _reach(best: PassResult, val: PassResult) -> float:
-    """The highest val mean (as the gate pairs tasks with `best`) a candidate whose pass
-    stopped early could still have reached: every task it skipped at the top score."""
-    prior = best.by_id()
-    scored = [t.value for t in val.tasks if t.value is not None
-              and prior.get(t.task_id) is not None and prior[t.task_id].value is not None]
+    """The highest val mean a candidate whose pass stopped early could still have had."""
     done = {t.task_id for t in val.tasks}
-    open_ = sum(1 for t in best.tasks if t.value is not None and t.task_id not in done)
-    count = len(scored) + open_
-    return (sum(scored) + open_ * gate.MAX_TASK_VALUE) / count if count else 0.0  # type: ignore[arg-type]
+    return gate.best_reachable(best, val.tasks,
+                               [t.task_id for t in best.tasks if t.task_id not in done])
 
 
 def _fmt(value: float | None) -> str:

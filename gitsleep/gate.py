@@ -130,3 +130,18 @@ def cannot_win(
         if before is not None and before.value is not None:
             gain += max(0.0, MAX_TASK_VALUE - before.value - gate.min_delta)
     return gain < -STOP_MARGIN
+
+
+def best_reachable(
+    best: PassResult, scored: Iterable[TaskResult], remaining: Sequence[str]
+) -> float:
+    """The highest candidate mean `judge_trial` could still report (over the tasks paired
+    with `best`): every remaining task at the top score; 0.0 when nothing can pair."""
+    prior = best.by_id()
+    values = [t.value for t in scored if t.value is not None
+              and (before := prior.get(t.task_id)) is not None and before.value is not None]
+    open_ = sum(1 for task_id in remaining
+                if (before := prior.get(task_id)) is not None and before.value is not None)
+    count = len(values) + open_
+    return (sum(v for v in values if v is not None) + open_ * MAX_TASK_VALUE) / count \
+        if count else 0.0

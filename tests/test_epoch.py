@@ -576,3 +576,26 @@ def test_stopped_losers_are_finished_only_to_choose_the_bundle_to_take_apart() -
     assert [(t.candidate, t.accepted) for t in stopped.trials] == [
         (t.candidate, t.accepted) for t in full.trials]
     assert "scoring had stopped after 2/3 tasks" in stopped.trials[0].reason
+
+
+def test_a_leave_one_out_stops_once_it_cannot_reach_the_bundle_it_would_replace() -> None:
+    tasks = [Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"),
+                                           ("contains", "Gamma"))),
+             Task("v0", "p0", "val", rule(("contains", "Never"))),
+             *[Task(f"v{i}", f"p{i}", "val", rule(("contains", word)))
+               for i, word in enumerate(("Alpha", "Beta", "Gamma"), start=1)]]
+    edits = [{"op": "add", "content": f'Always include "{w}"'} for w in ("Alpha", "Beta", "Gamma")]
+    runs = {}
+    for early in (True, False):
+        runs[early] = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                                settings(rounds=1, proposals=1, workers=1, early_stop=early),
+                                ScriptedEdits(*edits), skill="s")
+    stopped, full = runs[True], runs[False]
+    assert (stopped.decision, stopped.documents) == (full.decision, full.documents)
+    assert len(d.learned_rules(stopped.documents["skill"][1])) == 3
+    # the bundle scores 0.75; without Alpha, v0 and v1 are lost: at most 0.5 can follow
+    assert [t.stopped_after for t in stopped.trials] == [None, 2, 3, None]
+    assert stopped.trials[1].reason == ("stopped after 2/4 val tasks: cannot reach 0.750, the "
+                                        "val mean it had to match")
+    assert [t.candidate for t in full.trials] == [0.75, 0.5, 0.5, 0.5]
+    assert [o.edit for o in stopped.rejected] == [o.edit for o in full.rejected]
