@@ -16,7 +16,9 @@ Run it from a REPL with two strings and a list of tasks:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from gitsleep import diagnose, gate, reflect, replay, rollouts
@@ -32,6 +34,7 @@ from gitsleep.models import (
     EpochSettings,
     GateTrial,
     PassResult,
+    Proposal,
     SplitSummary,
     Task,
     TaskResult,
@@ -70,7 +73,7 @@ class Epoch:
     ) -> None:
         self.settings = settings
         self.steps = steps  # per-answer progress of a pass, from the edge (a bar, lines)
-        self.asking = ""  # what the optimizer call about to start is for
+        self._asking = threading.local()  # what each thread's optimizer call is for
         self.redact = redact
         self.skill = skill
         self.backend = backend
@@ -139,7 +142,8 @@ class Epoch:
     def _call_started(self, call: ModelCall) -> None:
         """Say when an optimizer call goes out: it is the slow one, and it costs most."""
         if call.purpose == "propose":
-            self.progress(f"{self.skill}: optimizer call started ({call.model}): {self.asking}")
+            asking = getattr(self._asking, "text", "")
+            self.progress(f"{self.skill}: optimizer call started ({call.model}): {asking}")
 
     # -- the epoch -------------------------------------------------------------------------
 
@@ -249,16 +253,8 @@ class Epoch:
         candidates: list[_Candidate] = []
         seen: set[str] = set()
         count = max(1, self.settings.proposals)
-        for index in range(count):
-            shown = reflect.slice_failures(failures, index, count)
-            self.asking = (f"{target} round {round_no}, proposal {index + 1} of {count}, "
-                           f"from {len(shown)} failing train task"
-                           f"{'' if len(shown) == 1 else 's'}")
-            proposal = reflect.propose(
-                self.runner, self.settings, target=target, document=document, failures=shown,
-                passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
-                index=index, contrasts=contrasts or [],
-            )
+        for index, proposal in enumerate(self._propose(target, round_no, document, failures,
+                                                       passes, contrasts or [], count)):
             self.result.proposals.append(proposal)
             self.result.unmatched.extend(proposal.dropped)
             label = f"{target} round {round_no} proposal {index + 1}"
@@ -299,6 +295,39 @@ class Epoch:
                                          spare)
         self._book_losers(candidates, winner)
         return winner, bool(candidates)
+
+    def _propose(
+        self,
+        target: str,
+        round_no: int,
+        document: str,
+        failures: list[TaskResult],
+        passes: list[TaskResult],
+        contrasts: list[rollouts.Contrast],
+        count: int,
+    ) -> list[Proposal]:
+        """The round's `count` reflect calls, run at once (up to `workers`): each sees its
+        own slice of the failures and its own seed, and none depends on another's reply,
+        so the proposals and their order are those of one call after the other."""
+        def one(index: int) -> Proposal:
+            shown = reflect.slice_failures(failures, index, count)
+            self._asking.text = (f"{target} round {round_no}, proposal {index + 1} of {count}, "
+                                 f"from {len(shown)} failing train task"
+                                 f"{'' if len(shown) == 1 else 's'}")
+            return reflect.propose(
+                self.runner, self.settings, target=target, document=document, failures=shown,
+                passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
+                index=index, contrasts=contrasts,
+            )
+
+        workers = min(max(1, self.settings.workers), count)
+        if workers == 1:
+            return [one(index) for index in range(count)]
+        self.progress(f"{self.skill}: {count} proposals for {target} round {round_no} "
+                      f"started, {workers} at a time")
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(one, index) for index in range(count)]
+            return [future.result() for future in futures]
 
     def _best_loser(self, candidates: list[_Candidate], best_val: PassResult) -> _Candidate:
         """The highest-scoring candidate, ties to the smaller (the first such in order).

@@ -599,3 +599,33 @@ def test_a_leave_one_out_stops_once_it_cannot_reach_the_bundle_it_would_replace(
                                         "val mean it had to match")
     assert [t.candidate for t in full.trials] == [0.75, 0.5, 0.5, 0.5]
     assert [o.edit for o in stopped.rejected] == [o.edit for o in full.rejected]
+
+
+class MeetingOptimizer(SpyBackend):
+    """Offline answers; a reflect call returns only once `count` of them are in flight."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.meeting = threading.Barrier(count, timeout=10)
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose == "propose" and call.seed is not None and call.seed < 1500:
+            self.meeting.wait()  # one call after the other would wait here forever
+        return super().complete(call)
+
+
+def test_the_proposals_of_a_round_are_asked_at_once_and_come_back_in_order() -> None:
+    said: list[str] = []
+    backend = MeetingOptimizer(3)
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                       settings(rounds=1, proposals=3, workers=4), backend,
+                       skill="brief-writer", progress=said.append)
+    serial = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                       settings(rounds=1, proposals=3, workers=1), OfflineBackend(),
+                       skill="brief-writer")
+    assert [p.index for p in result.proposals] == [0, 1, 2]
+    assert [p.raw for p in result.proposals] == [p.raw for p in serial.proposals]
+    assert (result.decision, result.documents) == (serial.decision, serial.documents)
+    assert "brief-writer: 3 proposals for skill round 1 started, 3 at a time" in said
+    assert sum("optimizer call started (offline): skill round 1, proposal" in line
+               for line in said) == 3
