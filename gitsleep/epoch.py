@@ -590,11 +590,10 @@ class Epoch:
         if r.applied and self.current != self.original:
             r.decision = "accepted"
             if r.decided_by == "test":
-                margin = self.settings.gate.min_delta
                 r.pr_eligible = (
                     test.baseline is not None
                     and test.candidate is not None
-                    and test.candidate > test.baseline + margin
+                    and gate.improves(test.baseline, test.candidate, self.settings.gate.min_delta)
                 )
                 held = f"held-out {_fmt(test.baseline)} -> {_fmt(test.candidate)}"
             else:

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gitsleep import __version__, repo_paths, report
+from gitsleep import __version__, gate, repo_paths, report
 from gitsleep.cache import ResponseCache
 from gitsleep.calls import StepHook, Tick, no_tick
 from gitsleep.config import Config, SkillConfig, apply_overrides, config_path, load_config
@@ -356,7 +356,7 @@ def _trailer_improved(trailers: Mapping[str, str], min_delta: float) -> bool:
     for key in ("Gitsleep-Test", "Gitsleep-Val"):
         before, after = _scores_from_trailer(trailers.get(key))
         if before is not None and after is not None:
-            return after > before + min_delta
+            return gate.improves(before, after, min_delta)
     return False
 
 

@@ -629,3 +629,20 @@ def test_the_proposals_of_a_round_are_asked_at_once_and_come_back_in_order() -> 
     assert "brief-writer: 3 proposals for skill round 1 started, 3 at a time" in said
     assert sum("optimizer call started (offline): skill round 1, proposal" in line
                for line in said) == 3
+
+
+def test_the_pr_rule_asks_the_gate_its_one_improves_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitsleep import gate, run
+
+    asked: list[tuple[float, float, float]] = []
+
+    def never(before: float, after: float, min_delta: float) -> bool:
+        asked.append((before, after, min_delta))
+        return False
+
+    monkeypatch.setattr(gate, "improves", never)
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(),
+                       OfflineBackend(), skill="brief-writer")
+    assert result.decision == "rejected" and not result.pr_eligible
+    assert not run._trailer_improved({"Gitsleep-Test": "0.250 -> 1.000"}, 0.0)
+    assert (0.25, 1.0, 0.0) in asked
