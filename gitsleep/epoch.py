@@ -17,6 +17,7 @@ Run it from a REPL with two strings and a list of tasks:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -148,6 +149,7 @@ class Epoch:
     # -- the epoch -------------------------------------------------------------------------
 
     def run(self) -> EpochResult:
+        started = time.perf_counter()
         try:
             self._run()
         except BackendError as exc:
@@ -156,6 +158,8 @@ class Epoch:
             self._abort(f"{exc}; stopped before a decision", 6)
         finally:
             self.result.cost = self.runner.cost
+            self.result.cost.seconds = round(time.perf_counter() - started, 3)
+            self.result.cost.latency = self.runner.latency()
             self.result.errors = list(self.runner.errors)
             self.backend.close()
         self.result.documents = {

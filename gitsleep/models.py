@@ -184,6 +184,7 @@ class PassResult:
     # rest could not change the gate's decision (None: every task was scored)
     stopped_after: int | None = None
     planned: int = 0
+    seconds: float = 0.0  # wall time of the pass
 
     @property
     def scored(self) -> list[TaskResult]:
@@ -284,6 +285,9 @@ class Cost:
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> tokens, calls
     wall_seconds: float = 0.0  # summed over calls whose backend measures time (agent CLIs)
     unmetered_calls: int = 0  # calls whose tokens nobody reported: counted as 0, not guessed
+    seconds: float = 0.0  # the epoch's wall time, start to decision
+    # per model: seconds spent in its calls (summed) and the p50/p95 latency of one call
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def estimate_usd(self, prices: dict[str, dict[str, float]]) -> float | None:
         """Estimated spend from a {model: {prompt, completion}} USD-per-1M-token table."""

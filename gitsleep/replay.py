@@ -8,6 +8,7 @@ temperature 0 and a fixed seed per sample, so a score is repeatable and cacheabl
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from gitsleep import judges
@@ -114,6 +115,7 @@ def score_split(
     Raises BackendError when more than `max_error_rate` of the pass's calls failed:
     a night of errors must never read as a night of zeros.
     """
+    started = time.perf_counter()
     step = len(tasks) if stop is None or chunk <= 0 else chunk
     results: list[TaskResult] = []
     fresh: list[Answer] = []
@@ -136,6 +138,7 @@ def score_split(
         prompt_tokens=sum(a.prompt_tokens for a in fresh),
         completion_tokens=sum(a.completion_tokens for a in fresh),
         stopped_after=stopped_after, planned=len(tasks),
+        seconds=round(time.perf_counter() - started, 3),
     )
     if total and outcome.errors / total > settings.max_error_rate:
         first = next(s.error for t in results for s in t.samples if s.error)
