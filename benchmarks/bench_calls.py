@@ -272,6 +272,8 @@ class CallsRow:
     rounds_run: list[tuple[str, int, int, bool]] = field(default_factory=list)
     changed: bool = False
     calls_without_cache: int | None = None  # the same epoch with NoCache
+    calls_without_early_stop: int | None = None  # the same epoch scoring every val task
+    val_share: float = 1.0  # val tasks scored per candidate, over val tasks (early stopping)
 
     @property
     def ratio(self) -> float:
@@ -282,6 +284,8 @@ class CallsRow:
             "example": self.example, "splits": self.splits, "rounds": self.rounds,
             "proposals": self.proposals, "calls": self.calls, "cache_hits": self.cache_hits,
             "calls_without_cache": self.calls_without_cache,
+            "calls_without_early_stop": self.calls_without_early_stop,
+            "val_share": round(self.val_share, 4),
             "floor": {**dataclasses.asdict(self.floor), "total": self.floor.total},
             "calls_over_floor": round(self.ratio, 4),
             "skillopt_nightly": self.skillopt_nightly,
@@ -321,6 +325,8 @@ def measure_epoch(
          any(g.accepted for g in result.trials if g.target == t and g.round == r))
         for t, r in ran
     ]
+    candidates = len(result.trials) * workload.split_counts["val"]
+    scored = sum(len(p.tasks) for p in result.passes if p.split == "val" and p.label != "baseline")
     row = CallsRow(
         example=workload.name,
         splits=workload.split_counts,
@@ -337,8 +343,19 @@ def measure_epoch(
         seconds=seconds,
         rounds_run=rounds_run,
         changed=result.changed,
+        val_share=scored / candidates if candidates else 1.0,
     )
     return row, result
+
+
+def without_early_stop(workload: Workload) -> Workload:
+    """The same workload scoring every candidate on every val task (for the comparison)."""
+    return dataclasses.replace(
+        workload, settings=dataclasses.replace(workload.settings, early_stop=False))
+
+
+class EarlyStopChangedADecision(AssertionError):
+    """Early stopping must never change what an epoch decides or writes."""
 
 
 def calls_section(
@@ -348,8 +365,15 @@ def calls_section(
     rows = []
     for workload in workloads:
         for count in rounds:
-            row, _ = measure_epoch(workload, count)
+            row, result = measure_epoch(workload, count)
             row.calls_without_cache = measure_epoch(workload, count, cache=NoCache())[0].calls
+            full_row, full = measure_epoch(without_early_stop(workload), count)
+            if (result.decision, result.documents, [p.raw for p in result.proposals]) != (
+                    full.decision, full.documents, [p.raw for p in full.proposals]):
+                raise EarlyStopChangedADecision(
+                    f"{workload.name}, rounds {count}: {result.decision} with early stopping, "
+                    f"{full.decision} without")
+            row.calls_without_early_stop = full_row.calls
             rows.append(row)
     return rows
 
@@ -404,10 +428,12 @@ class CostModel:
 
     candidates_per_round: float  # k: candidate documents gated on val per round that ran
     accept_rate: float  # a: share of rounds that accepted an edit (then train is re-scored)
+    val_share: float = 1.0  # s: share of val a candidate is scored on (early stopping)
 
     def epoch_calls(self, train: int, val: int, test: int, *, rounds: int, proposals: int,
                     targets: int = 1, changed: float = 1.0) -> float:
-        per_round = proposals + self.candidates_per_round * val + self.accept_rate * train
+        per_round = (proposals + self.candidates_per_round * self.val_share * val
+                     + self.accept_rate * train)
         return train + val + test + targets * rounds * per_round + changed * test
 
 
@@ -415,8 +441,11 @@ def cost_model(rows: Sequence[CallsRow]) -> CostModel:
     ran = [entry for row in rows for entry in row.rounds_run]
     if not ran:
         return CostModel(0.0, 0.0)
+    trials = sum(k for row in rows for _, _, k, _ in row.rounds_run)
     return CostModel(
         candidates_per_round=sum(k for _, _, k, _ in ran) / len(ran),
         accept_rate=sum(1 for *_, a in ran if a) / len(ran),
+        val_share=(sum(row.val_share * sum(k for _, _, k, _ in row.rounds_run) for row in rows)
+                   / trials) if trials else 1.0,
     )
 

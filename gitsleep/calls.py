@@ -7,7 +7,9 @@ diagnostics are right however many workers run.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,6 +34,13 @@ def _valid_unicode(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _rank(ordered: Sequence[float], share: float) -> float:
+    """The nearest-rank percentile of sorted values (0.0 for none)."""
+    if not ordered:
+        return 0.0
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 class CallRunner:
@@ -59,6 +68,7 @@ class CallRunner:
         self.on_start = on_start  # a real (not cached) call is about to go out
         self._lock = threading.Lock()
         self._stopped: BaseException | None = None  # a fatal error: no further call starts
+        self._seconds: dict[str, list[float]] = {}  # model -> each real call's latency
 
     def _reserve(self) -> None:
         with self._lock:
@@ -98,11 +108,13 @@ class CallRunner:
         self._reserve()
         if self.on_start is not None:
             self.on_start(request)
+        started = time.perf_counter()
         try:
             answer = self.backend.complete(request)
         except BaseException as exc:
             self._stopped = exc
             raise
+        elapsed = time.perf_counter() - started
         if answer.text is not None:
             answer.text = _valid_unicode(answer.text)
         with self._lock:
@@ -114,6 +126,7 @@ class CallRunner:
             used["calls"] += 1
             used["prompt_tokens"] += answer.prompt_tokens
             used["completion_tokens"] += answer.completion_tokens
+            self._seconds.setdefault(request.model, []).append(elapsed)
             if answer.seconds is not None:
                 self.cost.wall_seconds += answer.seconds
             if not answer.tokens_known:
@@ -126,6 +139,14 @@ class CallRunner:
         if self.on_call is not None:
             self.on_call(request, answer)
         return answer
+
+    def latency(self) -> dict[str, dict[str, float]]:
+        """Per model: seconds spent in its real calls, and the p50 and p95 of one call."""
+        with self._lock:
+            measured = {model: sorted(times) for model, times in self._seconds.items()}
+        return {model: {"seconds": round(sum(times), 3), "p50_s": round(_rank(times, 0.50), 3),
+                        "p95_s": round(_rank(times, 0.95), 3)}
+                for model, times in sorted(measured.items())}
 
     def map(self, requests: Sequence[ModelCall], on_done: Tick = no_tick) -> list[Answer]:
         """All requests, answers in request order; the first budget/fatal error propagates.

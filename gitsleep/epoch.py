@@ -16,7 +16,10 @@ Run it from a REPL with two strings and a list of tasks:
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from gitsleep import diagnose, gate, reflect, replay, rollouts
@@ -32,6 +35,7 @@ from gitsleep.models import (
     EpochSettings,
     GateTrial,
     PassResult,
+    Proposal,
     SplitSummary,
     Task,
     TaskResult,
@@ -70,7 +74,7 @@ class Epoch:
     ) -> None:
         self.settings = settings
         self.steps = steps  # per-answer progress of a pass, from the edge (a bar, lines)
-        self.asking = ""  # what the optimizer call about to start is for
+        self._asking = threading.local()  # what each thread's optimizer call is for
         self.redact = redact
         self.skill = skill
         self.backend = backend
@@ -111,7 +115,10 @@ class Epoch:
 
     # -- scoring -------------------------------------------------------------------------
 
-    def score(self, split: str, documents: Mapping[str, str | None], label: str) -> PassResult:
+    def score(self, split: str, documents: Mapping[str, str | None], label: str,
+              against: PassResult | None = None, bar: float | None = None) -> PassResult:
+        """Score a split; a candidate scored `against` the best stops once it cannot beat
+        the gate, or (given a `bar`) once its val mean cannot reach the `bar`."""
         count = len(self.split[split])
         tick = no_tick
         if self.steps is not None:
@@ -120,9 +127,15 @@ class Epoch:
         else:
             self.progress(f"{self.skill}: scoring {split} ({label}, {count} "
                           f"task{'' if count == 1 else 's'})")
+        stop = None
+        if against is not None and self.settings.early_stop:
+            def stop(done: list[TaskResult], rest: list[str]) -> bool:
+                return gate.cannot_win(against, done, rest, self.settings.gate) or (
+                    bar is not None
+                    and gate.best_reachable(against, done, rest) < bar - gate.STOP_MARGIN)
         result = replay.score_split(
             self.runner, self.split[split], documents, self.settings, label=label, split=split,
-            on_answer=tick,
+            on_answer=tick, stop=stop, chunk=self.settings.workers,
         )
         self.result.passes.append(result)
         return result
@@ -130,11 +143,13 @@ class Epoch:
     def _call_started(self, call: ModelCall) -> None:
         """Say when an optimizer call goes out: it is the slow one, and it costs most."""
         if call.purpose == "propose":
-            self.progress(f"{self.skill}: optimizer call started ({call.model}): {self.asking}")
+            asking = getattr(self._asking, "text", "")
+            self.progress(f"{self.skill}: optimizer call started ({call.model}): {asking}")
 
     # -- the epoch -------------------------------------------------------------------------
 
     def run(self) -> EpochResult:
+        started = time.perf_counter()
         try:
             self._run()
         except BackendError as exc:
@@ -143,6 +158,8 @@ class Epoch:
             self._abort(f"{exc}; stopped before a decision", 6)
         finally:
             self.result.cost = self.runner.cost
+            self.result.cost.seconds = round(time.perf_counter() - started, 3)
+            self.result.cost.latency = self.runner.latency()
             self.result.errors = list(self.runner.errors)
             self.backend.close()
         self.result.documents = {
@@ -240,16 +257,8 @@ class Epoch:
         candidates: list[_Candidate] = []
         seen: set[str] = set()
         count = max(1, self.settings.proposals)
-        for index in range(count):
-            shown = reflect.slice_failures(failures, index, count)
-            self.asking = (f"{target} round {round_no}, proposal {index + 1} of {count}, "
-                           f"from {len(shown)} failing train task"
-                           f"{'' if len(shown) == 1 else 's'}")
-            proposal = reflect.propose(
-                self.runner, self.settings, target=target, document=document, failures=shown,
-                passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
-                index=index, contrasts=contrasts or [],
-            )
+        for index, proposal in enumerate(self._propose(target, round_no, document, failures,
+                                                       passes, contrasts or [], count)):
             self.result.proposals.append(proposal)
             self.result.unmatched.extend(proposal.dropped)
             label = f"{target} round {round_no} proposal {index + 1}"
@@ -262,8 +271,9 @@ class Epoch:
             # every optimizer call failed: a silent "no edits" night would hide it
             raise BackendError(f"the optimizer model failed on all {count} call(s) of {target} "
                                f"round {round_no}; first error: {failed_calls[0].error}")
-        if candidates and not any(c.trial.accepted for c in candidates):
-            bundle = max(candidates, key=lambda c: (c.trial.candidate or 0.0, -c.size))
+        if (not any(c.trial.accepted for c in candidates)
+                and any(len(c.trial.applied) > 1 for c in candidates)):
+            bundle = self._best_loser(candidates, best_val)
             if len(bundle.trial.applied) > 1:
                 for i, edit in enumerate(bundle.trial.applied):
                     label = (f"{target} round {round_no} proposal {bundle.trial.proposal + 1}, "
@@ -290,6 +300,83 @@ class Epoch:
         self._book_losers(candidates, winner)
         return winner, bool(candidates)
 
+    def _propose(
+        self,
+        target: str,
+        round_no: int,
+        document: str,
+        failures: list[TaskResult],
+        passes: list[TaskResult],
+        contrasts: list[rollouts.Contrast],
+        count: int,
+    ) -> list[Proposal]:
+        """The round's `count` reflect calls, run at once (up to `workers`): each sees its
+        own slice of the failures and its own seed, and none depends on another's reply,
+        so the proposals and their order are those of one call after the other."""
+        def one(index: int) -> Proposal:
+            shown = reflect.slice_failures(failures, index, count)
+            self._asking.text = (f"{target} round {round_no}, proposal {index + 1} of {count}, "
+                                 f"from {len(shown)} failing train task"
+                                 f"{'' if len(shown) == 1 else 's'}")
+            return reflect.propose(
+                self.runner, self.settings, target=target, document=document, failures=shown,
+                passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
+                index=index, contrasts=contrasts,
+            )
+
+        workers = min(max(1, self.settings.workers), count)
+        if workers == 1:
+            return [one(index) for index in range(count)]
+        self.progress(f"{self.skill}: {count} proposals for {target} round {round_no} "
+                      f"started, {workers} at a time")
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(one, index) for index in range(count)]
+            return [future.result() for future in futures]
+
+    def _best_loser(self, candidates: list[_Candidate], best_val: PassResult) -> _Candidate:
+        """The highest-scoring candidate, ties to the smaller (the first such in order).
+
+        A candidate whose scoring stopped early has no val mean; it is scored in full
+        only when the best mean it could still reach is not below the best known one,
+        so the choice is the one a full scoring of every candidate would make."""
+        def key(c: _Candidate) -> tuple[float, int]:
+            return (c.trial.candidate or 0.0, -c.size)
+
+        stopped = sorted((c for c in candidates if c.trial.stopped_after is not None),
+                         key=lambda c: -_reach(best_val, c.val))
+        known = [c for c in candidates if c.trial.stopped_after is None]
+        for cand in stopped:
+            best = max(known, key=key, default=None)
+            if best is not None and _reach(best_val, cand.val) < key(best)[0] - gate.STOP_MARGIN:
+                break  # neither this one nor any after it can be the highest
+            self._complete(cand, best_val)
+            known.append(cand)
+        return max((c for c in candidates if c in known), key=key)
+
+    def _complete(self, cand: _Candidate, best_val: PassResult) -> None:
+        """Score the val tasks a stopped candidate skipped and judge it in full."""
+        done = {t.task_id for t in cand.val.tasks}
+        rest = [t for t in self.split["val"] if t.id not in done]
+        label = f"{cand.val.label} (the rest, to compare the losers)"
+        more = replay.score_split(self.runner, rest, cand.documents, self.settings,
+                                  label=label, split="val")
+        self.result.passes.append(more)
+        by_id = {t.task_id: t for t in [*cand.val.tasks, *more.tasks]}
+        full = PassResult(cand.val.label, "val", cand.val.version,
+                          [by_id[t.id] for t in self.split["val"]],
+                          calls=cand.val.calls + more.calls,
+                          prompt_tokens=cand.val.prompt_tokens + more.prompt_tokens,
+                          completion_tokens=cand.val.completion_tokens + more.completion_tokens,
+                          planned=len(self.split["val"]))
+        self.trial_passes = [full if p is cand.val else p for p in self.trial_passes]
+        stopped = cand.trial.stopped_after
+        cand.val = full
+        cand.trial.stopped_after = None
+        cand.trial.deltas = gate.deltas(best_val, full)
+        self._judge(cand.trial, best_val, full)
+        cand.trial.reason += (f" (scoring had stopped after {stopped}/{len(self.split['val'])} "
+                              "tasks; finished to choose the bundle whose edits are gated alone)")
+
     def _merge(
         self,
         target: str,
@@ -314,8 +401,9 @@ class Epoch:
         edits = edits[: max(1, self.settings.edit_budget)]
         numbers = "+".join(str(c.trial.proposal + 1) for c in ranked)
         label = f"{target} round {round_no} proposals {numbers} merged"
+        # it wins only by reaching the best candidate's mean (then it may be the smaller)
         return self._try(target, round_no, ranked[0].trial.proposal, edits, label, best_val,
-                         seen)
+                         seen, bar=ranked[0].trial.candidate)
 
     def _prune(
         self,
@@ -338,7 +426,7 @@ class Epoch:
             label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
                      f"without: {edit.summary()[:60]}")
             cand = self._try(target, round_no, winner.trial.proposal, rest, label, best_val,
-                             seen)
+                             seen, bar=winner.trial.candidate)  # kept only at the winner's mean
             if cand is None:
                 continue
             candidates.append(cand)
@@ -390,9 +478,11 @@ class Epoch:
                 label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
                          f"without the delete: {edit.summary()[:60]}")
                 without = self._try(target, round_no, winner.trial.proposal, rest, label,
-                                    best_val, seen)
+                                    best_val, seen, bar=winner.trial.candidate)
                 if without is not None:
                     candidates.append(without)
+            if without is not None and without.trial.stopped_after is not None:
+                continue  # it stopped below the gate or the bundle: lower without the delete
             with_score = winner.trial.candidate or 0.0
             without_score = None if without is None else without.trial.candidate or 0.0
             if without_score is not None and without_score < with_score:
@@ -419,8 +509,14 @@ class Epoch:
         label: str,
         best_val: PassResult,
         seen: set[str],
+        bar: float | None = None,
     ) -> _Candidate | None:
-        """Apply edits to a copy of the document and gate it on val (None: nothing to try)."""
+        """Apply edits to a copy of the document and gate it on val (None: nothing to try).
+
+        `bar`: the val mean this candidate must reach to matter (the bundle it would
+        replace, the candidate it must beat). Only a candidate of several edits stops
+        below it: whether a lone edit passes the gate decides whether it is fed back to
+        the optimizer as rejected, so a lone edit stops only when it cannot pass."""
         if self.redact is not None:  # a secret must never be written into a document
             leaking = [e for e in edits
                        if self.redact(e.content) != e.content or self.redact(e.anchor) != e.anchor]
@@ -442,20 +538,34 @@ class Epoch:
             return None  # nothing changed, or the same document as another candidate
         seen.add(new_text)
         trial_docs = {**self.current, target: new_text}
-        val = self.score("val", trial_docs, label)
-        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate)
-        pairs = gate.paired(best_val, val)
+        val = self.score("val", trial_docs, label, against=best_val,
+                         bar=bar if len(applied) > 1 else None)
         trial = GateTrial(
-            target=target, round=round_no, proposal=index, baseline=before, candidate=after,
-            accepted=accepted, reason=why, applied=applied, unmatched=unmatched,
-            deltas=gate.deltas(best_val, val),
-            interval=gate.bootstrap_interval([a - b for _, b, a in pairs]),
+            target=target, round=round_no, proposal=index, baseline=None, candidate=None,
+            accepted=False, reason="", applied=applied, unmatched=unmatched,
+            deltas=gate.deltas(best_val, val), stopped_after=val.stopped_after,
         )
+        if val.stopped_after is None:
+            self._judge(trial, best_val, val)
+        else:
+            done = {t.task_id for t in val.tasks}
+            rest = [t.id for t in self.split["val"] if t.id not in done]
+            short = bar is None or gate.cannot_win(best_val, val.tasks, rest, self.settings.gate)
+            trial.reason = (f"stopped after {val.stopped_after}/{val.planned} val tasks: "
+                            + ("cannot beat the gate" if short else
+                               f"cannot reach {bar:.3f}, the val mean it had to match"))
         self.result.trials.append(trial)
         self.trial_passes.append(val)
-        self.progress(f"{self.skill}: {label}: {why}")
+        self.progress(f"{self.skill}: {label}: {trial.reason}")
         size = abs(len(new_text) - len(document)) + sum(len(e.content) for e in applied)
         return _Candidate(trial, trial_docs, val, size)
+
+    def _judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
+        """Fill in the gate's verdict on a fully scored candidate."""
+        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate)
+        pairs = gate.paired(best_val, val)
+        trial.baseline, trial.candidate, trial.accepted, trial.reason = before, after, accepted, why
+        trial.interval = gate.bootstrap_interval([a - b for _, b, a in pairs])
 
     def _book_losers(self, candidates: list[_Candidate], winner: _Candidate | None) -> None:
         """Record why each losing candidate lost; feed back edits rejected on their own."""
@@ -484,11 +594,10 @@ class Epoch:
         if r.applied and self.current != self.original:
             r.decision = "accepted"
             if r.decided_by == "test":
-                margin = self.settings.gate.min_delta
                 r.pr_eligible = (
                     test.baseline is not None
                     and test.candidate is not None
-                    and test.candidate > test.baseline + margin
+                    and gate.improves(test.baseline, test.candidate, self.settings.gate.min_delta)
                 )
                 held = f"held-out {_fmt(test.baseline)} -> {_fmt(test.candidate)}"
             else:
@@ -532,6 +641,13 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train + sampled
     targets = 2 if with_memory else 1
     return train + val + test + targets * settings.rounds * per_round + test
+
+
+def _reach(best: PassResult, val: PassResult) -> float:
+    """The highest val mean a candidate whose pass stopped early could still have had."""
+    done = {t.task_id for t in val.tasks}
+    return gate.best_reachable(best, val.tasks,
+                               [t.task_id for t in best.tasks if t.task_id not in done])
 
 
 def _fmt(value: float | None) -> str:

@@ -8,11 +8,22 @@ of the per-task difference is reported so a reader sees whether a gain is noise.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 
-from gitsleep.models import GateSettings, PassResult, SplitSummary, TaskDelta
+from gitsleep.models import GateSettings, PassResult, SplitSummary, TaskDelta, TaskResult
 
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 20260
+MAX_TASK_VALUE = 1.0  # the most any metric gives one task (hard, soft and mixed are in [0, 1])
+# Early stopping stops only when the best reachable gain is below zero by more than float
+# rounding could ever move a mean: at an exact tie the scoring goes on, as it did before.
+STOP_MARGIN = 1e-9
+
+
+def improves(before: float, after: float, min_delta: float) -> bool:
+    """The gate's one rule: `after` beats `before` by more than `min_delta` (a tie never
+    does). The gate, the pruning, the held-out PR rule and the benchmark all ask here."""
+    return after > before + min_delta
 
 
 def paired(before: PassResult, after: PassResult) -> list[tuple[str, float, float]]:
@@ -70,7 +81,7 @@ def judge_trial(
     before = sum(b for _, b, _ in pairs) / len(pairs)
     after = sum(a for _, _, a in pairs) / len(pairs)
     shown = f"val {before:.3f} -> {after:.3f} on {len(pairs)} task(s)"
-    if after <= before + gate.min_delta:
+    if not improves(before, after, gate.min_delta):
         if after == before:
             why = "a tie is not an improvement"
         elif after < before:
@@ -90,3 +101,47 @@ def judge_trial(
                 after,
             )
     return True, f"{shown}: improves by {after - before:+.3f}", before, after
+
+
+def cannot_win(
+    best: PassResult, scored: Iterable[TaskResult], remaining: Sequence[str],
+    gate: GateSettings,
+) -> bool:
+    """True when no scores of the `remaining` val tasks could make `judge_trial` accept.
+
+    Over the tasks finally paired, the gate accepts when the sum of (candidate - best -
+    min_delta) is above zero. A finished task adds its term (or drops out when either
+    side failed); a remaining task adds at most `MAX_TASK_VALUE - best - min_delta`, or
+    nothing when that is negative (its calls may fail and drop it out). When even that
+    best case is below zero the candidate has provably lost. With `no_regression`, one
+    finished task below the best's decides it too. Tasks are taken as they come: the
+    caller passes only tasks whose every call is finished."""
+    prior = best.by_id()
+    gain = 0.0
+    for task in scored:
+        before = prior.get(task.task_id)
+        if before is None or before.value is None or task.value is None:
+            continue
+        if gate.no_regression and task.value < before.value:
+            return True
+        gain += task.value - before.value - gate.min_delta
+    for task_id in remaining:
+        before = prior.get(task_id)
+        if before is not None and before.value is not None:
+            gain += max(0.0, MAX_TASK_VALUE - before.value - gate.min_delta)
+    return gain < -STOP_MARGIN
+
+
+def best_reachable(
+    best: PassResult, scored: Iterable[TaskResult], remaining: Sequence[str]
+) -> float:
+    """The highest candidate mean `judge_trial` could still report (over the tasks paired
+    with `best`): every remaining task at the top score; 0.0 when nothing can pair."""
+    prior = best.by_id()
+    values = [t.value for t in scored if t.value is not None
+              and (before := prior.get(t.task_id)) is not None and before.value is not None]
+    open_ = sum(1 for task_id in remaining
+                if (before := prior.get(task_id)) is not None and before.value is not None)
+    count = len(values) + open_
+    return (sum(v for v in values if v is not None) + open_ * MAX_TASK_VALUE) / count \
+        if count else 0.0

@@ -180,6 +180,11 @@ class PassResult:
     calls: int = 0  # model calls this pass made (cache hits excluded)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # early stopping: the pass ended after this many of its `planned` tasks, because the
+    # rest could not change the gate's decision (None: every task was scored)
+    stopped_after: int | None = None
+    planned: int = 0
+    seconds: float = 0.0  # wall time of the pass
 
     @property
     def scored(self) -> list[TaskResult]:
@@ -246,6 +251,9 @@ class GateTrial:
     unmatched: list[EditOutcome] = field(default_factory=list)
     deltas: list[TaskDelta] = field(default_factory=list)
     interval: tuple[float, float] | None = None
+    # early stopping: scoring ended after this many val tasks because the candidate could
+    # no longer beat the gate; it lost, and `candidate` is None (it has no full val mean)
+    stopped_after: int | None = None
 
 
 @dataclass
@@ -277,6 +285,9 @@ class Cost:
     by_model: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> tokens, calls
     wall_seconds: float = 0.0  # summed over calls whose backend measures time (agent CLIs)
     unmetered_calls: int = 0  # calls whose tokens nobody reported: counted as 0, not guessed
+    seconds: float = 0.0  # the epoch's wall time, start to decision
+    # per model: seconds spent in its calls (summed) and the p50/p95 latency of one call
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def estimate_usd(self, prices: dict[str, dict[str, float]]) -> float | None:
         """Estimated spend from a {model: {prompt, completion}} USD-per-1M-token table."""
@@ -375,3 +386,6 @@ class EpochSettings:
     block_max_lines: int = 40
     block_max_chars: int = 4000
     rollouts: int = 1  # answers per train task for contrastive reflection (1 = off)
+    # stop scoring a candidate on val once it provably cannot beat the gate (off only to
+    # show, in the benchmark and tests, that decisions are the same without it)
+    early_stop: bool = True

@@ -8,13 +8,15 @@ temperature 0 and a fixed seed per sample, so a score is repeatable and cacheabl
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 from gitsleep import judges
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner, Tick, no_tick
 from gitsleep.errors import BackendError
 from gitsleep.models import (
+    Answer,
     EpochSettings,
     GateSettings,
     PassResult,
@@ -85,6 +87,9 @@ def _summarise(result: TaskResult, gate: GateSettings) -> TaskResult:
     return result
 
 
+StopRule = Callable[[list[TaskResult], list[str]], bool]  # (finished, remaining ids) -> stop
+
+
 def score_split(
     runner: CallRunner,
     tasks: Sequence[Task],
@@ -94,14 +99,65 @@ def score_split(
     label: str,
     split: str,
     on_answer: Tick = no_tick,
+    stop: StopRule | None = None,
+    chunk: int = 0,
 ) -> PassResult:
     """Score every task `repeats` times; failed calls are recorded, never scored.
 
     `on_answer` ticks once per answer (tasks x repeats), for a progress display.
 
+    With a `stop` rule, tasks are scored in their given order, `chunk` tasks at a time,
+    and the rule is asked between chunks with the finished tasks only; when it says the
+    rest cannot change the outcome, the pass ends there (`stopped_after` is set and
+    `tasks` holds only the finished ones). A pass with a failed call is never stopped:
+    which tasks drop out is not known yet, and the error rate is judged on the whole pass.
+
     Raises BackendError when more than `max_error_rate` of the pass's calls failed:
     a night of errors must never read as a night of zeros.
     """
+    started = time.perf_counter()
+    step = len(tasks) if stop is None or chunk <= 0 else chunk
+    results: list[TaskResult] = []
+    fresh: list[Answer] = []
+    total = 0
+    stopped_after: int | None = None
+    for start in range(0, len(tasks), max(1, step)):
+        part = tasks[start:start + max(1, step)]
+        done, answers, judged = _score_tasks(runner, part, documents, settings, split,
+                                             on_answer)
+        results += done
+        fresh += [a for a in answers if not a.cached]
+        total += len(answers) + judged
+        rest = [t.id for t in tasks[start + len(part):]]
+        if (stop is not None and rest and not any(t.errors for t in results)
+                and stop(results, rest)):
+            stopped_after = len(results)
+            break
+    outcome = PassResult(
+        label, split, documents_version(documents), results, calls=len(fresh),
+        prompt_tokens=sum(a.prompt_tokens for a in fresh),
+        completion_tokens=sum(a.completion_tokens for a in fresh),
+        stopped_after=stopped_after, planned=len(tasks),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    if total and outcome.errors / total > settings.max_error_rate:
+        first = next(s.error for t in results for s in t.samples if s.error)
+        raise BackendError(
+            f"{outcome.errors} of {total} model calls failed while scoring {split} "
+            f"({label}), over max_error_rate {settings.max_error_rate:.0%}; first error: {first}"
+        )
+    return outcome
+
+
+def _score_tasks(
+    runner: CallRunner,
+    tasks: Sequence[Task],
+    documents: Mapping[str, str | None],
+    settings: EpochSettings,
+    split: str,
+    on_answer: Tick,
+) -> tuple[list[TaskResult], list[Answer], int]:
+    """The tasks' results, the answers that made them and the number of judge calls."""
     repeats = max(1, settings.gate.repeats)
     jobs = [(task, s) for task in tasks for s in range(repeats)]
     answers = runner.map([answer_call(documents, t, settings.model, s, settings.max_answer_tokens)
@@ -140,17 +196,4 @@ def score_split(
     for t_index, task in enumerate(tasks):
         mine = samples[t_index * repeats : (t_index + 1) * repeats]
         results.append(_summarise(TaskResult(task.id, split, mine), settings.gate))
-    fresh = [a for a in answers if not a.cached]
-    outcome = PassResult(
-        label, split, documents_version(documents), results, calls=len(fresh),
-        prompt_tokens=sum(a.prompt_tokens for a in fresh),
-        completion_tokens=sum(a.completion_tokens for a in fresh),
-    )
-    total = len(samples) + len(rubric_jobs)
-    if total and outcome.errors / total > settings.max_error_rate:
-        first = next(s.error for t in results for s in t.samples if s.error)
-        raise BackendError(
-            f"{outcome.errors} of {total} model calls failed while scoring {split} "
-            f"({label}), over max_error_rate {settings.max_error_rate:.0%}; first error: {first}"
-        )
-    return outcome
+    return results, answers, len(rubric_jobs)

@@ -23,6 +23,7 @@ from gitsleep import documents as docs
 from gitsleep import markdown as md
 from gitsleep.errors import EXIT_GIT, GitsleepError, UsageError
 from gitsleep.models import (
+    Cost,
     EditOutcome,
     EpochResult,
     PassResult,
@@ -386,6 +387,13 @@ def held_out_chart(points: list[tuple[str, float]], metric: str) -> str:
 
 
 
+def model_costs(cost: Cost) -> dict[str, dict[str, float]]:
+    """Per model: calls, tokens, seconds in its calls and the p50/p95 latency of one."""
+    return {model: {**used, **{k: cost.latency.get(model, {}).get(k, 0.0)
+                               for k in ("seconds", "p50_s", "p95_s")}}
+            for model, used in sorted(cost.by_model.items())}
+
+
 def pr_title(result: EpochResult) -> str:
     """`gitsleep(<skill>): held-out <b> -> <c>` (val when it decided)."""
     skill = " ".join(md.one_line(result.skill).split())
@@ -552,6 +560,11 @@ def pr_body(
         f" (backend {prose.code(result.backend, 40)})",
         f"- {cost.calls} model calls, {cost.cache_hits} cache hits, {cost.errors} failed calls; "
         f"{cost.prompt_tokens} prompt and {cost.completion_tokens} completion tokens",
+        *([f"- wall time {cost.seconds:.1f} s" + "".join(
+            f"; {prose.code(model, 100)}: {used['calls']} calls, {used['prompt_tokens']} prompt "
+            f"and {used['completion_tokens']} completion tokens, latency p50 {used['p50_s']:.1f}"
+            f" s, p95 {used['p95_s']:.1f} s" for model, used in model_costs(cost).items())]
+          if cost.seconds else []),
         "",
         "---",
         f"**Re-run:** {prose.code(rerun or f'gitsleep consolidate --skill {result.skill}', 200)}"
@@ -686,6 +699,8 @@ def json_summary(
             "cache_hits": cost.cache_hits,
             "prompt_tokens": cost.prompt_tokens,
             "completion_tokens": cost.completion_tokens,
+            "seconds": round(cost.seconds, 3),
+            "by_model": model_costs(cost),
         },
         "diagnostics": str(diagnostics_path) if diagnostics_path is not None else None,
     }

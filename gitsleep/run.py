@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from gitsleep import __version__, record, repo_paths, report
+from gitsleep import __version__, gate, record, repo_paths, report
 from gitsleep.config import SkillConfig
 from gitsleep.epoch import call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
@@ -241,7 +241,7 @@ def _trailer_improved(trailers: Mapping[str, str], min_delta: float) -> bool:
     if scores is None:
         return False
     before, after = scores
-    return after > before + min_delta
+    return gate.improves(before, after, min_delta)
 
 
 def _pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state: Any,

@@ -185,3 +185,27 @@ def test_quick_run_writes_every_section(tmp_path: Path) -> None:
                                      "validate", "timeouts", "harvest"}
     assert all(row["calls_over_floor"] == 1.0 for row in data["sections"]["calls"])
     assert all(t["met"] for t in data["targets"] if not t["timing"])
+
+
+def test_the_calls_section_compares_with_a_run_without_early_stopping() -> None:
+    workload = bench_calls.generated_workload(12, 8, 6)
+    rows = bench_calls.calls_section([workload], rounds=(1,))
+    row = rows[0]
+    assert row.calls_without_early_stop is not None and row.calls <= row.calls_without_early_stop
+    assert 0.0 < row.val_share <= 1.0
+    assert row.as_dict()["calls_without_early_stop"] == row.calls_without_early_stop
+
+
+def test_a_decision_that_early_stopping_changed_fails_the_benchmark(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real = bench_calls.measure_epoch
+
+    def flipped(workload: bench_calls.Workload, rounds: int, **kwargs: object):
+        row, result = real(workload, rounds, **kwargs)
+        if not workload.settings.early_stop:
+            result = dataclasses.replace(result, decision="rejected")
+        return row, result
+
+    monkeypatch.setattr(bench_calls, "measure_epoch", flipped)
+    with pytest.raises(bench_calls.EarlyStopChangedADecision):
+        bench_calls.calls_section([bench_calls.generated_workload(12, 8, 6)], rounds=(1,))

@@ -126,3 +126,21 @@ def test_unknown_backend_name_is_an_error() -> None:
     with pytest.raises(UsageError, match="unknown backend 'mock'"):
         create_backend("mock", env={})
     assert create_backend("offline", env={}).name == "offline"
+
+
+def test_each_models_latency_is_recorded_with_p50_and_p95() -> None:
+    class Slow(CountingBackend):
+        def complete(self, call: ModelCall) -> Answer:
+            import time
+            time.sleep(0.05 if call.model == "slow" else 0.0)
+            return super().complete(call)
+
+    runner = CallRunner(Slow(), workers=1)
+    for i in range(4):
+        runner.call(call(f"x{i}", model="slow"))
+        runner.call(call(f"y{i}", model="fast"))
+    runner.call(call("x0", model="slow"))  # a cache hit takes no model time
+    latency = runner.latency()
+    assert list(latency) == ["fast", "slow"]
+    assert 0.05 <= latency["slow"]["p50_s"] <= latency["slow"]["p95_s"] < 1.0
+    assert latency["slow"]["seconds"] >= 0.2 and latency["fast"]["p95_s"] < 0.05

@@ -72,9 +72,14 @@ def test_demo_example_gains_on_held_out_and_rejects_a_train_only_edit() -> None:
     assert 'Use the heading "## Key Risks"' in rules
     assert 'Always include "Internal only"' not in rules
     rejected = [o for o in result.rejected if "Internal only" in o.edit.content]
-    assert rejected and "worse than the current best" in rejected[0].reason
+    # the train-only edit's val scoring stopped once it could no longer beat the gate
+    assert rejected and "cannot beat the gate" in rejected[0].reason
     assert result.documents["skill"][1].startswith(skill_text())
     json.dumps(to_dict(result))  # diagnostics are JSON-ready
+    full = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                     settings(early_stop=False), OfflineBackend(), skill="brief-writer")
+    rejected = [o for o in full.rejected if "Internal only" in o.edit.content]
+    assert rejected and "worse than the current best" in rejected[0].reason
 
 
 def test_test_split_is_never_shown_to_the_optimizer_nor_used_to_choose() -> None:
@@ -521,3 +526,123 @@ def test_the_third_example_learns_its_two_structural_checks_offline() -> None:
     assert result.decision == "accepted" and result.pr_eligible
     assert result.test.baseline < 0.5 and result.test.candidate == 1.0
     assert result.val.candidate == 1.0
+
+
+# -- early stopping: a candidate that cannot beat the gate is not scored to the end --------
+
+ADD_BAD = {"op": "add", "content": 'Always include "Bad"'}
+
+
+def test_a_candidate_that_cannot_win_stops_and_the_decision_is_the_same() -> None:
+    tasks = [Task("t1", "p", "train", rule(("contains", "Alpha"))),
+             *[Task(f"v{i}", f"p{i}", "val", rule(("not_contains", "Alpha")))
+               for i in (1, 2, 3)],
+             Task("v4", "p4", "val", rule(("contains", "Alpha")))]
+    runs = {}
+    for early in (True, False):
+        spy = ScriptedEdits(ADD_ALPHA)
+        result = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                           settings(rounds=1, proposals=1, workers=1, early_stop=early), spy,
+                           skill="s")
+        runs[early] = (result, sum(1 for c in spy.calls if c.purpose == "answer"))
+    (stopped, stopped_calls), (full, full_calls) = runs[True], runs[False]
+    # after v1 and v2 fell 1.0 -> 0.0, v3 and v4 can give back at most 1.0 of the 2.0 lost
+    trial = stopped.trials[0]
+    assert trial.stopped_after == 2 and trial.candidate is None and not trial.accepted
+    assert trial.reason == "stopped after 2/4 val tasks: cannot beat the gate"
+    assert full.trials[0].stopped_after is None and full.trials[0].candidate == 0.25
+    assert stopped_calls == full_calls - 2
+    assert (stopped.decision, stopped.documents) == (full.decision, full.documents)
+    assert [o.edit for o in stopped.rejected] == [o.edit for o in full.rejected]
+    partial = [p for p in stopped.passes if p.stopped_after is not None]
+    assert [(p.stopped_after, p.planned, len(p.tasks)) for p in partial] == [(2, 4, 2)]
+
+
+def test_stopped_losers_are_finished_only_to_choose_the_bundle_to_take_apart() -> None:
+    tasks = [Task("t1", "p", "train", rule(("contains", "Alpha"))),
+             Task("v2", "p", "val", rule(("not_contains", "Bad"))),
+             Task("v3", "p", "val", rule(("not_contains", "Bad"))),
+             Task("v1", "p", "val", rule(("contains", "Alpha")))]
+    runs = {}
+    for early in (True, False):
+        spy = ScriptedEdits(per_proposal=[[ADD_ALPHA, ADD_BAD], [ADD_BAD]])
+        runs[early] = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                                settings(rounds=1, proposals=2, workers=1, early_stop=early),
+                                spy, skill="s")
+    stopped, full = runs[True], runs[False]
+    assert d.learned_rules(stopped.documents["skill"][1]) == ['Always include "Alpha"']
+    assert (stopped.decision, stopped.documents) == (full.decision, full.documents)
+    # both bundles stopped after 2/3; both could still be the highest, so both were finished
+    assert [(t.candidate, t.accepted) for t in stopped.trials] == [
+        (t.candidate, t.accepted) for t in full.trials]
+    assert "scoring had stopped after 2/3 tasks" in stopped.trials[0].reason
+
+
+def test_a_leave_one_out_stops_once_it_cannot_reach_the_bundle_it_would_replace() -> None:
+    tasks = [Task("t1", "p", "train", rule(("contains", "Alpha"), ("contains", "Beta"),
+                                           ("contains", "Gamma"))),
+             Task("v0", "p0", "val", rule(("contains", "Never"))),
+             *[Task(f"v{i}", f"p{i}", "val", rule(("contains", word)))
+               for i, word in enumerate(("Alpha", "Beta", "Gamma"), start=1)]]
+    edits = [{"op": "add", "content": f'Always include "{w}"'} for w in ("Alpha", "Beta", "Gamma")]
+    runs = {}
+    for early in (True, False):
+        runs[early] = run_epoch(tasks, {"skill": SKILL, "memory": None},
+                                settings(rounds=1, proposals=1, workers=1, early_stop=early),
+                                ScriptedEdits(*edits), skill="s")
+    stopped, full = runs[True], runs[False]
+    assert (stopped.decision, stopped.documents) == (full.decision, full.documents)
+    assert len(d.learned_rules(stopped.documents["skill"][1])) == 3
+    # the bundle scores 0.75; without Alpha, v0 and v1 are lost: at most 0.5 can follow
+    assert [t.stopped_after for t in stopped.trials] == [None, 2, 3, None]
+    assert stopped.trials[1].reason == ("stopped after 2/4 val tasks: cannot reach 0.750, the "
+                                        "val mean it had to match")
+    assert [t.candidate for t in full.trials] == [0.75, 0.5, 0.5, 0.5]
+    assert [o.edit for o in stopped.rejected] == [o.edit for o in full.rejected]
+
+
+class MeetingOptimizer(SpyBackend):
+    """Offline answers; a reflect call returns only once `count` of them are in flight."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.meeting = threading.Barrier(count, timeout=10)
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose == "propose" and call.seed is not None and call.seed < 1500:
+            self.meeting.wait()  # one call after the other would wait here forever
+        return super().complete(call)
+
+
+def test_the_proposals_of_a_round_are_asked_at_once_and_come_back_in_order() -> None:
+    said: list[str] = []
+    backend = MeetingOptimizer(3)
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                       settings(rounds=1, proposals=3, workers=4), backend,
+                       skill="brief-writer", progress=said.append)
+    serial = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None},
+                       settings(rounds=1, proposals=3, workers=1), OfflineBackend(),
+                       skill="brief-writer")
+    assert [p.index for p in result.proposals] == [0, 1, 2]
+    assert [p.raw for p in result.proposals] == [p.raw for p in serial.proposals]
+    assert (result.decision, result.documents) == (serial.decision, serial.documents)
+    assert "brief-writer: 3 proposals for skill round 1 started, 3 at a time" in said
+    assert sum("optimizer call started (offline): skill round 1, proposal" in line
+               for line in said) == 3
+
+
+def test_the_pr_rule_asks_the_gate_its_one_improves_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitsleep import gate, run
+
+    asked: list[tuple[float, float, float]] = []
+
+    def never(before: float, after: float, min_delta: float) -> bool:
+        asked.append((before, after, min_delta))
+        return False
+
+    monkeypatch.setattr(gate, "improves", never)
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(),
+                       OfflineBackend(), skill="brief-writer")
+    assert result.decision == "rejected" and not result.pr_eligible
+    assert not run._trailer_improved({"Gitsleep-Test": "0.250 -> 1.000"}, 0.0)
+    assert (0.25, 1.0, 0.0) in asked

@@ -76,3 +76,72 @@ def test_summary_reports_means_n_and_interval() -> None:
     summary = gate.summarise(pass_of({"a": 0.0, "b": 0.0}), pass_of({"a": 1.0, "b": 1.0}), 2)
     assert (summary.baseline, summary.candidate, summary.n) == (0.0, 1.0, 2)
     assert summary.ci_low == pytest.approx(1.0) and summary.improved
+
+
+# -- early stopping: can the rest of the val tasks still make the gate accept? ------------
+
+
+def scored(values: dict[str, float | None]) -> list[TaskResult]:
+    return pass_of(values).tasks
+
+
+def test_a_candidate_that_cannot_reach_the_best_even_at_full_marks_has_lost() -> None:
+    best = pass_of({"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.75})
+    # a lost 1.0; c and d can win back at most 0.5 + 0.25
+    assert gate.cannot_win(best, scored({"a": 0.0}), ["b", "c", "d"], GateSettings())
+    # a lost only 0.5: c and d could still win back 0.75
+    assert not gate.cannot_win(best, scored({"a": 0.5}), ["b", "c", "d"], GateSettings())
+
+
+def test_an_exact_tie_within_rounding_keeps_scoring() -> None:
+    best = pass_of({"a": 1.0, "b": 0.0})
+    # down 1.0 on a, b can give back exactly 1.0: the mean could tie, never beat; but the
+    # float gate decides ties, so the bound stops only when it is clearly below
+    assert not gate.cannot_win(best, scored({"a": 0.0}), ["b"], GateSettings())
+    assert gate.cannot_win(best, scored({"a": 0.0}), ["b"], GateSettings(min_delta=0.01))
+
+
+def test_min_delta_lowers_what_each_remaining_task_can_give() -> None:
+    best = pass_of({"a": 0.5, "b": 0.9, "c": 0.9})
+    settings = GateSettings(min_delta=0.2)
+    # a +0.5 - 0.2 = 0.3 so far; b and c cannot give more than 0.1 - 0.2 < 0: they drop out
+    assert not gate.cannot_win(best, scored({"a": 1.0}), ["b", "c"], settings)
+    assert gate.cannot_win(best, scored({"a": 0.6}), ["b", "c"], settings)
+
+
+def test_no_regression_stops_at_the_first_task_below_the_best() -> None:
+    best = pass_of({"a": 0.8, "b": 0.0, "c": 0.0})
+    assert not gate.cannot_win(best, scored({"a": 0.7}), ["b", "c"], GateSettings())
+    assert gate.cannot_win(best, scored({"a": 0.7}), ["b", "c"],
+                           GateSettings(no_regression=True))
+
+
+def test_failed_tasks_drop_out_of_the_bound_as_they_do_of_the_gate() -> None:
+    best = pass_of({"a": 1.0, "b": None, "c": 0.0})
+    # a's candidate calls failed: it cannot count against it; b was never scored by the best
+    assert not gate.cannot_win(best, scored({"a": None}), ["b", "c"], GateSettings())
+    assert gate.cannot_win(best, scored({"a": 0.0, "c": 0.0}), ["b"], GateSettings())
+
+
+def test_the_bound_agrees_with_the_gate_on_every_completion() -> None:
+    """Exhaustively: whenever the bound says stop, no completion is accepted."""
+    import itertools
+
+    levels = (None, 0.0, 0.5, 1.0)
+    best = pass_of({"a": 0.5, "b": 1.0, "c": 0.0})
+    for settings in (GateSettings(), GateSettings(min_delta=0.25),
+                     GateSettings(no_regression=True)):
+        for values in itertools.product(levels, repeat=3):
+            cand = dict(zip("abc", values, strict=True))
+            for m in range(1, 3):
+                done = scored({k: cand[k] for k in "abc"[:m]})
+                if gate.cannot_win(best, done, list("abc"[m:]), settings):
+                    for rest in itertools.product(levels, repeat=3 - m):
+                        full = {**{k: cand[k] for k in "abc"[:m]},
+                                **dict(zip("abc"[m:], rest, strict=True))}
+                        assert not gate.judge_trial(best, pass_of(full), settings)[0]
+
+
+def test_improves_is_the_one_rule() -> None:
+    assert gate.improves(0.5, 0.6, 0.0) and not gate.improves(0.5, 0.5, 0.0)
+    assert not gate.improves(0.5, 0.6, 0.1 + 1e-9)

@@ -123,7 +123,10 @@ def make_result(
                             p("parse warning"), 1)],
         trials=[trial],
         errors=[p("call 7: timeout after 60s")],
-        cost=Cost(calls=41, cache_hits=12, errors=1, prompt_tokens=9000, completion_tokens=700),
+        cost=Cost(calls=41, cache_hits=12, errors=1, prompt_tokens=9000, completion_tokens=700,
+                  by_model={"qwen": {"calls": 40, "prompt_tokens": 9000,
+                                     "completion_tokens": 700}},
+                  seconds=95.0, latency={"qwen": {"seconds": 80.0, "p50_s": 1.2, "p95_s": 3.4}}),
         pr_eligible=True,
         decided_by="test" if n_test else "val",
     )
@@ -400,6 +403,8 @@ def test_pr_body_has_scores_diff_edits_tables_cost_and_footer() -> None:
     assert "| val-0 | 0.000 | n/a | missing | error: timeout" in body
     assert "| test-0 | 0.000 | 1.000 | improved |" in body
     assert "41 model calls, 12 cache hits, 1 failed calls; 9000 prompt and 700 completion" in body
+    assert ("- wall time 95.0 s; `qwen`: 40 calls, 9000 prompt and 700 completion tokens, "
+            "latency p50 1.2 s, p95 3.4 s") in body
     assert "`gitsleep consolidate --skill brief-writer`" in body
     assert ".gitsleep.yml" in body and "delete its branch" in body
     assert "simulator" not in body and "[!NOTE]" not in body
@@ -483,7 +488,10 @@ def test_json_summary_has_exactly_the_contract_keys() -> None:
     }]
     assert data["pr"] == {"operation": "created", "number": 7, "url": "http://127.0.0.1/pr/7"}
     assert data["cost"] == {"calls": 41, "cache_hits": 12, "prompt_tokens": 9000,
-                            "completion_tokens": 700}
+                            "completion_tokens": 700, "seconds": 95.0, "by_model": {
+                                "qwen": {"calls": 40, "prompt_tokens": 9000,
+                                         "completion_tokens": 700, "seconds": 80.0,
+                                         "p50_s": 1.2, "p95_s": 3.4}}}
     assert data["diagnostics"] == ".gitsleep/runs/x/diagnostics.json"
     json.dumps(data)
     empty = report.json_summary(make_result(), branch=None, commit=None, pr={},
