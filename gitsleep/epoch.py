@@ -274,7 +274,11 @@ class Epoch:
             self.result.proposals.append(proposal)
             self.result.unmatched.extend(proposal.dropped)
             label = f"{target} round {round_no} proposal {index + 1}"
-            cand = self._try(target, round_no, index, proposal.edits, label, best_val, seen)
+            # a later bundle must reach the best passing one so far to matter (item 2)
+            leader = _leader(candidates)
+            cand = self._try(target, round_no, index, proposal.edits, label, best_val, seen,
+                             bar=None if leader is None else leader.trial.candidate,
+                             near=None if leader is None else leader.val)
             if cand is not None:
                 candidates.append(cand)
         round_proposals = self.result.proposals[-count:]
@@ -294,6 +298,7 @@ class Epoch:
                                      best_val, seen)
                     if cand is not None:
                         candidates.append(cand)
+        self._finish_for_merge(candidates, best_val)
         passing = [c for c in candidates if c.trial.accepted]
         merged = self._merge(target, round_no, passing, best_val, seen)
         if merged is not None:
@@ -365,7 +370,9 @@ class Epoch:
             known.append(cand)
         return max((c for c in candidates if c in known), key=key)
 
-    def _complete(self, cand: _Candidate, best_val: PassResult) -> None:
+    def _complete(self, cand: _Candidate, best_val: PassResult,
+                  why: str = "finished to choose the bundle whose edits are gated alone",
+                  ) -> None:
         """Score the val tasks a stopped candidate skipped and judge it in full."""
         done = {t.task_id for t in cand.val.tasks}
         rest = [t for t in self.split["val"] if t.id not in done]
@@ -387,7 +394,31 @@ class Epoch:
         cand.trial.deltas = gate.deltas(best_val, full)
         self._judge(cand.trial, best_val, full)
         cand.trial.reason += (f" (scoring had stopped after {stopped}/{len(self.split['val'])} "
-                              "tasks; finished to choose the bundle whose edits are gated alone)")
+                              f"tasks; {why})")
+
+    def _finish_for_merge(self, candidates: list[_Candidate], best_val: PassResult) -> None:
+        """Finish the bundles that stopped below a better passing one when the merge could
+        need them: they may pass the gate, and the merge takes the edits of every passing
+        bundle. It cannot need them when the best bundle alone fills the edit budget with
+        distinct edits (the merge would be that bundle again), so then they stay stopped."""
+        maybe = [c for c in candidates if c.trial.stopped_after is not None
+                 and not self._cannot_pass(c, best_val)]
+        passing = [c for c in candidates if c.trial.accepted]
+        if not maybe or not passing:
+            return
+        leader = _leader(passing)
+        keys = [e.key() for e in leader.trial.applied] if leader is not None else []
+        if len(keys) == max(1, self.settings.edit_budget) and len(set(keys)) == len(keys):
+            return
+        for cand in maybe:
+            self._complete(cand, best_val, why="finished: the merge takes the edits of "
+                                                "every passing bundle")
+
+    def _cannot_pass(self, cand: _Candidate, best_val: PassResult) -> bool:
+        """Whether a stopped candidate provably fails the gate on the val it has."""
+        done = {t.task_id for t in cand.val.tasks}
+        rest = [t.id for t in self.split["val"] if t.id not in done]
+        return gate.cannot_win(best_val, cand.val.tasks, rest, self.settings.gate)
 
     def _merge(
         self,
@@ -656,6 +687,12 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train + sampled
     targets = 2 if with_memory else 1
     return train + val + test + targets * settings.rounds * per_round + test
+
+
+def _leader(candidates: Sequence[_Candidate]) -> _Candidate | None:
+    """The highest-scoring candidate that passed the gate (the first such in order)."""
+    return max((c for c in candidates if c.trial.accepted),
+               key=lambda c: c.trial.candidate or 0.0, default=None)
 
 
 def _reach(best: PassResult, val: PassResult) -> float:
