@@ -75,6 +75,33 @@ def floor_of(result: EpochResult, tasks: Sequence[Task]) -> Floor:
     return Floor(len(answers), len(judged), proposals)
 
 
+PHASES = ("baseline", "reflect", "proposals", "edit alone", "merge", "leave-one-out",
+          "delete evidence", "finish stopped", "train re-score", "final test", "other")
+
+
+def phase_of(label: str) -> str:
+    """Which step of the epoch a pass with this label belongs to (`Epoch`'s labels)."""
+    if label == "baseline":
+        return "baseline"
+    for part, phase in (("(the rest", "finish stopped"), ("without the delete", "delete evidence"),
+                        ("without:", "leave-one-out"), ("merged", "merge"),
+                        ("alone", "edit alone"), ("proposal", "proposals")):
+        if part in label:
+            return phase
+    if label.startswith("after "):
+        return "train re-score"
+    return "final test" if label == "final" else "other"
+
+
+def calls_by_phase(result: EpochResult) -> dict[str, int]:
+    """Model calls per step of the epoch: where the calls above SkillOpt-Sleep's go."""
+    counts = dict.fromkeys(PHASES, 0)
+    for scoring in result.passes:
+        counts[phase_of(scoring.label)] += scoring.calls
+    counts["reflect"] += sum(p.calls for p in result.proposals)
+    return {phase: n for phase, n in counts.items() if n}
+
+
 # -- SkillOpt-Sleep's schedule, modelled -------------------------------------------------
 
 
@@ -274,6 +301,7 @@ class CallsRow:
     calls_without_cache: int | None = None  # the same epoch with NoCache
     calls_without_early_stop: int | None = None  # the same epoch scoring every val task
     val_share: float = 1.0  # val tasks scored per candidate, over val tasks (early stopping)
+    by_phase: dict[str, int] = field(default_factory=dict)  # calls per step (calls_by_phase)
 
     @property
     def ratio(self) -> float:
@@ -298,6 +326,7 @@ class CallsRow:
                 for t, r, k, a in self.rounds_run
             ],
             "documents_changed": self.changed,
+            "calls_by_phase": self.by_phase,
         }
 
 
@@ -344,6 +373,7 @@ def measure_epoch(
         rounds_run=rounds_run,
         changed=result.changed,
         val_share=scored / candidates if candidates else 1.0,
+        by_phase=calls_by_phase(result),
     )
     return row, result
 

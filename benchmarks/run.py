@@ -121,6 +121,13 @@ def run_calls(report: Report, quick: bool) -> list[bench_calls.CallsRow]:
               round(r.skillopt_one_process / r.calls, 2), r.decision] for r in rows],
         ),
     )
+    report.section(
+        "1b. Where the calls go (calls per step of the epoch, with early stopping)",
+        table(["example", "rounds", *bench_calls.PHASES[:-1], "calls", "SkillOpt nightly"],
+              [[r.example, r.rounds, *(r.by_phase.get(phase, 0)
+                                       for phase in bench_calls.PHASES[:-1]),
+                r.calls, r.skillopt_nightly] for r in rows]),
+    )
     worst = max(r.ratio for r in rows)
     report.target("calls / floor (worst epoch)", round(worst, 4), "1.00", worst <= FLOOR_RATIO)
     # same decisions without early stopping: calls_section raises otherwise

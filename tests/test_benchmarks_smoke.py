@@ -209,3 +209,12 @@ def test_a_decision_that_early_stopping_changed_fails_the_benchmark(
     monkeypatch.setattr(bench_calls, "measure_epoch", flipped)
     with pytest.raises(bench_calls.EarlyStopChangedADecision):
         bench_calls.calls_section([bench_calls.generated_workload(12, 8, 6)], rounds=(1,))
+
+
+def test_the_calls_by_phase_add_up_to_the_epochs_calls() -> None:
+    rows = bench_calls.calls_section([bench_calls.generated_workload(12, 8, 6)], rounds=(2,))
+    phases = rows[0].by_phase
+    assert sum(phases.values()) == rows[0].calls
+    assert phases["baseline"] == 12 + 8 + 6 and phases["reflect"] >= 3
+    assert set(phases) <= set(bench_calls.PHASES) and "other" not in phases
+    assert rows[0].as_dict()["calls_by_phase"] == phases
