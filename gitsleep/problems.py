@@ -172,6 +172,10 @@ def compose_yaml(text: str) -> yaml.Node | None:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
+        if "maximum nesting depth" in (exc.problem or ""):
+            # PyYAML 6.0.4's bundled libyaml refuses deep flow nesting in its scanner,
+            # before our own depth check sees an event: the same problem, the same code.
+            raise FileProblem("GS104", "is nested too deeply to read", line=line) from None
         what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         raise FileProblem("GS101", f"YAML does not parse: {what}", line=line) from None
     except yaml.YAMLError as exc:
