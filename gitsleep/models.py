@@ -13,21 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gitsleep.check_ops import FORMAT_OPS, CheckOp
+
 SPLITS = ("train", "val", "test")
 TARGETS = ("skill", "memory")
-RULE_OPS = (
-    "contains",
-    "not_contains",
-    "regex",
-    "section_present",
-    "section_contains",
-    "max_chars",
-    "min_chars",
-    "no_refusal",
-    "equals",
-)
-# Checks that only look at the shape of an answer; a judge made only of these is weak.
-FORMAT_OPS = frozenset({"section_present", "section_contains", "max_chars", "min_chars"})
 EDIT_OPS = ("add", "replace", "delete", "template")
 DECISIONS = ("accepted", "rejected", "no_edits", "aborted")
 
@@ -36,7 +25,7 @@ DECISIONS = ("accepted", "rejected", "no_edits", "aborted")
 class Check:
     """One rule check: `op` applied with `arg` (an int for the char bounds)."""
 
-    op: str
+    op: CheckOp
     arg: str | int | None = None
 
     def label(self) -> str:

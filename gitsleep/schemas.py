@@ -16,8 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from gitsleep.check_ops import CheckOp
 from gitsleep.config import Config
-from gitsleep.models import RULE_OPS, SPLITS
+from gitsleep.models import SPLITS
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 CONFIG_FILE = "gitsleep-config.schema.json"
@@ -31,7 +32,7 @@ class _Open(BaseModel):
 
 class RuleCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    op: Literal[RULE_OPS]  # type: ignore[valid-type]
+    op: CheckOp
     arg: str | int | None = Field(None, description="The op's argument; none for no_refusal.")
 
 

@@ -27,9 +27,10 @@ from typing import Any
 
 import yaml
 
+from gitsleep.check_ops import OPS, RULE_OPS, is_check_op
 from gitsleep.config import SkillConfig
 from gitsleep.errors import UsageError
-from gitsleep.models import RULE_OPS, SPLITS, Check, Judge, Task
+from gitsleep.models import SPLITS, Check, Judge, Task
 from gitsleep.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.problems import (
     ERROR,
@@ -48,8 +49,6 @@ OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "sourc
 PENDING = "pending"  # `review: pending`: harvested, left out of runs until a person removes it
 REVIEW_MARKS = (PENDING, "accepted")
 JUDGE_KINDS = ("rule", "exact", "rubric")
-TEXT_OPS = ("contains", "not_contains", "section_present", "section_contains", "equals")
-BOUND_OPS = ("max_chars", "min_chars")
 
 Reporter = Callable[[str, str, str], None]  # (severity, code, message)
 
@@ -530,34 +529,36 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
                "\"arg\": \"...\"}")
         return None
     op, arg = item["op"], item.get("arg")
-    if not isinstance(op, str) or op not in RULE_OPS:
+    if not is_check_op(op):
         close = difflib.get_close_matches(str(op), RULE_OPS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         report(ERROR, "GS122",
                f"{where}: unknown op {_shown(op)}: {hint}known ops: {', '.join(RULE_OPS)}")
         return None
-    if op == "no_refusal":
+    spec = OPS[op]
+    if not spec.takes_arg:
         if arg not in (None, ""):
             report(ERROR, "GS125",
-                   f"{where}: no_refusal takes no arg (got {_shown(arg)}): remove it")
+                   f"{where}: {op} takes no arg (got {_shown(arg)}): remove it")
             return None
         return Check(op=op)
-    if op in BOUND_OPS:
+    if spec.bound:
         bound = char_bound(arg)
         if bound is None:
             report(ERROR, "GS124",
                    f"{where}: {op} needs a non-negative whole number of characters "
                    f"(got {_shown(arg)})")
             return None
-        if op == "min_chars" and bound == 0:
-            report(WARNING, "GS124", f"{where}: min_chars 0 always passes: raise it or remove it")
+        if spec.bound == "min" and bound == 0:
+            report(WARNING, "GS124", f"{where}: {op} 0 always passes: raise it or remove it")
         return Check(op=op, arg=bound)
-    if isinstance(arg, (int, float)) and not isinstance(arg, bool) and op != "regex":
+    pattern = spec.quotes == "pattern"
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool) and not pattern:
         arg = str(arg)
     if not isinstance(arg, str) or not arg.strip():
         report(ERROR, "GS125", f"{where}: {op} needs a non-empty text arg")
         return None
-    if op == "regex":
+    if pattern:
         try:
             with warnings.catch_warnings():  # "Possible nested set": stderr noise, not a fault
                 warnings.simplefilter("ignore")
