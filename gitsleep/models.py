@@ -11,14 +11,25 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeGuard, get_args
 
 from gitsleep.check_ops import FORMAT_OPS, CheckOp
 
-SPLITS = ("train", "val", "test")
+Split = Literal["train", "val", "test"]
+EditOp = Literal["add", "replace", "delete", "template"]
+Decision = Literal["accepted", "rejected", "no_edits", "aborted"]
+SPLITS: tuple[Split, ...] = get_args(Split)
 TARGETS = ("skill", "memory")
-EDIT_OPS = ("add", "replace", "delete", "template")
-DECISIONS = ("accepted", "rejected", "no_edits", "aborted")
+EDIT_OPS: tuple[EditOp, ...] = get_args(EditOp)
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+
+
+def is_split(value: object) -> TypeGuard[Split]:
+    return isinstance(value, str) and value in SPLITS
+
+
+def is_edit_op(value: object) -> TypeGuard[EditOp]:
+    return isinstance(value, str) and value in EDIT_OPS
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,7 @@ class Task:
 
     id: str
     prompt: str
-    split: str  # train | val | test
+    split: Split
     judge: Judge
     system: str | None = None
     tags: tuple[str, ...] = ()
@@ -95,7 +106,9 @@ class Answer:
 class Edit:
     """A bounded change to one learned block. Only its lines are addressable."""
 
-    op: str  # add | replace | delete | template (an answer skeleton, one per document)
+    # add | replace | delete | template (an answer skeleton, one per document); a str, not
+    # an EditOp: a dropped edit keeps the op the optimizer wrote, for the record
+    op: str
     content: str = ""
     anchor: str = ""
     rationale: str = ""
@@ -146,7 +159,7 @@ class TaskResult:
     """A task scored under one document version: repeats averaged, errors excluded."""
 
     task_id: str
-    split: str
+    split: Split | Literal["rollouts"]  # rollouts: answers sampled for contrast, never gated
     samples: list[SampleResult]
     hard: float | None = None
     soft: float | None = None
@@ -162,7 +175,7 @@ class PassResult:
     """One scoring pass: a split under one document version."""
 
     label: str
-    split: str
+    split: Split | Literal["rollouts"]
     version: str  # digest of the documents scored
     tasks: list[TaskResult]
     final: bool = False  # the pass the split's reported candidate score comes from
@@ -297,7 +310,7 @@ class EpochResult:
     """Everything an epoch decided and why. The edges render only from this."""
 
     skill: str
-    decision: str  # accepted | rejected | no_edits | aborted
+    decision: Decision
     reason: str
     metric: str
     backend: str

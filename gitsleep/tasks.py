@@ -23,14 +23,14 @@ import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from gitsleep.check_ops import OPS, RULE_OPS, is_check_op
 from gitsleep.config import SkillConfig
 from gitsleep.errors import UsageError
-from gitsleep.models import SPLITS, Check, Judge, Task
+from gitsleep.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.problems import (
     ERROR,
@@ -60,7 +60,7 @@ def _shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def split_for(task_id: str) -> str:
+def split_for(task_id: str) -> Split:
     """The split `auto` gives an unlabelled task: a stable hash of its id alone.
 
     Adding or removing other tasks never moves this one.
@@ -73,7 +73,7 @@ def split_for(task_id: str) -> str:
 
 
 def parse_task_file(
-    path: Path, source: str, file_split: str = "auto"
+    path: Path, source: str, file_split: Split | Literal["auto"] = "auto"
 ) -> tuple[list[Task], list[Problem]]:
     """Tasks and problems of one file. `source` is the repo-relative name used in messages."""
     problems: list[Problem] = []
@@ -324,7 +324,7 @@ def _task_from_record(
     index: int,
     source: str,
     line: int | None,
-    file_split: str,
+    file_split: Split | Literal["auto"],
     report: Reporter,
 ) -> Task | None:
     """A Task, or None after reporting why this record cannot be one."""
@@ -377,11 +377,13 @@ def _task_from_record(
     ok = ok and judge is not None
 
     label = record.get("split")
-    split: str | None = None
+    split: Split | None = None
     if label not in (None, ""):
         normal = label.strip().lower() if isinstance(label, str) else None
-        split = LEGACY_SPLITS.get(normal or "", normal)
-        if split not in SPLITS:
+        named = LEGACY_SPLITS.get(normal or "", normal)
+        if is_split(named):
+            split = named
+        else:
             report(ERROR, "GS114",
                    f"{name}: split must be train, val or test (got {_shown(label)})")
             ok = False
