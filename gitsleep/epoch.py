@@ -36,6 +36,7 @@ from gitsleep.models import (
     GateTrial,
     PassResult,
     Proposal,
+    Split,
     SplitSummary,
     Task,
     TaskResult,
@@ -115,7 +116,7 @@ class Epoch:
 
     # -- scoring -------------------------------------------------------------------------
 
-    def score(self, split: str, documents: Mapping[str, str | None], label: str,
+    def score(self, split: Split, documents: Mapping[str, str | None], label: str,
               against: PassResult | None = None, bar: float | None = None,
               near: PassResult | None = None) -> PassResult:
         """Score a split; a candidate scored `against` the best stops once it cannot beat

@@ -14,7 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gitsleep.check_text import example_for_check, passes, rule_for_check
+from gitsleep.check_text import (
+    example_for_check,
+    is_line_check,
+    is_section_check,
+    passes,
+    rule_for_check,
+    wants_text,
+)
 from gitsleep.models import Check
 
 _HEADING = re.compile(r"^#{1,6}\s*(?P<text>\S.*)$")
@@ -31,7 +38,6 @@ _ASKS = re.compile(
     r"|reply|respond|return|limit)\b",
     re.IGNORECASE,
 )
-_SECTION_OPS = ("section_present", "section_contains")
 
 
 def _bare(line: str) -> str:
@@ -49,7 +55,7 @@ def is_fragment(line: str, failing: Sequence[Check]) -> bool:
     if label and len(label.group("value").split()) <= 4:
         return True
     bare = _bare(text).rstrip(".").casefold()
-    return any(c.op == "contains" and bare == str(c.arg).strip().casefold() for c in failing)
+    return any(wants_text(c) and bare == str(c.arg).strip().casefold() for c in failing)
 
 
 def _maps_onto(text: str, check: Check) -> bool:
@@ -57,10 +63,10 @@ def _maps_onto(text: str, check: Check) -> bool:
     arg = "" if check.arg is None else str(check.arg).strip()
     if not arg:
         return False
-    if check.op in _SECTION_OPS:
+    if is_section_check(check):
         name = _bare(text).rstrip(":").strip().casefold()
         return name == arg.lstrip("#").strip().casefold()
-    if check.op in ("contains", "regex"):
+    if is_line_check(check):
         if passes(check, text):
             return True
         label = _LABEL.match(_bare(text))
@@ -74,14 +80,14 @@ def serves(line: str, check: Check) -> bool:
     """Whether a skeleton line gives `check` what it wants (a heading it names, a line
     that passes it)."""
     text = line.strip()
-    if check.op in _SECTION_OPS:
+    if is_section_check(check):
         return bool(_HEADING.match(text)) and _maps_onto(_HEADING.sub(r"\g<text>", text), check)
-    return check.op in ("contains", "regex") and passes(check, text)
+    return passes(check, text)
 
 
 def _rule_for(line: str, check: Check) -> str | None:
     text = _HEADING.sub(r"\g<text>", line.strip())
-    if check.op in _SECTION_OPS:
+    if is_section_check(check):
         return rule_for_check(check)
     example = example_for_check(check) or ""
     # an empty label ("Confidence:") is better quoted with the example's value
@@ -110,7 +116,7 @@ def rewrite(lines: Sequence[str], failing: Sequence[Check]) -> tuple[list[str], 
 
 def _ordered(failing: Sequence[Check]) -> list[Check]:
     """Section checks first: `## Impact` is the section before it is the text."""
-    return sorted(failing, key=lambda c: c.op not in _SECTION_OPS)
+    return sorted(failing, key=lambda c: not is_section_check(c))
 
 
 def _problem(line: str, failing: Sequence[Check]) -> str:

@@ -32,11 +32,13 @@ from collections.abc import Sequence
 from gitsleep import documents as docs
 from gitsleep import fragments, hostile_text, skeleton
 from gitsleep import markdown as md
-from gitsleep.check_text import CONTROL_CHARS, describe_check, passes
+from gitsleep.check_ops import OPS
+from gitsleep.check_text import describe_check, is_section_check, passes, wants_text
 from gitsleep.models import Check, Edit, EditOutcome
 from gitsleep.numbers import whole_number
 from gitsleep.patterns import search
 from gitsleep.proposals import PROMPT_EXAMPLE_TEXTS
+from gitsleep.regex_literal import CONTROL_CHARS
 
 _MARKER_TEXT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
 _FENCE_LINE = re.compile(r"^(?:-{3,}|={3,})$")
@@ -300,7 +302,7 @@ def _one_task_problem(content: str, specific: dict[str, int]) -> str:
 
 def _asks_for(check: Check, text: str) -> bool:
     """Whether `text` names, without negating it, what a content check needs."""
-    if check.op in ("section_present", "section_contains"):
+    if is_section_check(check):
         arg = "" if check.arg is None else str(check.arg)
         named = bool(arg.strip()) and arg.casefold() in text.casefold()
     else:
@@ -383,7 +385,7 @@ def _copies_prompt(content_words: list[str], prompt_words: list[str]) -> bool:
 
 def _required_by(token: str, failing: Sequence[Check]) -> bool:
     """A placeholder-looking text that a failing check asks for literally is not an echo."""
-    return any(c.op == "contains" and token.casefold() in str(c.arg).casefold() for c in failing)
+    return any(wants_text(c) and token.casefold() in str(c.arg).casefold() for c in failing)
 
 
 def _is_placeholder_angle(inner: str) -> bool:
@@ -473,21 +475,24 @@ def _polarity(before: str) -> str:
 
 def _contradicts(line: str, check: Check) -> bool:
     """Whether a rule line asks for the opposite of what a failing check needs."""
+    spec = OPS.get(check.op)
+    if spec is None:
+        return False
     arg = "" if check.arg is None else str(check.arg)
     line = line.replace("\u2019", "'")
-    if check.op in ("max_chars", "min_chars"):
+    if spec.bound:
         try:
             bound = int(arg)
         except ValueError:
             return False
-        if check.op == "min_chars":
+        if spec.bound == "min":
             return any(whole_number(m.group(1)) < bound for m in _UPPER_BOUND.finditer(line))
         return any(whole_number(m.group(1)) > bound
                    for pattern in (_LOWER_BOUND, _NEW_LIMIT) for m in pattern.finditer(line))
     if not any(ch.isalnum() for ch in arg):
         return False  # a bare ":" or "-" shows up in too many unrelated rules
     for clause in _CLAUSE_SPLIT.split(line):
-        if check.op == "regex":
+        if spec.quotes == "pattern":
             match = search(arg, clause)
             at = match.start() if match else -1
         else:
@@ -495,10 +500,9 @@ def _contradicts(line: str, check: Check) -> bool:
         if at < 0:
             continue
         polarity = _polarity(clause[:at])
-        if check.op in ("contains", "section_present", "section_contains", "regex"):
-            if polarity == "neg":
-                return True
-        elif check.op == "not_contains" and polarity == "pos":
+        if spec.quotes and polarity == "neg":  # the check wants the text, the rule forbids it
+            return True
+        if spec.avoids and polarity == "pos":  # the check forbids the text, the rule wants it
             return True
     return False
 

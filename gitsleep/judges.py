@@ -9,113 +9,22 @@ from __future__ import annotations
 import json
 import math
 import re
-from functools import lru_cache
-
-from markdown_it import MarkdownIt
 
 from gitsleep.backends.base import ModelCall
+from gitsleep.check_ops import OPS
 from gitsleep.models import Check, Judge, Score
 from gitsleep.numbers import loads_json
-from gitsleep.patterns import search_untrusted
 
-REFUSALS = (
-    "cannot complete",
-    "i cannot",
-    "i can't",
-    "i'm unable",
-    "i am unable",
-    "unable to complete",
-    "sorry, i can't",
-    "sorry, i cannot",
-    "no can do",
-)
-_MARKDOWN = MarkdownIt("commonmark")  # the section ops read answers as GitHub would
-_LEAD_MARKUP = re.compile(r"^(?:\s|[>*_#-]|\d+[.)])+")
-_BOLD = re.compile(r"^\*\*(.+?)\*\*")
 _WORD = re.compile(r"\w+", re.UNICODE)
 HARD_THRESHOLD = 0.8  # a rubric score at or above this counts as a hard pass
 
 
-@lru_cache(maxsize=1024)
-def _outline(answer: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(heading texts, prose lines) of an answer as CommonMark reads it, casefolded.
-
-    A `# line` inside a fenced or indented code block is code, not a heading; a setext
-    heading (a line underlined with `===` or `---`) is one; a heading's inline markup
-    (`## **Risks**`) is not part of its text. Prose lines are the source lines of
-    paragraphs (in lists and quotes too), where bold leads and `Name:` labels live.
-    """
-    headings: list[str] = []
-    lines: list[str] = []
-    tokens = _MARKDOWN.parse(answer)
-    for index, token in enumerate(tokens):
-        if token.type != "inline":
-            continue
-        if index and tokens[index - 1].type == "heading_open":
-            text = "".join(c.content for c in token.children or ()
-                           if c.type in ("text", "code_inline"))
-            headings.append(text.strip().casefold())
-        else:
-            lines.extend(line.strip().casefold() for line in token.content.splitlines())
-    return tuple(headings), tuple(lines)
-
-
-def _headings(answer: str) -> tuple[str, ...]:
-    return _outline(answer)[0]
-
-
-def _section_present(answer: str, name: str) -> bool:
-    want = name.strip().casefold()
-    headings, lines = _outline(answer)
-    if any(h.endswith(want) for h in headings):
-        return True
-    for s in lines:
-        bold = _BOLD.match(s)
-        if bold and bold.group(1).strip().rstrip(":").strip().endswith(want):
-            return True
-        if s.startswith(want + ":"):
-            return True
-    return False
-
-
-def _is_refusal(answer: str) -> bool:
-    stripped = answer.strip()
-    if not stripped:
-        return True
-    head = _LEAD_MARKUP.sub("", stripped)[:160].lower()
-    return len(stripped) < 600 and head.startswith(REFUSALS)
-
-
-def _norm_ws(text: str) -> str:
-    return " ".join(text.split())
-
-
 def check_passes(check: Check, answer: str) -> tuple[bool, str]:
     """Whether one check passes, and a problem note when the check itself is broken."""
-    op, arg = check.op, check.arg
-    text = "" if arg is None else str(arg)
-    if op == "contains":
-        return text.casefold() in answer.casefold(), ""
-    if op == "not_contains":
-        return text.casefold() not in answer.casefold(), ""
-    if op == "regex":
-        return search_untrusted(text, answer)
-    if op == "section_present":
-        return _section_present(answer, text), ""
-    if op == "section_contains":
-        want = text.strip().casefold()
-        return any(want in h for h in _headings(answer)), ""
-    if op in ("max_chars", "min_chars"):
-        try:
-            bound = int(text)
-        except ValueError:
-            return False, f"{op} needs an integer"
-        return (len(answer) <= bound if op == "max_chars" else len(answer) >= bound), ""
-    if op == "no_refusal":
-        return not _is_refusal(answer), ""
-    if op == "equals":
-        return _norm_ws(answer) == _norm_ws(text), ""
-    return False, f"unknown op {op!r}"
+    spec = OPS.get(check.op)
+    if spec is None:
+        return False, f"unknown op {check.op!r}"
+    return spec.judge(answer, "" if check.arg is None else str(check.arg))
 
 
 def score_rule(checks: tuple[Check, ...], answer: str) -> Score:

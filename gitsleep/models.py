@@ -11,32 +11,32 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeGuard, get_args
 
-SPLITS = ("train", "val", "test")
+from gitsleep.check_ops import FORMAT_OPS, CheckOp
+
+Split = Literal["train", "val", "test"]
+EditOp = Literal["add", "replace", "delete", "template"]
+Decision = Literal["accepted", "rejected", "no_edits", "aborted"]
+SPLITS: tuple[Split, ...] = get_args(Split)
 TARGETS = ("skill", "memory")
-RULE_OPS = (
-    "contains",
-    "not_contains",
-    "regex",
-    "section_present",
-    "section_contains",
-    "max_chars",
-    "min_chars",
-    "no_refusal",
-    "equals",
-)
-# Checks that only look at the shape of an answer; a judge made only of these is weak.
-FORMAT_OPS = frozenset({"section_present", "section_contains", "max_chars", "min_chars"})
-EDIT_OPS = ("add", "replace", "delete", "template")
-DECISIONS = ("accepted", "rejected", "no_edits", "aborted")
+EDIT_OPS: tuple[EditOp, ...] = get_args(EditOp)
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+
+
+def is_split(value: object) -> TypeGuard[Split]:
+    return isinstance(value, str) and value in SPLITS
+
+
+def is_edit_op(value: object) -> TypeGuard[EditOp]:
+    return isinstance(value, str) and value in EDIT_OPS
 
 
 @dataclass(frozen=True)
 class Check:
     """One rule check: `op` applied with `arg` (an int for the char bounds)."""
 
-    op: str
+    op: CheckOp
     arg: str | int | None = None
 
     def label(self) -> str:
@@ -65,7 +65,7 @@ class Task:
 
     id: str
     prompt: str
-    split: str  # train | val | test
+    split: Split
     judge: Judge
     system: str | None = None
     tags: tuple[str, ...] = ()
@@ -106,7 +106,9 @@ class Answer:
 class Edit:
     """A bounded change to one learned block. Only its lines are addressable."""
 
-    op: str  # add | replace | delete | template (an answer skeleton, one per document)
+    # add | replace | delete | template (an answer skeleton, one per document); a str, not
+    # an EditOp: a dropped edit keeps the op the optimizer wrote, for the record
+    op: str
     content: str = ""
     anchor: str = ""
     rationale: str = ""
@@ -157,7 +159,7 @@ class TaskResult:
     """A task scored under one document version: repeats averaged, errors excluded."""
 
     task_id: str
-    split: str
+    split: Split | Literal["rollouts"]  # rollouts: answers sampled for contrast, never gated
     samples: list[SampleResult]
     hard: float | None = None
     soft: float | None = None
@@ -173,7 +175,7 @@ class PassResult:
     """One scoring pass: a split under one document version."""
 
     label: str
-    split: str
+    split: Split | Literal["rollouts"]
     version: str  # digest of the documents scored
     tasks: list[TaskResult]
     final: bool = False  # the pass the split's reported candidate score comes from
@@ -308,7 +310,7 @@ class EpochResult:
     """Everything an epoch decided and why. The edges render only from this."""
 
     skill: str
-    decision: str  # accepted | rejected | no_edits | aborted
+    decision: Decision
     reason: str
     metric: str
     backend: str

@@ -32,7 +32,7 @@ from typing import Any
 
 import json_repair
 
-from gitsleep.models import EDIT_OPS, Edit, EditOutcome
+from gitsleep.models import EDIT_OPS, Edit, EditOutcome, is_edit_op
 from gitsleep.numbers import loads_json
 
 # --------------------------------------------------------------------------------------
@@ -544,7 +544,7 @@ def _edit_from_item(item: Any, target: str) -> tuple[Edit, str]:
         op = "add"
     else:
         op = _OP_ALIASES.get(op_text.lower(), op_text.lower())
-    if op not in EDIT_OPS:
+    if not is_edit_op(op):
         return shown, f"unknown op {op_text!r}; use add, replace, delete or template"
     if op == "delete" and not anchor:
         anchor, content = content, ""  # the line to delete was given as content

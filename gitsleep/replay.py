@@ -22,6 +22,7 @@ from gitsleep.models import (
     PassResult,
     SampleResult,
     Score,
+    Split,
     Task,
     TaskResult,
 )
@@ -97,7 +98,7 @@ def score_split(
     settings: EpochSettings,
     *,
     label: str,
-    split: str,
+    split: Split,
     on_answer: Tick = no_tick,
     stop: StopRule | None = None,
     chunk: int = 0,
@@ -154,7 +155,7 @@ def _score_tasks(
     tasks: Sequence[Task],
     documents: Mapping[str, str | None],
     settings: EpochSettings,
-    split: str,
+    split: Split,
     on_answer: Tick,
 ) -> tuple[list[TaskResult], list[Answer], int]:
     """The tasks' results, the answers that made them and the number of judge calls."""

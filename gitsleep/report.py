@@ -27,6 +27,7 @@ from gitsleep.models import (
     EditOutcome,
     EpochResult,
     PassResult,
+    Split,
     SplitSummary,
     TaskDelta,
     TaskResult,
@@ -98,7 +99,7 @@ def _default_redactor(redactor: Redactor | None) -> Redactor:
     return redactor if redactor is not None else Redactor.from_env()
 
 
-def split_passes(result: EpochResult, split: str) -> tuple[PassResult | None, PassResult | None]:
+def split_passes(result: EpochResult, split: Split) -> tuple[PassResult | None, PassResult | None]:
     """(baseline pass, final pass) of a split; final is None when nothing was re-scored.
 
     The baseline is the pass labelled `baseline` (else the split's first pass); the final
@@ -114,7 +115,7 @@ def split_passes(result: EpochResult, split: str) -> tuple[PassResult | None, Pa
     return before, final
 
 
-def task_changes(result: EpochResult, split: str) -> list[TaskDelta]:
+def task_changes(result: EpochResult, split: Split) -> list[TaskDelta]:
     """Per-task baseline -> final scores of a split: regressions first, then gains."""
     before, after = split_passes(result, split)
     if before is None or after is None:
@@ -451,7 +452,7 @@ def _edit_items(outcomes: list[EditOutcome], prose: _Prose, why_label: str) -> l
     return items
 
 
-def _task_rows(result: EpochResult, split: str, prose: _Prose) -> list[str]:
+def _task_rows(result: EpochResult, split: Split, prose: _Prose) -> list[str]:
     """One Markdown table row per task of a split, regressions first."""
     _, after = split_passes(result, split)
     final = after.by_id() if after is not None else {}

@@ -16,8 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from gitsleep.check_ops import CheckOp
 from gitsleep.config import Config
-from gitsleep.models import RULE_OPS, SPLITS
+from gitsleep.models import Split
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 CONFIG_FILE = "gitsleep-config.schema.json"
@@ -31,7 +32,7 @@ class _Open(BaseModel):
 
 class RuleCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    op: Literal[RULE_OPS]  # type: ignore[valid-type]
+    op: CheckOp
     arg: str | int | None = Field(None, description="The op's argument; none for no_refusal.")
 
 
@@ -67,7 +68,7 @@ class TaskRecord(_Open):
 
     id: Annotated[str, Field(min_length=1)] | int
     prompt: Annotated[str, Field(min_length=1)]
-    split: Literal[SPLITS] | None = None  # type: ignore[valid-type]
+    split: Split | None = None
     judge: JudgeSchema
     system: str | None = None
     tags: list[str] = Field(default_factory=list)

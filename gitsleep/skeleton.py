@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gitsleep.check_text import example_for_check
+from gitsleep.check_text import example_for_check, is_line_check, is_section_check
 from gitsleep.models import Check
 
 MAX_LINES = 12
@@ -25,11 +25,10 @@ def structural_line(check: Check) -> list[str]:
     example = example_for_check(check)
     if not example:
         return []
-    if check.op in ("section_present", "section_contains"):
+    if is_section_check(check):
         name = example.lstrip("#").strip().casefold()
         return [example, f"<write the {name} here>"]
-    if check.op in ("contains", "regex") and (_LABELLED.match(example) or
-                                              example.startswith("#")):
+    if is_line_check(check) and (_LABELLED.match(example) or example.startswith("#")):
         return [example]
     return []
 

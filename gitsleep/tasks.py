@@ -23,13 +23,14 @@ import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
+from gitsleep.check_ops import OPS, RULE_OPS, is_check_op
 from gitsleep.config import SkillConfig
 from gitsleep.errors import UsageError
-from gitsleep.models import RULE_OPS, SPLITS, Check, Judge, Task
+from gitsleep.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.problems import (
     ERROR,
@@ -48,8 +49,6 @@ OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "sourc
 PENDING = "pending"  # `review: pending`: harvested, left out of runs until a person removes it
 REVIEW_MARKS = (PENDING, "accepted")
 JUDGE_KINDS = ("rule", "exact", "rubric")
-TEXT_OPS = ("contains", "not_contains", "section_present", "section_contains", "equals")
-BOUND_OPS = ("max_chars", "min_chars")
 
 Reporter = Callable[[str, str, str], None]  # (severity, code, message)
 
@@ -61,7 +60,7 @@ def _shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def split_for(task_id: str) -> str:
+def split_for(task_id: str) -> Split:
     """The split `auto` gives an unlabelled task: a stable hash of its id alone.
 
     Adding or removing other tasks never moves this one.
@@ -74,7 +73,7 @@ def split_for(task_id: str) -> str:
 
 
 def parse_task_file(
-    path: Path, source: str, file_split: str = "auto"
+    path: Path, source: str, file_split: Split | Literal["auto"] = "auto"
 ) -> tuple[list[Task], list[Problem]]:
     """Tasks and problems of one file. `source` is the repo-relative name used in messages."""
     problems: list[Problem] = []
@@ -325,7 +324,7 @@ def _task_from_record(
     index: int,
     source: str,
     line: int | None,
-    file_split: str,
+    file_split: Split | Literal["auto"],
     report: Reporter,
 ) -> Task | None:
     """A Task, or None after reporting why this record cannot be one."""
@@ -378,11 +377,13 @@ def _task_from_record(
     ok = ok and judge is not None
 
     label = record.get("split")
-    split: str | None = None
+    split: Split | None = None
     if label not in (None, ""):
         normal = label.strip().lower() if isinstance(label, str) else None
-        split = LEGACY_SPLITS.get(normal or "", normal)
-        if split not in SPLITS:
+        named = LEGACY_SPLITS.get(normal or "", normal)
+        if is_split(named):
+            split = named
+        else:
             report(ERROR, "GS114",
                    f"{name}: split must be train, val or test (got {_shown(label)})")
             ok = False
@@ -530,34 +531,36 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
                "\"arg\": \"...\"}")
         return None
     op, arg = item["op"], item.get("arg")
-    if not isinstance(op, str) or op not in RULE_OPS:
+    if not is_check_op(op):
         close = difflib.get_close_matches(str(op), RULE_OPS, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         report(ERROR, "GS122",
                f"{where}: unknown op {_shown(op)}: {hint}known ops: {', '.join(RULE_OPS)}")
         return None
-    if op == "no_refusal":
+    spec = OPS[op]
+    if not spec.takes_arg:
         if arg not in (None, ""):
             report(ERROR, "GS125",
-                   f"{where}: no_refusal takes no arg (got {_shown(arg)}): remove it")
+                   f"{where}: {op} takes no arg (got {_shown(arg)}): remove it")
             return None
         return Check(op=op)
-    if op in BOUND_OPS:
+    if spec.bound:
         bound = char_bound(arg)
         if bound is None:
             report(ERROR, "GS124",
                    f"{where}: {op} needs a non-negative whole number of characters "
                    f"(got {_shown(arg)})")
             return None
-        if op == "min_chars" and bound == 0:
-            report(WARNING, "GS124", f"{where}: min_chars 0 always passes: raise it or remove it")
+        if spec.bound == "min" and bound == 0:
+            report(WARNING, "GS124", f"{where}: {op} 0 always passes: raise it or remove it")
         return Check(op=op, arg=bound)
-    if isinstance(arg, (int, float)) and not isinstance(arg, bool) and op != "regex":
+    pattern = spec.quotes == "pattern"
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool) and not pattern:
         arg = str(arg)
     if not isinstance(arg, str) or not arg.strip():
         report(ERROR, "GS125", f"{where}: {op} needs a non-empty text arg")
         return None
-    if op == "regex":
+    if pattern:
         try:
             with warnings.catch_warnings():  # "Possible nested set": stderr noise, not a fault
                 warnings.simplefilter("ignore")

@@ -27,16 +27,17 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gitsleep import documents as d
-from gitsleep.check_text import literal_for_regex
+from gitsleep.check_ops import RULE_OPS
 from gitsleep.config import Config, load_config
 from gitsleep.errors import UsageError
 from gitsleep.hygiene import check_hygiene
 from gitsleep.judges import check_passes, parse_rubric_reply, score_exact
-from gitsleep.models import RULE_OPS, SPLITS, Check, Edit, Score, Task
+from gitsleep.models import SPLITS, Check, Edit, Score, Task
 from gitsleep.patterns import regex_size
 from gitsleep.problems import CODES, Problem
 from gitsleep.proposals import parse_reply
 from gitsleep.redact import Redactor
+from gitsleep.regex_literal import literal_for_regex
 from gitsleep.tasks import parse_task_file
 
 LONG_RUN = int(os.environ.get("GITSLEEP_FUZZ_EXAMPLES", "0") or 0)

@@ -12,11 +12,12 @@ import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.check_text import example_for_check
-from gitsleep.models import Answer, Check
+from gitsleep.check_ops import OPS
+from gitsleep.models import Answer
 from gitsleep.numbers import whole_number
 
 _Q = r"[\"'](.+?)[\"']"
@@ -107,21 +108,28 @@ def simulate_answer(documents: list[str], prompt: str) -> str:
     return "\n".join(head + kept_middle + end)[: plan.limit]
 
 
+def _include_a_match(pattern: str) -> str | None:
+    literal = OPS["regex"].example(pattern)
+    return f'Always include "{literal}"' if literal else None
+
+
+# The spec's table "failed check -> proposed directive", one row per op that gets an edit
+# (min_chars, no_refusal and equals get none). Its words are the simulator's own: they are
+# the directives `simulate_answer` obeys, not `check_text.describe_check`'s.
+PROPOSED: dict[str, Callable[[str], str | None]] = {
+    "contains": lambda text: f'Always include "{text}"',
+    "section_present": lambda text: f'Use the heading "## {text}"',
+    "section_contains": lambda text: f'Use the heading "## {text}"',
+    "not_contains": lambda text: f'Never say "{text}"',
+    "max_chars": lambda text: f"Keep answers under {text} characters",
+    "regex": _include_a_match,
+}
+
+
 def directive_for(op: str, arg: object) -> str | None:
     """The directive the simulated optimizer proposes for one failed check."""
-    text = "" if arg is None else str(arg)
-    if op == "contains":
-        return f'Always include "{text}"'
-    if op in ("section_present", "section_contains"):
-        return f'Use the heading "## {text}"'
-    if op == "not_contains":
-        return f'Never say "{text}"'
-    if op == "max_chars":
-        return f"Keep answers under {text} characters"
-    if op == "regex":
-        literal = example_for_check(Check("regex", text))
-        return f'Always include "{literal}"' if literal else None
-    return None
+    propose = PROPOSED.get(op)
+    return None if propose is None else propose("" if arg is None else str(arg))
 
 
 def simulate_proposal(context: dict) -> str:

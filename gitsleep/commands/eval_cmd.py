@@ -7,6 +7,7 @@ import click
 from gitsleep import replay, repo_paths
 from gitsleep.calls import CallRunner
 from gitsleep.commands.common import end_progress, print_json, setup_from
+from gitsleep.models import SPLITS
 from gitsleep.report import SMALL_SPLIT, metric_note, small_splits
 from gitsleep.scores import fmt_score, rounded
 from gitsleep.setup import make_backend, make_cache, read_inputs
@@ -25,7 +26,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     """Score the current skill documents on their tasks."""
     setup = setup_from(ctx, backend=backend, model=model)
     settings = setup.config.epoch_settings()
-    splits = ["train", "val", "test"] if split == "all" else [split]
+    splits = [name for name in SPLITS if split in ("all", name)]
     report: list[dict] = []
     small: list[str] = []
     chosen = setup.skills(skills)

@@ -17,11 +17,11 @@ import json_repair
 
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner
+from gitsleep.check_ops import RULE_OPS
 from gitsleep.harvest.mine import Candidate
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.sessions import Session
 from gitsleep.markdown import clip
-from gitsleep.models import RULE_OPS
 
 MAX_TASKS = 3
 TURNS_SHOWN = 6

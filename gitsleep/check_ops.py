@@ -1,0 +1,162 @@
+"""The rule-check ops, each defined once: how to judge it and how to teach it.
+
+A rule judge is a list of checks `{"op", "arg"}`. Everything gitsleep knows about an op
+lives in its row of `OPS`: the judge, the words the optimizer reads, a text that passes
+it (for the prompt's examples, skeletons and rules), whether a single rule line can pass
+it, and the facts hygiene needs to tell a rule that asks for the opposite. Task
+validation accepts exactly the ops in this table, so an op added here is an op users
+can write, and an op with no row cannot be judged at all.
+
+Every function takes the check's argument as text (`""` when it has none).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeGuard
+
+from gitsleep.patterns import search, search_untrusted
+from gitsleep.regex_literal import literal_for_regex
+from gitsleep.sections import headings, section_present
+
+CheckOp = Literal["contains", "not_contains", "regex", "section_present",
+                  "section_contains", "max_chars", "min_chars", "no_refusal", "equals"]
+
+REFUSALS = (
+    "cannot complete",
+    "i cannot",
+    "i can't",
+    "i'm unable",
+    "i am unable",
+    "unable to complete",
+    "sorry, i can't",
+    "sorry, i cannot",
+    "no can do",
+)
+_LEAD_MARKUP = re.compile(r"^(?:\s|[>*_#-]|\d+[.)])+")
+
+
+def is_refusal(answer: str) -> bool:
+    """An empty answer, or a short one that opens with a refusal (markup aside)."""
+    stripped = answer.strip()
+    if not stripped:
+        return True
+    head = _LEAD_MARKUP.sub("", stripped)[:160].lower()
+    return len(stripped) < 600 and head.startswith(REFUSALS)
+
+
+def _norm_ws(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _no_example(arg: str) -> str | None:
+    return None
+
+
+def _heading_example(arg: str) -> str | None:
+    """`## Name` for a section check (its own heading marks kept when it has some)."""
+    if not arg.strip():
+        return None
+    return arg.strip() if arg.lstrip().startswith("#") else f"## {arg.strip()}"
+
+
+def _length_judge(op: str, fits: Callable[[int, int], bool]) -> Callable[[str, str],
+                                                                        tuple[bool, str]]:
+    def judge(answer: str, arg: str) -> tuple[bool, str]:
+        try:
+            bound = int(arg)
+        except ValueError:
+            return False, f"{op} needs an integer"
+        return fits(len(answer), bound), ""
+    return judge
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What gitsleep knows about one op."""
+
+    # (answer, arg) -> (passed, a problem with the check itself, "" when it is sound)
+    judge: Callable[[str, str], tuple[bool, str]]
+    # the failing check in plain words, for the reflection prompt
+    describe: Callable[[str], str]
+    # a concrete text that passes, or None when none can be derived
+    example: Callable[[str], str | None] = _no_example
+    # (text, arg): whether one rule line alone passes; None when no line can on its own
+    satisfied_by: Callable[[str, str], bool] | None = None
+    # what of the arg a rule quotes so answers have it: the text itself, a text matching
+    # the pattern, a section heading; "" when the op asks for nothing to be written
+    quotes: Literal["text", "pattern", "heading", ""] = ""
+    avoids: bool = False  # a rule naming the arg must tell the agent to leave it out
+    bound: Literal["max", "min", ""] = ""  # the arg bounds the answer's length
+    takes_arg: bool = True  # False: the op reads the answer alone
+    format_only: bool = False  # looks only at the answer's shape: a judge of only these is weak
+
+
+OPS: dict[CheckOp, OpSpec] = {
+    "contains": OpSpec(  # case-insensitive
+        judge=lambda answer, arg: (arg.casefold() in answer.casefold(), ""),
+        describe=lambda arg: f'the answer must contain the text "{arg}"',
+        example=lambda arg: arg or None,
+        satisfied_by=lambda text, arg: bool(arg.strip()) and arg.casefold() in text.casefold(),
+        quotes="text",
+    ),
+    "not_contains": OpSpec(
+        judge=lambda answer, arg: (arg.casefold() not in answer.casefold(), ""),
+        describe=lambda arg: f'the answer must not contain the text "{arg}"',
+        avoids=True,
+    ),
+    "regex": OpSpec(  # an untrusted pattern: searched with a time bound
+        judge=lambda answer, arg: search_untrusted(arg, answer),
+        describe=lambda arg: f"the answer must match the regular expression `{arg}`",
+        example=literal_for_regex,
+        satisfied_by=lambda text, arg: search(arg, text) is not None,
+        quotes="pattern",
+    ),
+    "section_present": OpSpec(  # a heading ending with the name, a bold lead or a label
+        judge=lambda answer, arg: (section_present(answer, arg), ""),
+        describe=lambda arg: f'the answer must have a section headed "{arg}"',
+        example=_heading_example,
+        quotes="heading",
+        format_only=True,
+    ),
+    "section_contains": OpSpec(  # some heading contains the text
+        judge=lambda answer, arg: (
+            any(arg.strip().casefold() in h for h in headings(answer)), ""),
+        describe=lambda arg: f'the answer must have a Markdown heading containing "{arg}"',
+        example=_heading_example,
+        quotes="heading",
+        format_only=True,
+    ),
+    "max_chars": OpSpec(
+        judge=_length_judge("max_chars", lambda length, bound: length <= bound),
+        describe=lambda arg: f"the answer must be at most {arg} characters",
+        bound="max",
+        format_only=True,
+    ),
+    "min_chars": OpSpec(
+        judge=_length_judge("min_chars", lambda length, bound: length >= bound),
+        describe=lambda arg: f"the answer must be at least {arg} characters",
+        bound="min",
+        format_only=True,
+    ),
+    "no_refusal": OpSpec(
+        judge=lambda answer, arg: (not is_refusal(answer), ""),
+        describe=lambda arg: "the answer must not refuse the task",
+        takes_arg=False,
+    ),
+    "equals": OpSpec(  # whitespace-normalised, case-sensitive; no example on purpose:
+        # a skill rule cannot make every answer one text
+        judge=lambda answer, arg: (_norm_ws(answer) == _norm_ws(arg), ""),
+        describe=lambda arg: f'the answer must be exactly "{arg}" (whitespace aside)',
+    ),
+}
+
+RULE_OPS: tuple[CheckOp, ...] = tuple(OPS)  # the ops a task file may use, in this order
+FORMAT_OPS: frozenset[CheckOp] = frozenset(op for op, spec in OPS.items() if spec.format_only)
+
+
+def is_check_op(op: object) -> TypeGuard[CheckOp]:
+    """Whether `op` names an op in the table (for validating task files)."""
+    return isinstance(op, str) and op in OPS
