@@ -41,6 +41,7 @@ from gitsleep.models import (
     Task,
     TaskResult,
 )
+from gitsleep.scores import fmt_score
 
 Progress = Callable[[str], None]
 
@@ -480,8 +481,8 @@ class Epoch:
             ):
                 continue
             if (cand.trial.candidate or 0.0) > (winner.trial.candidate or 0.0):
-                why = (f"harmful in its bundle: val {_fmt(winner.trial.candidate)} with it, "
-                       f"{_fmt(cand.trial.candidate)} without it")
+                why = (f"harmful in its bundle: val {fmt_score(winner.trial.candidate)} with it, "
+                       f"{fmt_score(cand.trial.candidate)} without it")
                 self.rejected.append(edit)
                 self.result.rejected.append(EditOutcome(edit, "rejected", why))
             winner = cand
@@ -534,8 +535,9 @@ class Epoch:
             if without_score is not None and without_score < with_score:
                 continue  # the delete earned its place
             why = (f"deletes a rule of the document as given without its own evidence: val "
-                   f"{_fmt(with_score)} with it, {_fmt(without_score)} without it (a person's "
-                   "rule is deleted only when val is strictly lower without the delete)")
+                   f"{fmt_score(with_score)} with it, {fmt_score(without_score)} without it "
+                   "(a person's rule is deleted only when val is strictly lower without the "
+                   "delete)")
             self.rejected.append(edit)
             self.result.rejected.append(EditOutcome(edit, "rejected", why))
             winner.trial.accepted = False
@@ -646,17 +648,17 @@ class Epoch:
                     and test.candidate is not None
                     and gate.improves(test.baseline, test.candidate, self.settings.gate.min_delta)
                 )
-                held = f"held-out {_fmt(test.baseline)} -> {_fmt(test.candidate)}"
+                held = f"held-out {fmt_score(test.baseline)} -> {fmt_score(test.candidate)}"
             else:
                 r.pr_eligible = True
                 held = "no held-out tasks, val decides"
-            r.reason = (f"{len(r.applied)} edit(s) accepted: val {_fmt(val.baseline)} -> "
-                        f"{_fmt(val.candidate)}, {held}"
+            r.reason = (f"{len(r.applied)} edit(s) accepted: val {fmt_score(val.baseline)} -> "
+                        f"{fmt_score(val.candidate)}, {held}"
                         + ("" if r.pr_eligible else "; held-out did not improve, so no PR"))
         elif any_candidate:
             r.decision = "rejected"
             r.reason = (f"{len(r.trials)} candidate(s) scored on val; none beat "
-                        f"{_fmt(val.baseline)} (see gate trials)")
+                        f"{fmt_score(val.baseline)} (see gate trials)")
         else:
             r.decision = "no_edits"
             failing = sum(1 for t in base_train.tasks if t.hard is not None and t.hard < 1.0)
@@ -713,10 +715,6 @@ def _weakest_first(tasks: list[Task], near: PassResult) -> list[Task]:
         return -1.0 if known is None or known.value is None else known.value
 
     return sorted(tasks, key=value)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def run_epoch(
