@@ -25,6 +25,7 @@ from gitsleep.check_text import (
 from gitsleep.models import Check
 
 _HEADING = re.compile(r"^#{1,6}\s*(?P<text>\S.*)$")
+_INLINE_HEADING = re.compile(r"\s+(?=#{1,6}\s+\S)")
 _LABEL = re.compile(
     r"^(?:\*\*|__)?(?P<label>[A-Za-z][\w ()/-]{0,30}?)\s*(?:\*\*|__)?\s*[:=]\s*(?:\*\*|__)?"
     r"\s*(?P<value>[^.!?]{0,40})$"
@@ -98,10 +99,19 @@ def _rule_for(line: str, check: Check) -> str | None:
     return rule_for_check(check, own or None)
 
 
+def _pieces(line: str, failing: Sequence[Check]) -> list[str]:
+    """`Severity: 1 ## Impact` is two fragments run together on one line (the 1.5B optimizer
+    writes that): split it before a heading mark when every piece is a fragment."""
+    parts = _INLINE_HEADING.split(line.strip())
+    if len(parts) > 1 and all(is_fragment(part, failing) for part in parts):
+        return parts
+    return [line]
+
+
 def rewrite(lines: Sequence[str], failing: Sequence[Check]) -> tuple[list[str], str]:
     """The lines with each bare fragment rewritten as a rule, or why one cannot be."""
     out: list[str] = []
-    for line in lines:
+    for line in (piece for whole in lines for piece in _pieces(whole, failing)):
         if not is_fragment(line, failing):
             out.append(line)
             continue

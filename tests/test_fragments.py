@@ -47,6 +47,16 @@ def test_a_multi_line_fragment_edit_is_rewritten_line_by_line():
                                'Every answer must contain the text "Internal only".')
 
 
+def test_two_fragments_run_together_on_one_line_become_two_rules():
+    # Recorded from the 1.5B optimizer on outage-summary (content "Severity: 1 ## Impact"):
+    # read as one label, it became the rule 'a line "Severity: 1 ## Impact"', which the gate
+    # took because it names both things the checks want.
+    kept, rejected = hygiene(["Severity: 1 ## Impact"], [IMPACT, SEVERITY])
+    assert rejected == []
+    assert kept[0].content == ('Every answer must have a line "Severity: 1".\n'
+                               'Every answer must have a section headed "## Impact".')
+
+
 def test_a_fragment_no_failing_check_asks_for_is_rejected_with_a_rule_to_write_instead():
     kept, rejected = hygiene(["## Background", "Owner: team"], [IMPACT])
     assert kept == []
