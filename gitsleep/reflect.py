@@ -226,7 +226,7 @@ def propose(
         proposal.raw = "\n\n--- retry ---\n".join(raws)
         parsed = proposals.parse_reply(answer.text or "", target=target,
                                        budget=settings.edit_budget)
-        kept, rejected = hygiene.check_hygiene(
+        kept, refused = hygiene.check_hygiene(
             parsed.edits,
             failing_checks=list(counts),
             contradiction_checks=common,
@@ -236,7 +236,7 @@ def propose(
             current_template=docs.learned_template(document),
         )
         proposal.edits = kept
-        proposal.dropped += [*parsed.dropped, *rejected]
+        proposal.dropped += [*parsed.dropped, *refused]
         if parsed.error:
             proposal.parse_failures += 1
             proposal.error = f"unparseable optimizer reply: {parsed.error}"
@@ -246,11 +246,11 @@ def propose(
                 'Reply again with only the JSON object {"edits": [...]}.')))
             continue
         proposal.error = None
-        if kept or not rejected:
+        if kept or not refused:
             break
         # A fresh sample that reads why: with its rejected reply in view, a small model
         # repeats it word for word (seen with Qwen2.5-Coder 1.5B).
-        messages = (("system", SYSTEM), ("user", f"{prompt}\n\n{_rejection_note(rejected)}"))
+        messages = (("system", SYSTEM), ("user", f"{prompt}\n\n{_rejection_note(refused)}"))
         seed += RETRY_SEED_SHIFT
     return proposal
 
