@@ -26,8 +26,12 @@ ANSWER_HEAD = 600
 # An edit may not contradict a check that fails in at least 1/CONTRADICTION_SHARE of the
 # shown failures; rarer conflicts between tasks are left to the gate.
 CONTRADICTION_SHARE = 4
-# The retry after an all-rejected reply samples anew; proposal seeds are 1000 * round + index.
+# Proposal seeds are SEEDS_PER_ROUND * round + index, so each proposal of a night samples
+# differently and a re-run samples the same; the retry after an all-rejected reply samples anew.
+SEEDS_PER_ROUND = 1000
 RETRY_SEED_SHIFT = 500
+PROPOSAL_TEMPERATURE = 0.7  # varied enough that a round's proposals differ
+MAX_EDIT_CHARS = 500  # one learned edit; the block's own cap applies when it is smaller
 # How that retry's note opens (the real-model benchmark looks for it to label retries).
 REJECTION_NOTE = "Your last reply was rejected; none of its edits can be used:"
 
@@ -206,13 +210,13 @@ def propose(
                         contrasts=len(contrasts))
     train_prompts = [t.prompt for t in tasks.values() if t.split == "train"]
     raws: list[str] = []
-    seed = 1000 * round_no + index
+    seed = SEEDS_PER_ROUND * round_no + index
     for _attempt in range(2):
         answer = runner.call(ModelCall(
             purpose="propose",
             model=settings.optimizer_model,
             messages=messages,
-            temperature=0.7,
+            temperature=PROPOSAL_TEMPERATURE,
             seed=seed,
             max_tokens=settings.max_reflect_tokens,
             json_schema=proposals.EDITS_SCHEMA_JSON,
@@ -232,7 +236,7 @@ def propose(
             contradiction_checks=common,
             task_prompts=train_prompts,
             current_rules=rules,
-            max_chars=min(500, settings.block_max_chars),
+            max_chars=min(MAX_EDIT_CHARS, settings.block_max_chars),
             current_template=docs.learned_template(document),
         )
         proposal.edits = kept
