@@ -14,16 +14,12 @@ from gitsleep.check_ops import OPS
 from gitsleep.models import Check
 
 
-def _arg(check: Check) -> str:
-    return "" if check.arg is None else str(check.arg)
-
-
 def describe_check(check: Check) -> str:
     """A failing check in plain words, for the reflection prompt."""
     spec = OPS.get(check.op)
     if spec is None:
         return f"the check {check.label()} must pass"
-    return spec.describe(_arg(check))
+    return spec.describe(check.text)
 
 
 def example_for_check(check: Check) -> str | None:
@@ -32,7 +28,7 @@ def example_for_check(check: Check) -> str | None:
     `equals` gets None on purpose: a skill rule cannot make every answer one text.
     """
     spec = OPS.get(check.op)
-    return None if spec is None else spec.example(_arg(check))
+    return None if spec is None else spec.example(check.text)
 
 
 def is_section_check(check: Check) -> bool:
@@ -79,4 +75,4 @@ def passes(check: Check, text: str) -> bool:
     spec = OPS.get(check.op)
     if spec is None or spec.satisfied_by is None:
         return False
-    return spec.satisfied_by(text, _arg(check))
+    return spec.satisfied_by(text, check.text)

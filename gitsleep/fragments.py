@@ -56,12 +56,12 @@ def is_fragment(line: str, failing: Sequence[Check]) -> bool:
     if label and len(label.group("value").split()) <= 4:
         return True
     bare = _bare(text).rstrip(".").casefold()
-    return any(wants_text(c) and bare == str(c.arg).strip().casefold() for c in failing)
+    return any(wants_text(c) and bare == c.text.strip().casefold() for c in failing)
 
 
 def _maps_onto(text: str, check: Check) -> bool:
     """Whether a fragment's text (heading marks removed) names what `check` wants."""
-    arg = "" if check.arg is None else str(check.arg).strip()
+    arg = check.text.strip()
     if not arg:
         return False
     if is_section_check(check):

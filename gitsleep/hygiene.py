@@ -277,7 +277,7 @@ def _specific_words(
     """
     if len(prompts) < 3:
         return {}
-    allowed = set(_words(" ".join(str(c.arg) for c in failing if c.arg is not None)))
+    allowed = set(_words(" ".join(c.text for c in failing)))
     allowed.update(_words(" ".join(rules)))
     owners: dict[str, set[int]] = {}
     for index, words in enumerate(prompts):
@@ -303,7 +303,7 @@ def _one_task_problem(content: str, specific: dict[str, int]) -> str:
 def _asks_for(check: Check, text: str) -> bool:
     """Whether `text` names, without negating it, what a content check needs."""
     if is_section_check(check):
-        arg = "" if check.arg is None else str(check.arg)
+        arg = check.text
         named = bool(arg.strip()) and arg.casefold() in text.casefold()
     else:
         named = passes(check, text)  # contains and regex; False for the rest
@@ -385,7 +385,7 @@ def _copies_prompt(content_words: list[str], prompt_words: list[str]) -> bool:
 
 def _required_by(token: str, failing: Sequence[Check]) -> bool:
     """A placeholder-looking text that a failing check asks for literally is not an echo."""
-    return any(wants_text(c) and token.casefold() in str(c.arg).casefold() for c in failing)
+    return any(wants_text(c) and token.casefold() in c.text.casefold() for c in failing)
 
 
 def _is_placeholder_angle(inner: str) -> bool:
@@ -478,7 +478,7 @@ def _contradicts(line: str, check: Check) -> bool:
     spec = OPS.get(check.op)
     if spec is None:
         return False
-    arg = "" if check.arg is None else str(check.arg)
+    arg = check.text
     line = line.replace("\u2019", "'")
     if spec.bound:
         try:

@@ -24,7 +24,7 @@ def check_passes(check: Check, answer: str) -> tuple[bool, str]:
     spec = OPS.get(check.op)
     if spec is None:
         return False, f"unknown op {check.op!r}"
-    return spec.judge(answer, "" if check.arg is None else str(check.arg))
+    return spec.judge(answer, check.text)
 
 
 def score_rule(checks: tuple[Check, ...], answer: str) -> Score:

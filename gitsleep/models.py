@@ -39,6 +39,11 @@ class Check:
     op: CheckOp
     arg: str | int | None = None
 
+    @property
+    def text(self) -> str:
+        """The arg as text, "" when there is none: what the op table's functions take."""
+        return "" if self.arg is None else str(self.arg)
+
     def label(self) -> str:
         return self.op if self.arg is None else f"{self.op} {self.arg!r}"
 
