@@ -182,10 +182,17 @@ class DeadlineClientMixin:
 
 
 class _DeadlineReader(io.RawIOBase):
-    """A socket's reading side where no read outlasts the request's deadline."""
+    """A socket's reading side where no read outlasts the request's deadline.
+
+    It reads through the socket's own file (`makefile`), which holds a reference on the
+    socket: http.client closes its socket as soon as it has the headers of a reply that
+    ends the connection (`Connection: close`, HTTP/1.0), and the body must still be read
+    from the open descriptor, as http.client's own file would.
+    """
 
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
         self._deadline = deadline
 
     def readable(self) -> bool:
@@ -198,9 +205,15 @@ class _DeadlineReader(io.RawIOBase):
         before = self._sock.gettimeout()
         self._sock.settimeout(left if before is None else min(before, left))
         try:
-            return self._sock.recv_into(buffer)
+            read: int | None = self._raw.readinto(buffer)
+            return 0 if read is None else read
         finally:
             self._sock.settimeout(before)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()  # drops the reference; the socket closes with its last one
+        super().close()
 
 
 class _ReplySocket:

@@ -90,7 +90,11 @@ class FakeGitHub:
     """In-memory GitHub for one repository, served on 127.0.0.1 at a free port."""
 
     def __init__(self, owner: str = "octo", name: str = "skills",
-                 token: str = FAKE_TOKEN, default_branch: str = "main") -> None:
+                 token: str = FAKE_TOKEN, default_branch: str = "main", *,
+                 protocol: str = "HTTP/1.1", close_connections: bool = False) -> None:
+        # protocol "HTTP/1.0" or close_connections (`Connection: close` on every answer)
+        # answer like a proxy or a GitHub Enterprise front end that ends each connection
+        self.protocol, self.close_connections = protocol, close_connections
         self.owner, self.name, self.token = owner, name, token
         self.default_branch = default_branch
         self.requests: list[RecordedRequest] = []
@@ -357,7 +361,7 @@ class FakeGitHub:
 
 def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as PyGithub's session expects
+        protocol_version = fake.protocol  # HTTP/1.1: keep-alive, as PyGithub's session expects
         disable_nagle_algorithm = True  # headers and body go out at once: no 40 ms stalls
 
         def _serve(self) -> None:
@@ -378,6 +382,8 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             for key, value in headers.items():
                 self.send_header(key, value)
+            if fake.close_connections:
+                self.send_header("Connection", "close")  # also sets self.close_connection
             self.end_headers()
             if not fake._take_trickle(request.method, request.path):
                 self.wfile.write(data)
