@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal
 
@@ -683,10 +683,17 @@ def _describe(exc: ValidationError, label: str, node: yaml.Node | None) -> str:
 
 def field_line(path: Path, loc: tuple[Any, ...]) -> int | None:
     """The 1-based line of a key path in a config file, or None when it cannot be read."""
+    return field_lines(path)(loc)
+
+
+def field_lines(path: Path) -> Callable[[tuple[Any, ...]], int | None]:
+    """A lookup of key-path lines in a config file that is read and parsed once: a
+    report naming n fields must not parse an O(n) file n times (issue 24, class 10)."""
     try:
-        return _line_of(compose_yaml(read_text(path)), loc)
+        node = compose_yaml(read_text(path))
     except FileProblem:
-        return None
+        node = None
+    return lambda loc: _line_of(node, loc)
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:

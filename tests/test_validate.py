@@ -371,3 +371,33 @@ def test_500_tasks_validate_without_heavy_imports(tmp_path: Path, repo: Path) ->
     # the time is measured by benchmarks/bench_validate.py, never asserted: a loaded CI
     # machine would make a timing assertion flaky
     assert heavy.strip() == "[]", "validate must not import model, git or forge clients"
+
+
+def test_many_skills_naming_one_document_parse_the_config_once(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24 class 10: each GS002 line looked up its config line by parsing the whole
+    config again, so n skills sharing one document cost n parses of an O(n) file. The
+    config is composed a bounded number of times, whatever the number of skills."""
+    from gitsleep import config as config_module
+    from gitsleep.commands import validate_cmd
+
+    parses: list[int] = []
+    compose = config_module.compose_yaml
+
+    def counted(text: str):  # noqa: ANN202 - the wrapped function's own type
+        parses.append(len(text))
+        return compose(text)
+
+    monkeypatch.setattr(config_module, "compose_yaml", counted)
+    for n in (20, 80):
+        skills = "".join(f"  - name: s{i}\n    skill: {SKILL}\n    tasks: [{TASKS}]\n"
+                         for i in range(n))
+        (repo / ".gitsleep.yml").write_text(f"version: 1\nbackend: offline\nskills:\n{skills}")
+        parses.clear()
+        config = config_module.load_config(repo / ".gitsleep.yml")
+        report = validate_cmd.validate_repo(repo, config, {}, repo / ".gitsleep.yml")
+        shared = [p for p in report.problems if p.code == "GS002"]
+        assert len(shared) == n - 1 and all(p.line for p in shared)
+        assert shared[-1].line == 5 + 3 * (n - 1)  # skills[n-1].skill, still exact
+        assert len(parses) <= 2, f"{len(parses)} config parses for {n} skills"

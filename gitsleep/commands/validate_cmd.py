@@ -21,7 +21,7 @@ import click
 import yaml
 
 from gitsleep import repo_paths
-from gitsleep.config import CONFIG_NAME, Config, config_path, field_line, load_config
+from gitsleep.config import CONFIG_NAME, Config, config_path, field_lines, load_config
 from gitsleep.documents import block_problems
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from gitsleep.problems import (
@@ -111,7 +111,8 @@ def path_problems(repo_root: Path, config: Config, config_file: Path) -> list[Pr
     """Configured paths that are one file (GS002), documents behind a link (GS003), and
     gitsleep's own folders led out of the repository by a link (GS004)."""
     shown = _repo_relative(repo_root, str(config_file))
-    problems = [Problem(shown, field_line(config_file, issue.loc), issue.code, ERROR,
+    line_of = field_lines(config_file)  # parsed once, however many issues name a line
+    problems = [Problem(shown, line_of(issue.loc), issue.code, ERROR,
                         issue.message)
                 for issue in repo_paths.config_issues(repo_root, config)]
     led_out = repo_paths.work_dir_problem(repo_root)
