@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 import yaml
 
-from gitsleep import __version__
 from gitsleep.action_outputs import github_output_lines, outputs_for, summary_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +31,7 @@ WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted(
 BIN = Path(sys.executable).parent
 SHA_PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 SPEC_INPUTS = {"skill", "config", "base", "model", "backend", "api-key", "github-token",
-               "dry-run", "python-version"}
+               "dry-run", "python-version", "mode"}  # mode: third round (review)
 SPEC_OUTPUTS = {"decision", "val-baseline", "val-candidate", "test-baseline",
                 "test-candidate", "pr-operation", "pr-number", "pr-url", "commit"}
 
@@ -193,7 +192,7 @@ def test_example_workflow_shape():
     assert cache["with"]["path"] == ".gitsleep/cache"
     assert "${{ matrix.skill }}" in cache["with"]["key"] and "hashFiles(" in cache["with"]["key"]
     assert cache["with"]["restore-keys"].strip() == "gitsleep-${{ matrix.skill }}-"
-    assert gitsleep["uses"] == f"OWNER/gitsleep@v{__version__}"  # a release bumps it
+    assert gitsleep["uses"] == "OWNER/gitsleep@COMMIT_SHA"  # init fills both in
     assert gitsleep["with"]["skill"] == "${{ matrix.skill }}"
     assert "pull_request_target" not in EXAMPLE.read_text(encoding="utf-8")
 

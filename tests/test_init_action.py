@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep import __version__
 from gitsleep.commands import init_cmd
 from tests.support.cli import run_cli
 from tests.support.gitrepo import git, isolate_git
 
-TAG = f"v{__version__}"
+TAG = "COMMIT_SHA"  # an editable install records no commit: the placeholder stays
 WORKFLOW = ".github/workflows/gitsleep.yml"
 
 
@@ -33,19 +32,20 @@ def test_init_fills_the_action_repository_and_the_comment_matches(
 
     assert result.code == 0, result.err
     text = (tmp_path / WORKFLOW).read_text()
-    assert "OWNER" not in text
+    assert "OWNER" not in text and "v0.1.0" not in text
     steps = yaml.safe_load(text)["jobs"]["consolidate"]["steps"]
     assert steps[-1]["uses"] == f"acme/gitsleep@{TAG}"
     assert f"git+https://github.com/acme/gitsleep@{TAG}" in text
     assert f"# `gitsleep init` wrote this file as {WORKFLOW}. Before it runs:" in text
     assert f"#   1. `gitsleep init` set the gitsleep action to acme/gitsleep@{TAG}" in text
+    assert "replace COMMIT_SHA there" in text
     assert "Copy this file" not in text
     check_workflow_schema(tmp_path / WORKFLOW)
     assert (tmp_path / ".gitsleep.yml").read_text().startswith(
         "# yaml-language-server: $schema=https://raw.githubusercontent.com/acme/gitsleep/"
         f"{TAG}/schemas/gitsleep-config.schema.json\n")
-    assert (f"  4. in {WORKFLOW}, the action is acme/gitsleep@{TAG}: pin it to that tag's "
-            "commit SHA") in result.out
+    assert (f"  4. in {WORKFLOW} (twice) and in the `$schema` line of .gitsleep.yml, replace "
+            "COMMIT_SHA with the full SHA of the gitsleep commit to run") in result.out
     assert "  5. add the repository secret OPENAI_API_KEY" in result.out
     assert "  6. commit the files" in result.out
 
@@ -61,7 +61,7 @@ def test_without_a_known_repository_next_steps_say_to_replace_owner(
         assert f"uses: {found}@{TAG}" in text and "OWNER" not in text
     else:
         assert f"uses: OWNER/gitsleep@{TAG}" in text
-        assert "Replace OWNER below (twice)" in text
+        assert "Replace OWNER and COMMIT_SHA below (twice each)" in text
         assert "replace OWNER with the account that publishes gitsleep" in result.out
         assert "/OWNER/gitsleep/" in (tmp_path / ".gitsleep.yml").read_text()
     assert "Copy this file" not in text

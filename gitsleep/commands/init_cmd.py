@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from gitsleep import __version__, paths, repo_paths
+from gitsleep import paths, repo_paths
 from gitsleep.config import config_path
 from gitsleep.errors import UsageError
 
@@ -43,9 +43,14 @@ def workflow_template() -> bytes | None:
 _GITHUB_REPO = re.compile(
     r"(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)"
     r"(?P<repo>[\w.-]+/[\w.-]+?)(?:\.git)?/?$")
-_OWNER_REF = re.compile(r"OWNER/gitsleep@v[\w.]+")
+# The placeholders the shipped workflow and config template hold until init (or a person)
+# fills them in. gitsleep has no release tags yet, so a pin names a commit.
+OWNER_REPO = "OWNER/gitsleep"
+PLACEHOLDER_REF = "COMMIT_SHA"
 _OWNER_STEP = re.compile(
-    r"#   1\. Replace OWNER below \(twice\).*?\n(?=#   2\.)", re.DOTALL)
+    r"#   1\. Replace OWNER and COMMIT_SHA below.*?\n(?=#   2\.)", re.DOTALL)
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_REF = re.compile(r"[\w][\w.+/-]*")
 
 
 def github_repo(url: str) -> str | None:
@@ -54,13 +59,38 @@ def github_repo(url: str) -> str | None:
     return found.group("repo") if found else None
 
 
+def direct_url() -> str | None:
+    """pip's record of where this gitsleep was installed from (`direct_url.json`), if any."""
+    try:
+        return metadata.distribution("gitsleep").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def recorded_commit(recorded: str | None) -> str | None:
+    """The full commit SHA of a `pip install git+...@<rev>` (pip's `vcs_info.commit_id`):
+    the one pin that resolves without a release tag. None for a directory, an editable
+    checkout, an archive or a wheel: nothing says which commit that was."""
+    try:
+        data = json.loads(recorded or "")
+    except ValueError:
+        return None
+    vcs = data.get("vcs_info") if isinstance(data, dict) else None
+    if not isinstance(vcs, dict) or vcs.get("vcs") != "git":
+        return None
+    commit = vcs.get("commit_id")
+    return commit if isinstance(commit, str) and _FULL_SHA.fullmatch(commit) else None
+
+
+def installed_commit() -> str | None:
+    """The commit this gitsleep was installed from, when pip recorded one."""
+    return recorded_commit(direct_url())
+
+
 def installed_from() -> str | None:
     """The GitHub repository this gitsleep came from: the URL pip recorded for a
     `pip install git+https://github.com/...`, else the origin of the source checkout."""
-    try:
-        recorded = metadata.distribution("gitsleep").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        recorded = None
+    recorded = direct_url()
     if recorded:
         try:
             found = github_repo(str(json.loads(recorded).get("url", "")))
@@ -78,31 +108,31 @@ def origin_repo(folder: Path) -> str | None:
     return github_repo(done.stdout) if done.returncode == 0 else None
 
 
-def fill_workflow(content: bytes, action_repo: str | None) -> bytes:
-    """The workflow as init writes it: its setup comment says init wrote it and, with
-    `action_repo`, that repository at this version's tag in place of OWNER."""
+def fill_workflow(content: bytes, action_repo: str | None, ref: str | None = None) -> bytes:
+    """The workflow as init writes it: its setup comment says init wrote it, and the
+    gitsleep action and requirement name `action_repo` at `ref` (a commit SHA: gitsleep has
+    no release tags yet) in place of the OWNER and COMMIT_SHA placeholders it knows."""
     text = content.decode("utf-8").replace(
         "# Copy this file to .github/workflows/gitsleep.yml, then:",
         f"# `gitsleep init` wrote this file as {WORKFLOW_PATH}. Before it runs:")
-    if not action_repo:
+    if not action_repo and not ref:
         return text.encode("utf-8")
-    tag = f"v{__version__}"
-    text = _OWNER_REF.sub(f"{action_repo}@{tag}", text)
-    text = _OWNER_STEP.sub(
-        f"#   1. `gitsleep init` set the gitsleep action to {action_repo}@{tag} (twice below).\n"
-        "#      Once you have reviewed that release, pin both to its full commit SHA\n"
-        f"#      (`@<sha> # {tag}`): a tag can be moved, a SHA cannot.\n", text)
-    return text.encode("utf-8")
+    pin = f"{action_repo or OWNER_REPO}@{ref or PLACEHOLDER_REF}"
+    text = text.replace(f"{OWNER_REPO}@{PLACEHOLDER_REF}", pin)
+    left = " and ".join(name for name, known in (("OWNER", action_repo), ("COMMIT_SHA", ref))
+                        if not known)
+    step = (f"#   1. `gitsleep init` set the gitsleep action to {pin} (twice below)"
+            + (f": replace {left} there.\n" if left else ".\n")
+            + "#      Pin a full commit SHA (a tag can be moved, a SHA cannot); once gitsleep\n"
+              "#      publishes release tags, use `@<the tag's sha> # v<version>`.\n")
+    return _OWNER_STEP.sub(step, text).encode("utf-8")
 
 
-_SCHEMA_URL = re.compile(r"OWNER/gitsleep/v[\w.]+/schemas/")
-
-
-def fill_config(content: bytes, action_repo: str | None) -> bytes:
-    """The config template with its `$schema` line (for editors) at this version's tag,
-    in `action_repo` when it is known."""
-    owner = action_repo or "OWNER/gitsleep"
-    text = _SCHEMA_URL.sub(f"{owner}/v{__version__}/schemas/", content.decode("utf-8"))
+def fill_config(content: bytes, action_repo: str | None, ref: str | None = None) -> bytes:
+    """The config template with its `$schema` line (for editors) at `ref` in
+    `action_repo`, each where it is known."""
+    url = f"{action_repo or OWNER_REPO}/{ref or PLACEHOLDER_REF}/schemas/"
+    text = content.decode("utf-8").replace(f"{OWNER_REPO}/{PLACEHOLDER_REF}/schemas/", url)
     return text.encode("utf-8")
 
 
@@ -175,8 +205,13 @@ def _inside_git_repo(path: Path) -> bool:
 @click.option("--action-repo", default=None, metavar="OWNER/REPO",
               help="The GitHub repository publishing the gitsleep action, for the workflow "
                    "(default: where this gitsleep was installed from, when that is GitHub).")
+@click.option("--action-ref", default=None, metavar="SHA",
+              help="The gitsleep commit (or, once published, tag) the workflow, the `$schema` "
+                   "line and the pre-commit snippet pin (default: the commit pip installed "
+                   "this gitsleep from).")
 @click.pass_context
-def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
+def command(ctx: click.Context, force: bool, action_repo: str | None,
+            action_ref: str | None) -> None:
     """Write .gitsleep.yml, an example skill and tasks, and the nightly workflow."""
     obj = ctx.obj or {}
     try:
@@ -186,13 +221,18 @@ def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
     cfg = config_path(repo, obj.get("config"))
     if action_repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", action_repo):
         raise click.BadParameter(f"{action_repo!r} is not owner/repo", param_hint="--action-repo")
+    if action_ref is not None and not _REF.fullmatch(action_ref):
+        raise click.BadParameter(f"{action_ref!r} is not a commit SHA or tag",
+                                 param_hint="--action-ref")
     action_repo = action_repo or installed_from()
+    action_ref = action_ref or installed_commit()
     workflow = workflow_template()
     planned: list[tuple[Path, bytes | None]] = [
-        (cfg, fill_config(template("gitsleep.yml"), action_repo)),
+        (cfg, fill_config(template("gitsleep.yml"), action_repo, action_ref)),
         (repo / SKILL_PATH, template("SKILL.md")),
         (repo / TASKS_PATH, template("tasks.jsonl")),
-        (repo / WORKFLOW_PATH, fill_workflow(workflow, action_repo) if workflow else None),
+        (repo / WORKFLOW_PATH,
+         fill_workflow(workflow, action_repo, action_ref) if workflow else None),
     ]
     written: dict[Path, str] = {}
     gitignore = repo / ".gitignore"
@@ -228,24 +268,46 @@ def command(ctx: click.Context, force: bool, action_repo: str | None) -> None:
                "one epoch with the offline simulator, nothing committed")
     click.echo("  3. replace the example skill and tasks with your own, then in .gitsleep.yml set "
                "`backend: openai` and `model:`, and export OPENAI_API_KEY")
-    for number, step in enumerate(workflow_steps(written.get(repo / WORKFLOW_PATH),
-                                                 action_repo), 4):
+    steps = workflow_steps(written.get(repo / WORKFLOW_PATH), action_repo, action_ref)
+    for number, step in enumerate(steps, 4):
         click.echo(f"  {number}. {step}")
+    click.echo(pre_commit_snippet(action_repo, action_ref))
+    if not action_ref:
+        click.echo(f"warning: this gitsleep was not installed from a git commit, so the pins "
+                   f"init wrote say {PLACEHOLDER_REF}: replace it with the gitsleep commit to "
+                   "run, or rerun init with --action-ref <sha>", err=True)
 
 
-def workflow_steps(outcome: str | None, action_repo: str | None) -> list[str]:
+def pre_commit_snippet(action_repo: str | None, ref: str | None) -> str:
+    """The `.pre-commit-config.yaml` entry for gitsleep's hooks at the same pin."""
+    return ("\nTo run gitsleep's checks on every commit, add to .pre-commit-config.yaml:\n"
+            "  repos:\n"
+            f"    - repo: https://github.com/{action_repo or OWNER_REPO}\n"
+            f"      rev: {ref or PLACEHOLDER_REF}\n"
+            "      hooks:\n"
+            "        - id: gitsleep-validate\n"
+            "        - id: gitsleep-learned-block")
+
+
+def workflow_steps(outcome: str | None, action_repo: str | None,
+                   ref: str | None = None) -> list[str]:
     """What is left before the nightly workflow runs, given what init did with it."""
     if outcome is None:
         return ["commit the files (this install has no workflow template: copy "
                 "examples/workflows/gitsleep-nightly.yml from gitsleep's repository)"]
     if outcome == "exists, kept":
         return [f"commit the files; {WORKFLOW_PATH} was kept as it was"]
-    tag = f"v{__version__}"
-    pin = (f"in {WORKFLOW_PATH}, the action is {action_repo}@{tag}: pin it to that tag's "
-           "commit SHA once you have reviewed the release" if action_repo else
-           f"in {WORKFLOW_PATH} (twice) and in the `$schema` line of .gitsleep.yml, replace "
-           "OWNER with the account that publishes gitsleep (`gitsleep init --action-repo "
-           "owner/gitsleep` fills it in when it writes these files)")
+    if action_repo and ref:
+        pin = (f"in {WORKFLOW_PATH}, the action is {action_repo}@{ref}, the commit this "
+               "gitsleep was installed from (or --action-ref)")
+    else:
+        left = " and ".join(f"replace {name} with {what}" for name, known, what in (
+            ("OWNER", action_repo, "the account that publishes gitsleep"),
+            (PLACEHOLDER_REF, ref, "the full SHA of the gitsleep commit to run"))
+            if not known)
+        pin = (f"in {WORKFLOW_PATH} (twice) and in the `$schema` line of .gitsleep.yml, "
+               f"{left} (`gitsleep init --action-repo owner/gitsleep --action-ref <sha>` "
+               "fills them in)")
     return [pin,
             "add the repository secret OPENAI_API_KEY, and allow GitHub Actions to create "
             "pull requests (Settings > Actions > General)",
