@@ -267,9 +267,12 @@ class AgentConfig(_Section):
         if not filled.get("command"):
             raise ValueError("agent: set `command` (an argv list) or `preset` "
                              "(codex, claude, gemini, opencode or llm)")
-        if filled.get("memory_install") and filled["memory_install"] == filled["install"]:
-            raise ValueError("agent.memory_install and agent.install are the same path: "
-                             "give the memory document its own path, or leave it null")
+        from gitsleep.backends.command import agent_path_conflict
+
+        conflict = agent_path_conflict(filled["install"], filled.get("memory_install"),
+                                       filled["answer"])
+        if conflict:
+            raise ValueError(conflict)
         return self
 
     def filled(self, model: str | None = None) -> dict[str, Any]:

@@ -183,3 +183,45 @@ def test_an_epoch_through_an_agent_cli(tmp_path: Path, capsys: pytest.CaptureFix
     cost = diagnostics["cost"]
     assert cost["wall_seconds"] > 0 and cost["unmetered_calls"] > 0
     assert diagnostics["backend"] == "command+offline"
+
+
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [
+        ("{preset: llm, install: '.'}", "agent.install: must name a file"),
+        ("{preset: llm, install: 'docs/'}", "agent.install: must name a file"),
+        ("{preset: llm, install: './'}", "agent.install: must name a file"),
+        ("{preset: llm, memory_install: ./AGENTS.md}",
+         "agent.memory_install and agent.install are one file"),
+        ("{preset: llm, install: a//b/../AGENTS.md, memory_install: a/AGENTS.md}",
+         "agent.install: must be a relative path inside the agent's workspace"),
+        ("{preset: llm, install: docs/x/AGENTS.md, memory_install: ./docs/./x/AGENTS.md}",
+         "agent.memory_install and agent.install are one file"),
+        ("{preset: llm, install: agents.md, memory_install: AGENTS.md}",
+         "agent.memory_install and agent.install are one file"),
+        ("{preset: llm, install: docs, memory_install: docs/MEMORY.md}",
+         "agent.install is a folder of agent.memory_install"),
+        ("{preset: llm, answer: 'file:./AGENTS.md'}",
+         "agent.answer is the installed agent.install"),
+        ("{preset: claude, memory_install: ./CLAUDE.md, answer: 'file:CLAUDE.md'}",
+         "agent.answer is the installed agent.memory_install"),
+    ],
+)
+def test_agent_paths_are_compared_normalised_and_refused_in_one_line(
+    tmp_path: Path, agent: str, expected: str
+) -> None:
+    """Issue 24 class 9: `install: "."` was a traceback (IsADirectoryError on the first
+    call); `./AGENTS.md` beside `AGENTS.md` passed and the memory overwrote the skill; an
+    answer file that is an installed document would score the document as the answer."""
+    message = error_of(tmp_path, f"backend: command\noptimizer_backend: offline\nagent: {agent}\n")
+    assert expected in message, message
+    assert message.startswith(f"{tmp_path / '.gitsleep.yml'}:")
+
+
+def test_install_dot_exits_2_with_one_line_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = project(tmp_path, "agent: {preset: llm, install: '.'}\n")
+    result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert result.err.count("\n") == 1 and "agent.install: must name a file" in result.err

@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import posixpath
 import re
 import shutil
 import signal
@@ -36,7 +37,8 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.errors import BackendError
+from gitsleep.backends.presets import ANSWER_FILE
+from gitsleep.errors import BackendError, UsageError
 from gitsleep.markdown import clip, one_line
 from gitsleep.models import Answer
 from gitsleep.redact import Redactor
@@ -284,6 +286,13 @@ class CommandBackend(Backend):
     ) -> None:
         if not spec.command:
             raise BackendError("agent.command is empty: set agent.command or agent.preset")
+        for key, value in (("install", spec.install), ("memory_install", spec.memory_install)):
+            problem = install_path_problem(value) if value is not None else None
+            if problem:
+                raise UsageError(f"agent.{key}: {problem} (got {value!r})")
+        conflict = agent_path_conflict(spec.install, spec.memory_install, spec.answer)
+        if conflict:
+            raise UsageError(conflict)
         self.spec = spec
         self.env = {**env, **dict(spec.env)}
         self.redactor = redactor or Redactor.from_env(self.env, [n for n, _ in spec.env])
@@ -494,7 +503,48 @@ class CommandBackend(Backend):
 
 def install_path_problem(relative: str) -> str | None:
     """Why a workspace path from the config is unusable, or None."""
-    path = PurePosixPath(relative.replace("\\", "/"))
+    text = relative.replace("\\", "/")
+    path = PurePosixPath(text)
     if not relative.strip() or path.is_absolute() or ".." in path.parts:
         return "must be a relative path inside the agent's workspace (no '..')"
+    if "\0" in text or text.endswith("/") or workspace_path(text) == ".":
+        # "." is the workspace itself: writing the skill there was an IsADirectoryError
+        return "must name a file in the agent's workspace, not a folder (e.g. AGENTS.md)"
+    return None
+
+
+def workspace_path(relative: str) -> str:
+    """A workspace path in one spelling (`./a//b` -> `a/b`), so two fields naming one
+    file are seen as one; case-folded too, for the case-insensitive disks of macOS."""
+    return posixpath.normpath(relative.replace("\\", "/")).casefold()
+
+
+def agent_path_conflict(install: str, memory_install: str | None, answer: str) -> str | None:
+    """Why the installed documents and the answer file collide, or None.
+
+    The memory must not overwrite the skill (or sit inside a folder the skill is written
+    as), and the answer file must not be an installed document: an agent that wrote
+    nothing would then have the document itself scored as its answer.
+    """
+    fields = [("install", install)]
+    if memory_install:
+        fields.append(("memory_install", memory_install))
+    answer_file = answer.removeprefix("file:") if answer.startswith("file:") else None
+    if answer_file is not None:
+        fields.append(("answer", answer_file))
+    for i, (name_a, a) in enumerate(fields):
+        for name_b, b in fields[i + 1:]:
+            na, nb = workspace_path(a), workspace_path(b)
+            if name_b == "answer" and na == nb:
+                return (f"agent.answer is the installed agent.{name_a} ({b!r}): the document "
+                        "would be scored as the answer of an agent that wrote none; write "
+                        f"the answer to a file of its own (e.g. file:{ANSWER_FILE})")
+            if na == nb:
+                return (f"agent.{name_b} and agent.{name_a} are one file ({b!r} and {a!r}): "
+                        f"give each its own path (or leave memory_install null)")
+            outer, inner = ((name_a, a), (name_b, b)) if len(na) < len(nb) else ((name_b, b),
+                                                                                (name_a, a))
+            if workspace_path(inner[1]).startswith(workspace_path(outer[1]) + "/"):
+                return (f"agent.{outer[0]} is a folder of agent.{inner[0]} ({outer[1]!r} "
+                        f"holds {inner[1]!r}): give each a file of its own")
     return None
