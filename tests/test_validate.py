@@ -389,8 +389,17 @@ def test_many_skills_naming_one_document_parse_the_config_once(
         parses.append(len(text))
         return compose(text)
 
+    task_parses: list[str] = []
+    check_tasks = validate_cmd.check_skill_tasks
+
+    def counted_tasks(root: Path, skill):  # noqa: ANN001, ANN202
+        task_parses.append(skill.name)
+        return check_tasks(root, skill)
+
     monkeypatch.setattr(config_module, "compose_yaml", counted)
+    monkeypatch.setattr(validate_cmd, "check_skill_tasks", counted_tasks)
     for n in (20, 80):
+        task_parses.clear()
         skills = "".join(f"  - name: s{i}\n    skill: {SKILL}\n    tasks: [{TASKS}]\n"
                          for i in range(n))
         (repo / ".gitsleep.yml").write_text(f"version: 1\nbackend: offline\nskills:\n{skills}")
@@ -401,3 +410,5 @@ def test_many_skills_naming_one_document_parse_the_config_once(
         assert len(shared) == n - 1 and all(p.line for p in shared)
         assert shared[-1].line == 5 + 3 * (n - 1)  # skills[n-1].skill, still exact
         assert len(parses) <= 2, f"{len(parses)} config parses for {n} skills"
+        assert task_parses == ["s0"]  # one task list shared by n skills is parsed once
+        assert report.tasks == 3 * n and report.splits[f"s{n - 1}"]["train"] == 2

@@ -24,6 +24,7 @@ from gitsleep import repo_paths
 from gitsleep.config import CONFIG_NAME, Config, config_path, field_lines, load_config
 from gitsleep.documents import block_problems
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
+from gitsleep.models import Task
 from gitsleep.problems import (
     ERROR,
     FileProblem,
@@ -84,8 +85,19 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
     seen_task_files: set[str] = set()
     secrets = secret_values(config, env)
     limits = (config.learned_block.max_lines, config.learned_block.max_chars)
+    # Skills that list the same task files get the same tasks and problems: parse them once
+    # (1,500 skills naming one file parsed it 1,500 times). A list naming a file twice is
+    # left out: its GS001 line names the skill.
+    parsed: dict[tuple[tuple[str, str], ...], tuple[list[Task], list[Problem]]] = {}
     for skill in config.skills:
-        tasks, task_problems = check_skill_tasks(repo_root, skill)
+        key = tuple((entry.path, entry.split) for entry in skill.tasks)
+        if key not in parsed:
+            parsed_now = check_skill_tasks(repo_root, skill)
+            if len({path for path, _ in key}) == len(key):
+                parsed[key] = parsed_now
+        else:
+            parsed_now = parsed[key]
+        tasks, task_problems = parsed_now
         report.tasks += len(tasks)
         report.splits[skill.name] = {split: sum(1 for t in tasks if t.split == split)
                                      for split in ("train", "val", "test")}
