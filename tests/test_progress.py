@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -116,3 +117,29 @@ def test_a_cached_call_is_not_announced(work: Path, capsys: pytest.CaptureFixtur
     assert "optimizer call started" in first.err
     assert "optimizer call started" not in again.err  # answered from the cache: no call
     assert git(work, "status", "--porcelain") == ""
+
+
+def test_an_80_column_terminal_shows_every_label_and_status_line_whole(work: Path) -> None:
+    """A cut label loses what is being scored ("...(skill rou"); the bar shrinks instead, and
+    a status line too long for the terminal is printed whole on its own line."""
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(TERM="xterm", COLUMNS="80", LINES="24")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gitsleep", "--repo", str(work), "consolidate", "--dry-run"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    try:
+        shown = read_pty(master, process)
+        process.communicate(timeout=120)
+    finally:
+        os.close(master)
+
+    assert process.returncode == 0, shown
+    assert "brief-writer: scoring val (skill round 1 proposal 1)  [" in shown
+    started = [line for line in shown.replace("\r", "\n").splitlines()
+               if "optimizer call started (offline): skill round 1, proposal 1 of 3" in line]
+    assert started and started[0].rstrip().endswith("train tasks"), started
+    for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown).replace("\r", "\n").splitlines():
+        if "[#" in line or "[-" in line or "[ " in line:  # a bar line is redrawn in place
+            assert len(line.rstrip()) <= 79, line

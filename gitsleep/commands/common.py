@@ -18,6 +18,7 @@ from gitsleep.errors import EXIT_OK
 from gitsleep.setup import Setup
 
 PLAIN_EVERY = 8  # in a log, passes this long get a line per quarter, shorter ones just one
+BAR_WIDTH, BAR_MIN = 20, 6  # a progress bar's cells on a wide terminal; the fewest shown
 
 
 class Progress:
@@ -41,7 +42,11 @@ class Progress:
                 click.echo(line, err=True)
                 return
             width = max(20, shutil.get_terminal_size().columns - 1)
-            click.echo("\r\033[K" + line[:width], err=True, nl=False)
+            if len(line) > width:  # cut, it loses its end; wrapped, it breaks the redraw
+                click.echo("\r\033[K" + line, err=True)
+                self._open = False
+                return
+            click.echo("\r\033[K" + line, err=True, nl=False)
             self._open = True
 
     def steps(self, label: str, total: int) -> Callable[[], None]:
@@ -68,8 +73,15 @@ class Progress:
                 click.echo("\r\033[K", err=True, nl=False)
                 self._open = False
             width = max(20, shutil.get_terminal_size().columns - 1)
-            bar = click.progressbar(length=total, label=label[: max(10, width - 40)],
-                                    file=sys.stderr, show_pos=True, show_eta=False, width=20)
+            # the label is what is being scored: the bar shrinks before the label is cut,
+            # and a label too long for any bar gets a line of its own above it
+            room = width - len(label) - 2 * len(str(total)) - 7  # "  [" "]  " "/"
+            if room < BAR_MIN:
+                click.echo(label, err=True)
+                label, room = "", width - 2 * len(str(total)) - 7
+            bar = click.progressbar(length=total, label=label, file=sys.stderr,
+                                    show_pos=True, show_eta=False,
+                                    width=max(BAR_MIN, min(BAR_WIDTH, room)))
             bar.__enter__()  # draws it; the last tick or the next line finishes it
             self._bar = bar
 
