@@ -5,22 +5,37 @@ diagnostics.json as a note under `refs/notes/gitsleep`. A merged epoch lives on 
 base's history; a superseded one (the next epoch restarted the branch from the base)
 keeps its note. So the history is: the trailered commits reachable from the base and the
 branch, plus any commit the notes ref remembers, each once, oldest first.
+
+Anyone who can push can push notes and trailers, so both are read as untrusted text: a
+note that is not a JSON object (or not UTF-8, too large, too deeply nested) is skipped and
+counted, every field is type-checked, text is cleaned of control characters, and a note on
+an object that is not an epoch's commit is no epoch. Reading costs a fixed number of git
+processes (`git log`, `git notes list`, `git cat-file --batch`), not one per epoch.
 """
 
 from __future__ import annotations
 
-import json
+import math
+import subprocess
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gitsleep import markdown as md
 from gitsleep import record
-from gitsleep.gitrun import git_out
+from gitsleep.config import SKILL_NAME_RE
+from gitsleep.gitrun import git_out, safe_git
+from gitsleep.hostile_text import INVISIBLE
+from gitsleep.numbers import loads_json
 from gitsleep.record import NOTES_REF
 from gitsleep.scores import rounded
 
 _FIELD, _RECORD = "\x1f", "\x1e"
+MAX_NOTE_BYTES = 8 << 20  # a diagnostics note is tens of KB; a larger one is not gitsleep's
+_MAX_LABEL = 40  # characters of a decision or metric shown in `log`
+_MAX_DIGITS = 9  # an edit count longer than this is not one gitsleep wrote
 
 
 @dataclass
@@ -76,93 +91,294 @@ def held_out_points(epochs: list[Epoch]) -> list[tuple[str, float]]:
 def _applied_from_message(body: str) -> int | None:
     for line in body.splitlines():
         if line.startswith("Applied edits (") and line.endswith("):"):
-            return int(line[len("Applied edits ("):-2])
+            count = line[len("Applied edits ("):-2]
+            return int(count) if count.isdigit() and len(count) <= _MAX_DIGITS else None
     return 0 if body else None
 
 
-def _notes(repo: Path) -> dict[str, dict[str, Any]]:
-    """commit sha -> its parsed diagnostics note (notes that are not JSON are skipped)."""
-    notes: dict[str, dict[str, Any]] = {}
-    for line in git_out(repo, "notes", f"--ref={NOTES_REF}", "list").splitlines():
-        blob, _, commit = line.partition(" ")
-        try:
-            data = json.loads(git_out(repo, "cat-file", "-p", blob))
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            notes[commit] = data
-    return notes
+# -- reading git in a fixed number of processes --------------------------------------------
+
+
+def _git_bytes(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    """stdout of `git ARGS` as bytes ("" when git fails): commit messages and notes are
+    whatever someone wrote, not necessarily UTF-8."""
+    done = subprocess.run(safe_git(*args), cwd=repo, input=stdin, capture_output=True,
+                          check=False)
+    return done.stdout if done.returncode == 0 else b""
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _object_types(repo: Path, names: list[str]) -> dict[str, str]:
+    """object name -> its type (`commit`, `blob`, ...; `missing` when git has no such object),
+    for all of `names` in one `git cat-file --batch-check`."""
+    if not names:
+        return {}
+    out = _text(_git_bytes(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+                           stdin="".join(f"{name}\n" for name in names).encode()))
+    types: dict[str, str] = {}
+    for name, line in zip(names, out.splitlines(), strict=False):
+        found = line.split()
+        types[name] = found[1] if len(found) == 2 and found[0] == name else "missing"
+    return types
+
+
+def _blobs(repo: Path, names: list[str]) -> dict[str, bytes | None]:
+    """object name -> its content, for all of `names` in one `git cat-file --batch`;
+    None for a missing object or one too large to be a gitsleep note."""
+    if not names:
+        return {}
+    checked = _text(_git_bytes(repo, "cat-file", "--batch-check",
+                               stdin="".join(f"{name}\n" for name in names).encode()))
+    wanted = []
+    for name, line in zip(names, checked.splitlines(), strict=False):
+        found = line.split()
+        if (len(found) == 3 and found[1] == "blob" and found[2].isdigit()
+                and int(found[2]) <= MAX_NOTE_BYTES):
+            wanted.append(name)
+    contents: dict[str, bytes | None] = dict.fromkeys(names)
+    if not wanted:
+        return contents
+    out = _git_bytes(repo, "cat-file", "--batch",
+                     stdin="".join(f"{name}\n" for name in wanted).encode())
+    at = 0
+    for name in wanted:  # "<sha> blob <size>\n<content>\n", in the order asked
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split()
+        if len(header) != 3 or not header[2].isdigit():
+            break
+        size = int(header[2])
+        contents[name] = out[end + 1:end + 1 + size]
+        at = end + 1 + size + 1
+    return contents
+
+
+def _notes(repo: Path) -> dict[str, str]:
+    """annotated object -> its note's blob, from one `git notes list`."""
+    pairs = (line.split() for line in _text(_git_bytes(
+        repo, "notes", f"--ref={NOTES_REF}", "list")).splitlines())
+    return {pair[1]: pair[0] for pair in pairs if len(pair) == 2}
+
+
+def _commits(repo: Path, *revs: str, stdin: bytes | None = None
+             ) -> list[tuple[str, str, dict[str, str], str]]:
+    """(sha, committer date, Gitsleep-* trailers, message) of each commit `git log` lists."""
+    fmt = _FIELD.join(["%H", "%cI", "%(trailers:only,unfold)", "%B"]) + _RECORD
+    out = _text(_git_bytes(repo, "log", "--no-color", f"--format={fmt}", *revs, stdin=stdin))
+    found = []
+    for entry in out.split(_RECORD):
+        parts = entry.strip("\n").split(_FIELD)
+        if len(parts) == 4:
+            sha, date, trailer_text, body = parts
+            found.append((sha, date, record.ours(record.parse_lines(trailer_text)), body))
+    return found
+
+
+# -- reading notes and trailers that anyone could have written ------------------------------
+
+
+def diagnostics_note(raw: bytes | None) -> dict[str, Any] | None:
+    """A note's JSON object, or None when it is not one gitsleep could have written
+    (not UTF-8, not JSON, not an object, too large or too deeply nested)."""
+    if raw is None or len(raw) > MAX_NOTE_BYTES:
+        return None
+    try:
+        data = loads_json(raw.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _skill_name(value: object) -> str | None:
+    return value if isinstance(value, str) and SKILL_NAME_RE.match(value) else None
+
+
+def _label(value: object, default: str) -> str:
+    """A decision or metric for one table cell: text only, one line, nothing invisible or
+    controlling the terminal, clipped."""
+    if not isinstance(value, str):
+        return default
+    text = " ".join(INVISIBLE.sub("", value).split())
+    return md.clip(text, _MAX_LABEL) if text else default
+
+
+def _score(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**12:
+        return None
+    return value
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _finite(pair: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
+    return (pair[0] if pair[0] is None or math.isfinite(pair[0]) else None,
+            pair[1] if pair[1] is None or math.isfinite(pair[1]) else None)
+
+
+# -- the history --------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """The epochs read back, and the notes skipped because gitsleep did not write them."""
+
+    epochs: list[Epoch]
+    unreadable: list[str]  # objects whose note is not a diagnostics note of an epoch
+    odd_commits: list[str]  # commits whose Gitsleep-Skill trailer is not a skill name
+
+    def skipped_line(self) -> str | None:
+        """One line for stderr naming what was skipped, or None when nothing was."""
+        if not self.unreadable and not self.odd_commits:
+            return None
+        parts = []
+        if self.unreadable:
+            parts.append(f"{len(self.unreadable)} notes under {NOTES_REF} that are not "
+                         f"gitsleep diagnostics of an epoch (first on {self.unreadable[0][:12]})")
+        if self.odd_commits:
+            parts.append(f"{len(self.odd_commits)} commits whose {record.SKILL} trailer is "
+                         f"not a skill name (first {self.odd_commits[0][:12]})")
+        return ("gitsleep: skipped " + " and ".join(parts) + "; `git notes --ref=gitsleep "
+                "show <commit>` and `git show <commit>` show them")
 
 
 def read_epochs(repo: Path, *, base: str, branch_refs: list[str],
-                skills: list[str] | None = None) -> list[Epoch]:
-    """Every recorded epoch of `skills` (all when None), oldest first.
+                skills: list[str] | None = None, details: bool = True) -> list[Epoch]:
+    """Every recorded epoch of `skills` (all when None), oldest first (see `read_history`)."""
+    return read_history(repo, base=base, branch_refs=branch_refs, skills=skills,
+                        details=details).epochs
+
+
+def read_history(repo: Path, *, base: str, branch_refs: list[str],
+                 skills: list[str] | None = None, details: bool = True) -> History:
+    """Every recorded epoch of `skills` (all when None), oldest first, and what was skipped.
 
     `branch_refs` are the gitsleep branches' refs that exist (local and remote-tracking),
-    so an epoch that is only on its branch is found too.
+    so an epoch that is only on its branch is found too. A fixed number of git processes
+    reads any number of epochs. `details=False` reads a note only where the commit's
+    trailers lack the scores (a chart needs no edits or cost): a pull request's chart
+    does not read every note.
     """
-    revs = [base, *branch_refs]
-    fmt = _FIELD.join(["%H", "%cI", "%(trailers:only,unfold)", "%B"]) + _RECORD
-    log = git_out(repo, "log", "--no-color", f"--format={fmt}", f"--grep=^{record.SKILL}: ",
-               *revs, "--")
-    on_base = set(git_out(repo, "rev-list", f"--grep=^{record.SKILL}: ", base, "--").split())
+    wanted = (lambda skill: True) if skills is None else set(skills).__contains__
+    on_base = set(_text(_git_bytes(repo, "rev-list", f"--grep=^{record.SKILL}: ", base,
+                                   "--")).split())
     notes = _notes(repo)
-    epochs: dict[str, Epoch] = {}
-    for entry in log.split(_RECORD):
-        parts = entry.strip("\n").split(_FIELD)
-        if len(parts) != 4:
-            continue
-        sha, date, trailer_text, body = parts
-        trailers = record.ours(record.parse_lines(trailer_text))
-        skill = trailers.get(record.SKILL, "")
-        if not skill or (skills is not None and skill not in skills):
-            continue
-        where = "base" if sha in on_base else "branch"
-        epochs[sha] = _epoch(skill, sha, date, where, trailers, notes.get(sha), body)
-    for sha, note in notes.items():
-        skill = str(note.get("skill", ""))
-        if sha in epochs or not skill or (skills is not None and skill not in skills):
-            continue
-        date = git_out(repo, "show", "-s", "--format=%cI", sha, "--").strip()
-        epochs[sha] = _epoch(skill, sha, date, "superseded", {}, note, "")
-    return sorted(epochs.values(), key=lambda e: _order(repo, e))
+    found: dict[str, tuple[str, str, str, dict[str, str], str]] = {}  # sha -> its record
+    odd: list[str] = []
+    seen: set[str] = set()
+
+    def keep(sha: str, date: str, where: str, trailers: dict[str, str], body: str) -> None:
+        seen.add(sha)
+        skill = _skill_name(trailers.get(record.SKILL))
+        if skill is None:
+            odd.append(sha)
+        elif wanted(skill):
+            found[sha] = (skill, date, where, trailers, body)
+
+    for sha, date, trailers, body in _commits(repo, f"--grep=^{record.SKILL}: ", base,
+                                              *branch_refs, "--"):
+        keep(sha, date, "base" if sha in on_base else "branch", trailers, body)
+    # annotated objects not on the base or a branch: a superseded epoch's commit, a commit
+    # that is gone (only its note is left), or something that is not an epoch at all
+    others = [name for name in notes if name not in seen]
+    types = _object_types(repo, others)
+    present = [name for name in others if types.get(name) == "commit"]
+    epoch_commits: set[str] = set()
+    if present:
+        for sha, date, trailers, body in _commits(
+                repo, "--no-walk=unsorted", "--stdin", "--",
+                stdin="".join(f"{sha}\n" for sha in present).encode()):
+            if record.SKILL in trailers:
+                epoch_commits.add(sha)
+                keep(sha, date, "superseded", trailers, body)
+    gone = [name for name in others if types.get(name) == "missing"]
+    unreadable = [name for name in others
+                  if name not in epoch_commits and name not in gone and name not in odd]
+
+    def needs_note(sha: str) -> bool:
+        trailers = found[sha][3]
+        return details or record.VAL not in trailers or record.TEST not in trailers
+
+    blobs = _blobs(repo, [notes[sha] for sha in found if sha in notes and needs_note(sha)]
+                   + [notes[sha] for sha in gone])
+    epochs: list[Epoch] = []
+    for sha, (skill, date, where, trailers, body) in found.items():
+        note = None
+        if sha in notes and needs_note(sha):
+            note = diagnostics_note(blobs.get(notes[sha]))
+            if note is None:
+                unreadable.append(sha)
+        epochs.append(_epoch(skill, sha, date, where, trailers, note, body))
+    for sha in gone:  # only the note is left: it says which skill
+        note = diagnostics_note(blobs.get(notes[sha]))
+        named = _skill_name(note.get("skill")) if note is not None else None
+        if note is None or named is None:
+            unreadable.append(sha)
+        elif wanted(named):
+            epochs.append(_epoch(named, sha, "", "superseded", {}, note, ""))
+    return History(_ordered(repo, epochs), sorted(set(unreadable)), odd)
 
 
-def _order(repo: Path, epoch: Epoch) -> tuple[float, int, str]:
+def _ordered(repo: Path, epochs: list[Epoch]) -> list[Epoch]:
     """Oldest first: by commit time, then (for epochs in the same second) by how much
-    history the commit has, since a later epoch starts from a later base."""
-    try:
-        when = datetime.fromisoformat(epoch.date).timestamp()
-    except ValueError:
-        when = float("inf")
-    depth = git_out(repo, "rev-list", "--count", epoch.commit, "--").strip()
-    return when, int(depth) if depth.isdigit() else 0, epoch.commit
+    history the commit has, since a later epoch starts from a later base. Depth costs a
+    git process per commit, so it is counted only for commits that share a second."""
+
+    def when(epoch: Epoch) -> float:
+        try:
+            return datetime.fromisoformat(epoch.date).timestamp()
+        except ValueError:
+            return float("inf")
+
+    seconds = Counter(when(e) for e in epochs)
+
+    def depth(epoch: Epoch) -> int:
+        if seconds[when(epoch)] < 2 or not epoch.date:
+            return 0
+        count = git_out(repo, "rev-list", "--count", epoch.commit, "--").strip()
+        return int(count) if count.isdigit() else 0
+
+    return sorted(epochs, key=lambda e: (when(e), depth(e), e.commit))
 
 
 def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str],
            note: dict[str, Any] | None, body: str) -> Epoch:
+    """An epoch from its trailers (what the commit says) and its note (every field checked:
+    a note is JSON anyone could have pushed)."""
     note = note or {}
-    splits = note.get("splits") or {}
+    splits = _section(note, "splits")
 
     def from_note(name: str) -> tuple[float | None, float | None]:
-        split = splits.get(name) or {}
-        return split.get("baseline"), split.get("candidate")
+        split = _section(splits, name)
+        return _score(split.get("baseline")), _score(split.get("candidate"))
 
-    val = record.scores(trailers, record.VAL) if record.VAL in trailers else from_note("val")
-    test = (record.scores(trailers, record.TEST) if record.TEST in trailers
+    val = (_finite(record.scores(trailers, record.VAL)) if record.VAL in trailers
+           else from_note("val"))
+    test = (_finite(record.scores(trailers, record.TEST)) if record.TEST in trailers
             else from_note("test"))
-    edits = note.get("edits") or {}
-    applied = len(edits["applied"]) if isinstance(edits.get("applied"), list) else (
+    applied_list = _section(note, "edits").get("applied")
+    applied = len(applied_list) if isinstance(applied_list, list) else (
         _applied_from_message(body))
-    cost = note.get("cost") or {}
-    extra = note.get("extra") or {}
+    usd = _score(_section(note, "extra").get("estimated_usd"))
     return Epoch(
         skill=skill, commit=sha, date=date, where=where,
-        decision=trailers.get(record.DECISION) or str(note.get("decision", "?")),
-        metric=trailers.get(record.METRIC) or str(note.get("metric", "")),
+        decision=_label(trailers.get(record.DECISION) or note.get("decision"), "?"),
+        metric=_label(trailers.get(record.METRIC) or note.get("metric"), ""),
         val=val, test=test, applied=applied,
-        calls=cost.get("calls") if isinstance(cost.get("calls"), int) else None,
-        usd=extra.get("estimated_usd") if isinstance(extra.get("estimated_usd"), float)
-        else None,
+        calls=_count(_section(note, "cost").get("calls")),
+        usd=usd if usd is not None and usd >= 0 else None,
         trailers=trailers,
     )

@@ -24,8 +24,13 @@ def branch_refs(repo: Path, prefix: str) -> list[str]:
 
 def epochs_for(repo: Path, prefix: str, base: str,
                skills: list[str] | None) -> list[history.Epoch]:
-    return history.read_epochs(repo, base=base, branch_refs=branch_refs(repo, prefix),
-                               skills=skills)
+    """The epochs; one line on stderr names any note or trailer gitsleep did not write."""
+    found = history.read_history(repo, base=base, branch_refs=branch_refs(repo, prefix),
+                                 skills=skills)
+    skipped = found.skipped_line()
+    if skipped:
+        click.echo(skipped, err=True)
+    return found.epochs
 
 
 def table(epochs: list[history.Epoch], prefix: str) -> list[str]:
