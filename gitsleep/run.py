@@ -311,7 +311,7 @@ def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
     from gitsleep import history
 
     epochs = history.read_epochs(setup.repo, base=base, branch_refs=[f"refs/heads/{branch}"],
-                                 skills=[skill.name])
+                                 skills=[skill.name], details=False)  # trailers, not notes
     return report.held_out_chart(history.held_out_points(epochs), metric)
 
 
