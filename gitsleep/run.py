@@ -290,7 +290,7 @@ def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
     recorded_result = EpochResult(
         skill=skill.name,
         decision=trailers.get(record.DECISION, "accepted"),
-        reason="up to date: the branch already holds the result for these inputs",
+        reason="the branch already holds the result for these inputs",
         metric=trailers.get(record.METRIC, setup.config.gate.metric),
         backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,
         judge_model=judge, train=SplitSummary(None, None, 0),
@@ -302,7 +302,11 @@ def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
                                   pr={"operation": "none", "reason": "up to date: its pull "
                                       "request, if one was opened, is unchanged"},
                                   diagnostics_path=None, redactor=setup.redactor)
-    return SkillOutcome(skill.name, {**summary, "up_to_date": True})
+    # This run decided nothing and applied nothing: it says so rather than repeating the
+    # recorded epoch's decision next to empty edit lists (the scores are the recorded ones).
+    return SkillOutcome(skill.name, {**summary, "decision": "up_to_date",
+                                     "recorded_decision": recorded_result.decision,
+                                     "up_to_date": True})
 
 
 def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,

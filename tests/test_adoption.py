@@ -68,6 +68,8 @@ def test_eval_prints_sizes_explains_the_metric_and_warns_on_small_splits(
     as_json = run_cli(capsys, "--repo", str(work), "eval", "--json")
     data = json.loads(as_json.out)
     assert data and all(f == round(f, 3) for f in floats(data))
+    # scores of the offline simulator say so, as consolidate's --json does
+    assert [row["simulated"] for row in data] == [True] * len(data)
     assert "mixed: a weighted mean" not in as_json.out
 
 
@@ -142,6 +144,11 @@ def test_uncommitted_documents_and_tasks_are_named_with_how_to_include_them(
             f"{SKILL_MD}; consolidate reads the committed base, so commit them") in result.out
     data = json.loads(run_cli(capsys, "--repo", str(work), "consolidate", "--json").out)
     assert data["uncommitted"] == ["evals/example-skill/tasks.jsonl", SKILL_MD]
+    # this run decided nothing and applied nothing: it says up to date, not "accepted"
+    assert data["decision"] == "up_to_date" and data["up_to_date"] is True
+    assert data["recorded_decision"] == "accepted"
+    assert data["edits"] == {"applied": [], "rejected": [], "unmatched": []}
+    assert result.out.startswith("example-skill: up to date: "), result.out
     assert data["pr"]["reason"] == "up to date: its pull request, if one was opened, is unchanged"
     assert (work / ".git" / "index").read_bytes() == index  # git status left it alone
 

@@ -69,7 +69,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             # An aborted epoch is a failure (exit 3 or 6): its line goes with the errors.
             err = s["decision"] == "aborted"
             dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
-            click.echo(f"{s['skill']}: {s['decision']}: {s['reason']}{dry}", err=err)
+            decision = "up to date" if s.get("up_to_date") else s["decision"]
+            click.echo(f"{s['skill']}: {decision}: {s['reason']}{dry}", err=err)
             if outcome.result is not None and report.small_sample_note(outcome.result):
                 click.echo(f"  warning: {report.small_sample_note(outcome.result)}", err=err)
             if unused:
