@@ -175,3 +175,19 @@ def test_demo_shows_no_html_escapes_and_says_where_it_ran(
 def test_small_sample_note_counts_tasks_in_words() -> None:
     assert report.small_splits(1, 0) == ["val (1 task)"]
     assert report.small_splits(5, 4) == ["held-out (4 tasks)"]
+
+
+def test_the_actions_backend_input_names_every_backend_the_config_accepts() -> None:
+    """A team with an agent CLI reads the input's description to learn `command` exists."""
+    import typing
+
+    import yaml
+
+    from gitsleep.config import Config
+
+    action = yaml.safe_load((Path(__file__).resolve().parents[1] / "action.yml").read_text())
+    description = action["inputs"]["backend"]["description"]
+    backends = typing.get_args(Config.model_fields["backend"].annotation)
+    assert set(backends) == {"openai", "offline", "command"}
+    for name in backends:
+        assert f"`{name}`" in description, (name, description)
