@@ -455,8 +455,12 @@ class Config(_Section):
             "pass --model, or set GITSLEEP_MODEL"
         )
 
-    def models(self) -> tuple[str, str, str]:
-        """(agent, optimizer, judge): optimizer defaults to agent, judge to optimizer."""
+    def models(self, roles: tuple[str, ...] = ("optimizer", "judge")) -> tuple[str, str, str]:
+        """(agent, optimizer, judge): optimizer defaults to agent, judge to optimizer.
+
+        `roles` are the models the command will call: `eval` proposes no edit, so it
+        never asks for an optimizer model, and asks for a judge one only for rubrics.
+        """
         agent = self.agent_model()
         if self.backend == "offline":
             return agent, agent, agent
@@ -466,7 +470,7 @@ class Config(_Section):
                 ("optimizer", optimizer_backend, self.optimizer_model),
                 ("judge", judge_backend, self.judge_model or self.optimizer_model),
             ):
-                if used == "openai" and not chosen:
+                if role in roles and used == "openai" and not chosen:
                     raise UsageError(
                         f"no {role} model: with `backend: command` the {used} {role} needs "
                         f"`{role}_model:` in {CONFIG_NAME} (or `{role}_backend: command`)")
@@ -500,9 +504,10 @@ class Config(_Section):
             label=self.agent.label(),
         )
 
-    def epoch_settings(self) -> EpochSettings:
-        """What the pure core needs, with nothing about files, git or the backend."""
-        agent, optimizer, judge = self.models()
+    def epoch_settings(self, roles: tuple[str, ...] = ("optimizer", "judge")) -> EpochSettings:
+        """What the pure core needs, with nothing about files, git or the backend;
+        `roles` as in `models`."""
+        agent, optimizer, judge = self.models(roles)
         return EpochSettings(
             model=agent,
             optimizer_model=optimizer,

@@ -22,6 +22,7 @@ CODES: dict[str, str] = {
     "GS002": "two configured paths are one file (a repeat or a symlink)",
     "GS003": "document reached through a symlink",
     "GS004": "gitsleep's cache or run folder leads out of the repository",
+    "GS005": "config cannot run: a model a backend needs is not set",
     # task files
     "GS100": "task file missing or unreadable",
     "GS101": "task file does not parse",

@@ -139,11 +139,13 @@ def read_inputs(root: Path, skill: SkillConfig, say: Progress | None = None
 # -- the model and its cache --------------------------------------------------------------
 
 
-def make_backend(setup: Setup, skill: str = "") -> Backend:
-    """The configured backend (imported lazily: the openai client is slow to import)."""
+def make_backend(setup: Setup, skill: str = "",
+                 purposes: tuple[str, ...] = ("answer", "propose", "judge")) -> Backend:
+    """The configured backend for the kinds of call a command makes (imported lazily:
+    the openai client is slow to import)."""
     from gitsleep.backends.select import backend_from_config
 
-    return backend_from_config(setup.config, setup.env, skill)
+    return backend_from_config(setup.config, setup.env, skill, purposes)
 
 
 def make_cache(setup: Setup) -> ResponseCache:

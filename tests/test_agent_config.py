@@ -225,3 +225,39 @@ def test_install_dot_exits_2_with_one_line_through_the_cli(
     result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val")
     assert result.code == 2 and "Traceback" not in result.err
     assert result.err.count("\n") == 1 and "agent.install: must name a file" in result.err
+
+
+def test_eval_through_an_agent_needs_no_optimizer_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 class 11: `eval` with `backend: command` demanded `optimizer_model:`,
+    which eval never uses (no edit is proposed). Rule judges need no model at all."""
+    program = install("good", tmp_path)
+    repo = project(tmp_path, f"agent: {{command: [{json.dumps(str(program))}]}}")
+    config = (repo / ".gitsleep.yml").read_text(encoding="utf-8")
+    (repo / ".gitsleep.yml").write_text(config.replace("optimizer_backend: offline\n", ""),
+                                        encoding="utf-8")
+    result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val", "--json")
+    assert result.code == 0, result.err
+    rows = json.loads(result.out)
+    assert rows[0]["split"] == "val" and rows[0]["n"] > 0 and rows[0]["errors"] == 0
+    consolidate = run_cli(capsys, "--repo", str(repo), "consolidate", "--dry-run")
+    assert consolidate.code == 2 and "needs `optimizer_model:`" in consolidate.err
+
+
+def test_eval_with_a_rubric_judge_still_needs_the_judge_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = install("good", tmp_path)
+    repo = project(tmp_path, f"agent: {{command: [{json.dumps(str(program))}]}}")
+    config = (repo / ".gitsleep.yml").read_text(encoding="utf-8")
+    (repo / ".gitsleep.yml").write_text(config.replace("optimizer_backend: offline\n", ""),
+                                        encoding="utf-8")
+    tasks = repo / "evals" / "brief-writer" / "tasks.jsonl"
+    rubric = {"id": "r1", "prompt": "Write a brief.", "split": "val",
+              "judge": {"kind": "rubric", "rubric": "Is it brief?"}}
+    tasks.write_text(tasks.read_text(encoding="utf-8") + json.dumps(rubric) + "\n",
+                     encoding="utf-8")
+    result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val")
+    assert result.code == 2 and "needs `judge_model:`" in result.err
+    assert len(result.err.strip().splitlines()) == 1

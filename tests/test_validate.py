@@ -412,3 +412,43 @@ def test_many_skills_naming_one_document_parse_the_config_once(
         assert len(parses) <= 2, f"{len(parses)} config parses for {n} skills"
         assert task_parses == ["s0"]  # one task list shared by n skills is parsed once
         assert report.tasks == 3 * n and report.splits[f"s{n - 1}"]["train"] == 2
+
+
+@pytest.mark.parametrize(
+    ("head", "line", "expected"),
+    [
+        ("backend: openai\n", 2, "GS005 no model set for backend 'openai': set `model:`"),
+        ("backend: command\nagent: {command: [my-agent]}\n", 2,
+         "GS005 no optimizer model: with `backend: command` the openai optimizer needs "
+         "`optimizer_model:`"),
+    ],
+)
+def test_configs_that_cannot_run_fail_validate(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    head: str, line: int, expected: str,
+) -> None:
+    """Issue 24 class 11: `backend: openai` with no model passed validate (and so the
+    pre-commit hook), and the nightly job then stopped with exit 2."""
+    monkeypatch.delenv("GITSLEEP_MODEL", raising=False)
+    monkeypatch.delenv("GITSLEEP_BACKEND", raising=False)
+    (repo / ".gitsleep.yml").write_text(CONFIG.replace("backend: offline\n", head))
+    code, out, err = run(capsys, repo, "validate")
+    assert code == 1, err
+    assert out.startswith(f".gitsleep.yml:{line}: {expected}"), out
+    assert len(out.splitlines()) == 1 and "1 error(s)" in err
+    monkeypatch.setenv("GITSLEEP_MODEL", "gpt-4o-mini")  # where the job sets it, it runs
+    code, out, _ = run(capsys, repo, "validate")
+    assert (code, out) == (0, "")
+
+
+def test_no_held_out_tasks_is_a_warning_that_says_val_decides(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 class 11: with no `test` task, val decides the pull request. That is the
+    documented contract (shared/spec/interface.md: "when no task is in `test`, val decides
+    and the PR body says so"), so it stays a warning, but validate now says it."""
+    (repo / ".gitsleep.yml").write_text(CONFIG.split("      - path: evals/writer/held-out")[0])
+    code, out, err = run(capsys, repo, "validate")
+    assert (code, out) == (0, "")
+    assert ("writer: warning: no held-out (test) tasks, so val decides whether a pull request "
+            "opens") in err

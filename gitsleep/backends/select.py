@@ -13,7 +13,7 @@ from typing import Any
 
 from gitsleep.backends import create_backend
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.errors import UsageError
+from gitsleep.errors import BackendError, UsageError
 from gitsleep.models import Answer
 
 PURPOSE_ORDER = ("answer", "propose", "judge")
@@ -23,17 +23,24 @@ class RoutedBackend(Backend):
     """Sends each call to the backend for its purpose (answer, propose, judge)."""
 
     def __init__(self, by_purpose: Mapping[str, Backend]) -> None:
-        self.by_purpose = dict(by_purpose)
-        unique = list(dict.fromkeys(self.by_purpose[p] for p in PURPOSE_ORDER))
+        self.by_purpose = dict(by_purpose)  # a command that never proposes leaves it out
+        unique = list(dict.fromkeys(self.by_purpose[p] for p in PURPOSE_ORDER
+                                    if p in self.by_purpose))
         self.backends = unique
         self.name = "+".join(b.name for b in unique)
         self.simulated = any(b.simulated for b in unique)
 
+    def _for(self, purpose: str) -> Backend:
+        backend = self.by_purpose.get(purpose)
+        if backend is None:
+            raise BackendError(f"no backend was set up for {purpose} calls in this command")
+        return backend
+
     def complete(self, call: ModelCall) -> Answer:
-        return self.by_purpose[call.purpose].complete(call)
+        return self._for(call.purpose).complete(call)
 
     def cache_salt(self, call: ModelCall) -> str:
-        return self.by_purpose[call.purpose].cache_salt(call)
+        return self._for(call.purpose).cache_salt(call)
 
     def close(self) -> None:
         for backend in self.backends:
@@ -67,8 +74,15 @@ def command_backend(config: Any, env: Mapping[str, str], skill: str) -> Backend:
     return CommandBackend(spec, env=env)
 
 
-def backend_from_config(config: Any, env: Mapping[str, str], skill: str) -> Backend:
-    """The epoch's backend for `config` (a gitsleep.config.Config) and one skill."""
+def backend_from_config(
+    config: Any, env: Mapping[str, str], skill: str,
+    purposes: tuple[str, ...] = PURPOSE_ORDER,
+) -> Backend:
+    """The epoch's backend for `config` (a gitsleep.config.Config) and one skill.
+
+    Only the backends of `purposes` are built: `eval` makes no `propose` call, so an
+    openai optimizer it never uses must not demand an API key.
+    """
     built: dict[str, Backend] = {}
 
     def one(name: str) -> Backend:
@@ -84,7 +98,8 @@ def backend_from_config(config: Any, env: Mapping[str, str], skill: str) -> Back
         return built[name]
 
     names = config.backends()
-    by_purpose = {purpose: one(name) for purpose, name in zip(PURPOSE_ORDER, names, strict=True)}
-    if len(built) == 1:
+    by_purpose = {purpose: one(name) for purpose, name in zip(PURPOSE_ORDER, names, strict=True)
+                  if purpose in purposes}
+    if len(built) == 1 and len(by_purpose) == len(PURPOSE_ORDER):
         return next(iter(built.values()))
     return RoutedBackend(by_purpose)

@@ -25,16 +25,21 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
             model: str | None, as_json: bool) -> None:
     """Score the current skill documents on their tasks."""
     setup = setup_from(ctx, backend=backend, model=model)
-    settings = setup.config.epoch_settings()
     splits = [name for name in SPLITS if split in ("all", name)]
     report: list[dict] = []
     small: list[str] = []
     chosen = setup.skills(skills)
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
                          [s.name for s in chosen], runs=False)
-    for skill in chosen:
-        tasks, documents = read_inputs(setup.repo, skill, setup.say)
-        runner = CallRunner(make_backend(setup, skill.name), cache=make_cache(setup),
+    inputs = [(skill, *read_inputs(setup.repo, skill, setup.say)) for skill in chosen]
+    # eval proposes nothing: it needs the agent's model, and a judge model only when a
+    # task it scores has a rubric judge (checked before any call is made)
+    rubric = any(t.judge.kind == "rubric" for _, tasks, _ in inputs for t in tasks
+                 if t.split in splits)
+    settings = setup.config.epoch_settings(roles=("judge",) if rubric else ())
+    for skill, tasks, documents in inputs:
+        purposes = ("answer", "judge") if rubric else ("answer",)
+        runner = CallRunner(make_backend(setup, skill.name, purposes), cache=make_cache(setup),
                             max_calls=settings.max_calls, max_tokens=settings.max_tokens,
                             workers=settings.workers)
         try:

@@ -21,8 +21,16 @@ import click
 import yaml
 
 from gitsleep import repo_paths
-from gitsleep.config import CONFIG_NAME, Config, config_path, field_lines, load_config
+from gitsleep.config import (
+    CONFIG_NAME,
+    Config,
+    apply_overrides,
+    config_path,
+    field_lines,
+    load_config,
+)
 from gitsleep.documents import block_problems
+from gitsleep.honesty import presence_problems
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from gitsleep.models import Task
 from gitsleep.problems import (
@@ -80,7 +88,7 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
     """Every problem in the repository's gitsleep setup, in config order."""
     report = Report(skills=len(config.skills))
     problems: list[Problem] = path_problems(repo_root, config,
-                                            config_file or repo_root / CONFIG_NAME)
+                                            config_file or repo_root / CONFIG_NAME, env)
     seen_docs: set[str] = set()
     seen_task_files: set[str] = set()
     secrets = secret_values(config, env)
@@ -102,6 +110,7 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
         report.splits[skill.name] = {split: sum(1 for t in tasks if t.split == split)
                                      for split in ("train", "val", "test")}
         problems.extend(task_problems)
+        problems.extend(presence_problems(tasks))  # rules the checks cannot see through
         for entry in skill.tasks:
             if entry.path not in seen_task_files:
                 seen_task_files.add(entry.path)
@@ -119,14 +128,31 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
 # --- paths that alias or lead out ----------------------------------------------------------
 
 
-def path_problems(repo_root: Path, config: Config, config_file: Path) -> list[Problem]:
+def runnable_problem(config: Config, env: Mapping[str, str]) -> Problem | None:
+    """A config that loads but cannot run (`backend: openai` with no model), as the run
+    would see it: GITSLEEP_BACKEND / GITSLEEP_MODEL from the environment applied. Without
+    this the pre-commit hook passed it and the nightly job stopped with exit 2."""
+    try:
+        apply_overrides(config, env).models()
+    except UsageError as exc:
+        return Problem(CONFIG_NAME, None, "GS005", ERROR, str(exc))
+    return None
+
+
+def path_problems(repo_root: Path, config: Config, config_file: Path,
+                  env: Mapping[str, str] | None = None) -> list[Problem]:
     """Configured paths that are one file (GS002), documents behind a link (GS003), and
     gitsleep's own folders led out of the repository by a link (GS004)."""
     shown = _repo_relative(repo_root, str(config_file))
     line_of = field_lines(config_file)  # parsed once, however many issues name a line
+    unrunnable = runnable_problem(config, env or {})
+    if unrunnable:
+        unrunnable = Problem(shown, line_of(("backend",)), "GS005", ERROR, unrunnable.message)
     problems = [Problem(shown, line_of(issue.loc), issue.code, ERROR,
                         issue.message)
                 for issue in repo_paths.config_issues(repo_root, config)]
+    if unrunnable:
+        problems.insert(0, unrunnable)
     led_out = repo_paths.work_dir_problem(repo_root)
     if led_out:
         where, why = led_out
@@ -299,6 +325,12 @@ def split_lines(splits: Mapping[str, Mapping[str, int]]) -> list[str]:
     lines = []
     for skill, n in splits.items():
         lines.append(f"{skill}: {n['train']} train, {n['val']} val, {n['test']} held-out (test)")
+        if not n["test"]:
+            # A warning, not an error: shared/spec/interface.md promises that val decides
+            # when no task is in `test` (and the PR body says so).
+            lines.append(f"{skill}: warning: no held-out (test) tasks, so val decides whether "
+                         "a pull request opens and its gain is not checked on unseen tasks; "
+                         "add a task file with `split: test`")
         small = small_splits(n["val"], n["test"])
         if small:
             lines.append(f"  warning: {' and '.join(small)}: fewer than {SMALL_SPLIT} tasks, "
