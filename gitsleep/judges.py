@@ -14,6 +14,7 @@ from gitsleep.backends.base import ModelCall
 from gitsleep.check_ops import OPS
 from gitsleep.models import Check, Judge, Score
 from gitsleep.numbers import loads_json
+from gitsleep.redact import clip
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 HARD_THRESHOLD = 0.8  # a rubric score at or above this counts as a hard pass
@@ -130,7 +131,7 @@ def parse_rubric_reply(text: str) -> Score | None:
         score = float(m.group(1))
         if m.group(3):
             score = score / max(float(m.group(3)), 1.0)
-        reason = text.strip()[:300]
+        reason = clip(text.strip(), 300)  # no partial word: it may be half a key
     if not math.isfinite(score):
         return None  # a 5000-digit "score" is no score
     if score > 1.0 and score <= 10.0 and "/" not in text:

@@ -2,9 +2,15 @@
 
 Two kinds of secret are masked. Literal values are the contents of the environment
 variables that hold keys and tokens (the same idea as GitHub Actions log masking): they
-become `[REDACTED]` wherever they appear, also JSON-escaped or URL-encoded. Known token
-shapes (OpenAI keys, GitHub tokens, AWS key ids, Slack tokens, JWTs, PEM private keys,
-bearer credentials) become `[REDACTED:<kind>]` even when no variable named them.
+become `[REDACTED]` wherever they appear, also JSON-escaped or URL-encoded (upper- or
+lower-case hex, `/` kept or not, `+` for spaces or not). Known token shapes (OpenAI keys,
+GitHub tokens, AWS key ids, Slack tokens, JWTs, PEM private keys, bearer and HTTP Basic
+credentials) become `[REDACTED:<kind>]` even when no variable named them.
+
+Text is masked before it is cut (`clip`): cutting first leaves a piece of a key that
+matches nothing. Where the cut was made before gitsleep saw the text (the last 4096
+bytes of an agent's stderr, the first 4000 characters of a transcript message), the
+partial word at that edge goes too, and so does any piece of a known secret there.
 
 Text is scanned with its invisible characters removed (zero-width and bidi marks, other
 format and control characters: `hostile_text.INVISIBLE`), so a secret split by one is
@@ -36,6 +42,8 @@ SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 # Base64url / token characters, and the characters of an HTTP credential.
 _TOKEN = r"[A-Za-z0-9_-]"
 _CRED = r"[A-Za-z0-9_.~+/=-]"
+# Quotes and spaces between a header's name, its colon and its value, also JSON-escaped.
+_QUOTES = r"""(?:[\s"']|\\")*"""
 # Not inside a longer word ("task-..." must not look like "sk-..."), but right after an
 # escaped newline or tab, as in JSON text ("\\nsk-...").
 _START = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))"
@@ -59,11 +67,20 @@ SHAPES: tuple[tuple[str, str], ...] = (
         rf"(?i:{_START}(?P<keep>bearer\s+))"
         rf"(?:(?=[A-Za-z_.~+/=-]*[0-9]){_CRED}{{8,}}|{_CRED}{{20,}})",
     ),
+    (
+        # "Basic <base64 of user:password>". After an Authorization header name any
+        # credential goes; alone, it must hold a digit or + / = or be long, so prose
+        # like "basic usage" survives.
+        "basic-auth",
+        rf"(?i:{_START}(?P<keep_basic>(?P<header>authorization{_QUOTES}[:=]{_QUOTES})?basic\s+))"
+        r"(?(header)[A-Za-z0-9+/]{4,}={0,2}"
+        r"|(?:(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2}|[A-Za-z0-9+/]{20,}={0,2}))",
+    ),
 )
 
 # Every shape starts with one of these characters: checking that first lets the scan skip
 # most positions at once (five times faster on plain text). Keep it in step with SHAPES.
-_FIRST_CHARS = "-gsAxeBb"
+_FIRST_CHARS = "-gsAxeBbaA"
 _SHAPE_RE = re.compile(
     f"(?=[{_FIRST_CHARS}])(?:"
     + "|".join(f"(?P<{kind.replace('-', '_')}>{pattern})" for kind, pattern in SHAPES)
@@ -103,12 +120,21 @@ def secrets_from_env(env: Mapping[str, str], extra_names: Iterable[str] = ()) ->
     return sorted(found, key=lambda v: (-len(v), v))
 
 
+# What URL encoders leave as it is: everything (`quote`'s safe=""), Python's default
+# (`/` kept), JavaScript's encodeURIComponent.
+_URL_SAFE = ("", "/", "-_.!~*'()")
+_HEX_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+
+
 def _variants(value: str) -> set[str]:
-    """The spellings a value takes on its way into text: raw, JSON-escaped, URL-encoded."""
+    """The spellings a value takes on its way into text: raw, JSON-escaped, URL-encoded
+    (each encoding in upper- and lower-case hex: clients and logs print both)."""
     found = set()
     for text in {value, without_invisible(value)[0]}:
-        found |= {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1],
-                  quote(text, safe=""), quote_plus(text, safe="")}
+        found |= {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+        for safe in _URL_SAFE:
+            for encoded in (quote(text, safe=safe), quote_plus(text, safe=safe)):
+                found |= {encoded, _HEX_ESCAPE.sub(lambda m: m.group(0).lower(), encoded)}
     return found
 
 
@@ -138,6 +164,65 @@ def trie_pattern(words: Iterable[str]) -> str:
     return build(root)
 
 
+ELLIPSIS = "…"
+MIN_PIECE_CHARS = 4  # a shorter piece of a known secret at a cut edge is not looked for
+# The characters of one word as far as a cut is concerned: a key, a path, a URL, an
+# e-mail address, but not the quotes, brackets and separators around them.
+_WORD = re.compile(r"""[^\s"'`<>()\[\]{},;|]""")
+_MARKER_RE = re.compile(MARKER_PATTERN)
+_MARKER_MAX = 64  # longer than any marker: where to look for one across a cut
+
+
+def clip(text: str, limit: int | None, *, tail: bool = False, cut_start: bool = False,
+         cut_end: bool = False, mask: Callable[[str], str] | None = None,
+         pieces: Callable[[str, bool], int] | None = None) -> str:
+    """`text` masked, then cut to at most `limit` characters (None: no limit), with `…`
+    where something went.
+
+    Masking comes first, so a cut never leaves part of a key that no longer matches.
+    The partial word at a cut edge goes as well: it may be the start or end of a
+    secret nothing could recognise. `cut_start` / `cut_end` say the text was already
+    cut there before it got here (a captured tail or head): that edge loses its
+    partial word, and the piece of a known secret found there (`pieces`), before
+    masking. `tail` keeps the end instead of the start (the end of stderr says most).
+    """
+    lead = trail = ""
+    if cut_start:
+        drop = max(_word_run(text, 0, 1), pieces(text, True) if pieces else 0)
+        text, lead = text[drop:], (ELLIPSIS if drop else "")
+    if cut_end:
+        drop = max(_word_run(text, len(text) - 1, -1), pieces(text, False) if pieces else 0)
+        text, trail = text[: len(text) - drop], (ELLIPSIS if drop else "")
+    if mask is not None:
+        text = mask(text)
+    text = lead + text + trail
+    if limit is None or len(text) <= limit:
+        return text
+    if limit <= len(ELLIPSIS):
+        return ELLIPSIS[:limit]
+    keep = limit - len(ELLIPSIS)
+    cut = len(text) - keep if tail else keep
+    window = max(0, cut - _MARKER_MAX)
+    for marker in _MARKER_RE.finditer(text, window, cut + _MARKER_MAX):
+        if marker.start() < cut < marker.end():  # a marker goes whole or stays whole
+            cut = marker.end() if tail else marker.start()
+    if tail:
+        if 0 < cut < len(text) and _WORD.match(text[cut - 1]):
+            cut += _word_run(text, cut, 1)
+        return ELLIPSIS + text[cut:]
+    if 0 < cut < len(text) and _WORD.match(text[cut]):
+        cut -= _word_run(text, cut - 1, -1)
+    return text[:cut] + ELLIPSIS
+
+
+def _word_run(text: str, at: int, step: int) -> int:
+    """How many word characters run from `at` in the direction `step`."""
+    count = 0
+    while 0 <= at < len(text) and _WORD.match(text[at]):
+        count, at = count + 1, at + step
+    return count
+
+
 class Redactor:
     """Masks literal secret values and known token shapes in text and nested data."""
 
@@ -147,6 +232,8 @@ class Redactor:
             if len(value) >= MIN_SECRET_CHARS:
                 literals |= _variants(value)
         self.literal_count = len(literals)
+        self._literals = frozenset(literals)
+        self._pieces: tuple[frozenset[str], frozenset[str], int] | None = None
         # Markers already in the text match first and stay as they are, so a secret that
         # happens to be part of a marker ("private-") cannot make redaction non-idempotent.
         self._literal_re = (
@@ -183,6 +270,34 @@ class Redactor:
             text, count = sub(_SHAPE_RE, _shape_marker, text)
             if not count:
                 return text
+
+    def clip(self, text: str, limit: int | None, *, tail: bool = False,
+             cut_start: bool = False, cut_end: bool = False,
+             mask: Callable[[str], str] | None = None) -> str:
+        """`text` redacted (or `mask`ed), then cut to `limit`: see the module's `clip`.
+        A piece of one of this redactor's secrets at an edge cut upstream goes too."""
+        return clip(text, limit, tail=tail, cut_start=cut_start, cut_end=cut_end,
+                    mask=mask or self.redact, pieces=self._piece_at_edge)
+
+    def _piece_at_edge(self, text: str, at_start: bool) -> int:
+        """The length of the longest piece of a known secret that `text` starts with
+        (the end of a secret) or ends with (its start); 0 when there is none."""
+        if not self._literals:
+            return 0
+        if self._pieces is None:
+            heads: set[str] = set()
+            tails: set[str] = set()
+            for literal in self._literals:
+                for size in range(MIN_PIECE_CHARS, len(literal)):
+                    heads.add(literal[:size])
+                    tails.add(literal[-size:])
+            self._pieces = (frozenset(heads), frozenset(tails),
+                            max(len(v) for v in self._literals))
+        heads_, tails_, longest = self._pieces
+        for size in range(min(longest, len(text)), MIN_PIECE_CHARS - 1, -1):
+            if (text[:size] in tails_) if at_start else (text[-size:] in heads_):
+                return size
+        return 0
 
     def redact_obj(self, obj: Any) -> Any:
         """The same data with every string (dict keys included) redacted."""
@@ -259,4 +374,5 @@ def _literal_marker(match: re.Match[str]) -> str:
 def _shape_marker(match: re.Match[str]) -> str:
     # `lastgroup` is the outermost group that matched: the kind (its inner `keep` closes first).
     kind = (match.lastgroup or "secret").replace("_", "-")
-    return f"{match.group('keep') or ''}[REDACTED:{kind}]"
+    keep = match.group("keep") or match.group("keep_basic") or ""
+    return f"{keep}[REDACTED:{kind}]"

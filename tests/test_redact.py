@@ -337,3 +337,178 @@ def test_the_invisible_set_holds_every_format_character_of_this_python() -> None
                if unicodedata.category(chr(c)) == "Cf" and not INVISIBLE.match(chr(c))]
     assert missing == []
     assert not INVISIBLE.search("\t\n\r plain text, é, 日本, ⚠")
+
+
+# -- issue 24, class 3: mask before the cut; the spellings the redactor missed -------------
+
+FRAGMENT = 8  # no run of this many characters of a secret may leave
+
+
+def leaked(secret: str, text: str) -> str | None:
+    """The first piece of `secret` (FRAGMENT characters or more) found in `text`."""
+    return next((secret[i:i + FRAGMENT] for i in range(len(secret) - FRAGMENT + 1)
+                 if secret[i:i + FRAGMENT] in text), None)
+
+
+LITERALS = tokens(ALNUM + "-_.", 16, 48).filter(lambda s: any(c.isdigit() for c in s))
+# Secret values with delimiters inside: a cut can fall after one of them.
+SPACED_LITERALS = tokens(SECRET_CHARS, 16, 48).filter(lambda s: s == s.strip())
+AROUND = st.text(alphabet=string.ascii_lowercase + " .,\n", max_size=120)
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=st.one_of(LITERALS.map(lambda s: (s, True)), SHAPED.map(lambda s: (s, False))),
+       before=AROUND, after=AROUND, limit=st.integers(0, 260), keep_tail=st.booleans())
+def test_a_clip_masks_first_so_no_piece_of_a_secret_is_left_at_the_cut(
+    secret: tuple[str, bool], before: str, after: str, limit: int, keep_tail: bool
+) -> None:
+    """Before: every site cut first and redacted after, so the piece of a key on the kept
+    side of the cut no longer matched anything and was printed, logged or sent."""
+    value, from_env = secret
+    redactor = Redactor([value] if from_env else [])
+    assume(leaked(value, before + " " + after) is None)
+    out = redactor.clip(f"{before} {value} {after}", limit, tail=keep_tail)
+    assert len(out) <= limit
+    assert leaked(value, unmarked(out)) is None, out
+
+
+@settings(max_examples=300, deadline=None)
+@given(secret=st.one_of(LITERALS.map(lambda s: (s, True)),
+                        SPACED_LITERALS.map(lambda s: (s, True)),
+                        SHAPED.map(lambda s: (s, False))),
+       cut=st.integers(1, 400), other=AROUND, at_start=st.booleans())
+def test_a_text_already_cut_upstream_shows_no_piece_of_the_secret_at_that_edge(
+    secret: tuple[str, bool], cut: int, other: str, at_start: bool
+) -> None:
+    """An agent's stderr is captured as its last 4096 bytes and a transcript message as
+    its first 4000 characters: the cut is made before gitsleep sees the text, so the
+    piece of a key at that edge can only be recognised as a piece."""
+    value, from_env = secret
+    cut = 1 + cut % (len(value) - 1)
+    redactor = Redactor([value] if from_env else [])
+    if at_start:
+        out = redactor.clip(f"{value[cut:]} {other}", 1000, cut_start=True)
+        piece = value[cut:]
+    else:
+        out = redactor.clip(f"{other} {value[:cut]}", 1000, cut_end=True)
+        piece = value[:cut]
+    assume(leaked(piece, other) is None)  # what is left must be free of it
+    assert leaked(piece, unmarked(out)) is None, out
+
+
+def test_a_clip_that_cuts_nothing_only_masks_and_prose_keeps_its_whole_words() -> None:
+    redactor = Redactor(["Sekr3t-Deploy-Value-0123456789"])
+    assert redactor.clip("short text", 100) == "short text"
+    assert redactor.clip("use Sekr3t-Deploy-Value-0123456789 now", 100) == f"use {REDACTED} now"
+    assert redactor.clip("the agent failed to configure the proxy", 28) == "the agent failed to …"
+    assert redactor.clip("the agent failed to configure the proxy", 30) == (
+        "the agent failed to configure…")  # the cut fell between two words: nothing to drop
+    assert redactor.clip("the agent failed to configure the proxy", 18, tail=True) == (
+        "… the proxy")
+    # a cut inside a marker takes the marker whole or leaves it out, never half of it
+    masked = redactor.clip("key Sekr3t-Deploy-Value-0123456789 here", 9)
+    assert masked == "key …"
+    assert redactor.clip("a Sekr3t-Deploy-Value-0123456789 tail", 12, tail=True) == "… tail"
+
+
+def test_the_module_clip_without_secrets_still_drops_the_piece_at_the_cut() -> None:
+    from gitsleep.redact import clip
+
+    assert clip("prompt with key sk-proj-Abc123Def456Ghi789", 30) == "prompt with key …"
+    assert clip("no cut at all", 30) == "no cut at all"
+
+
+@pytest.mark.parametrize("spell", [
+    lambda s: quote(s),  # Python's default: "/" stays
+    lambda s: re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(s, safe="")),
+    lambda s: re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote_plus(s)),
+    lambda s: re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(s)),
+    lambda s: quote(s, safe="-_.!~*'()"),  # JavaScript's encodeURIComponent
+], ids=["quote-default", "lower-hex", "lower-hex-plus",
+        "lower-hex-default", "encodeURIComponent"])
+def test_url_encoded_literals_in_lower_case_hex_and_quote_default_are_masked(spell) -> None:
+    """Before: only `quote(s, safe="")` with upper-case hex was masked; lower-case hex
+    (what many HTTP clients and logs print) and `quote(s)` leaked the key whole."""
+    secret = "Ab/cd+ef=gh&ij kl?99"
+    spelled = spell(secret)
+    assert spelled != secret
+    out = Redactor([secret]).redact(f"GET /cb?key={spelled}&x=1")
+    assert out == f"GET /cb?key={REDACTED}&x=1", (spelled, out)
+
+
+@pytest.mark.parametrize("text", [
+    "Authorization: Basic dXNlcjpwYXNz",
+    "authorization: basic dXNlcjpwYXNzd29yZA==",
+    'curl -H "Authorization: Basic YWRtaW46aHVudGVyMg==" https://x',
+    '{"Authorization": "Basic dXNlcjpwYXNz"}',
+    "{'authorization': 'Basic dXNlcjpwYXNz'}",
+    "Proxy-Authorization: Basic dXNlcjpwYXNz\r\n",
+    "HTTP_AUTHORIZATION=Basic dXNlcjpwYXNz",
+    "headers: Basic Zm9vOmJhcjEyMw==",  # no header name, but a base64 credential
+])
+def test_a_basic_auth_credential_is_masked_and_the_scheme_word_stays(text: str) -> None:
+    """Before: only Bearer credentials were a shape; `Basic <base64 of user:password>`
+    went out as it was, and base64 decodes back to the password."""
+    out = Redactor().redact(text)
+    credential = re.search(r"(?i)basic ([A-Za-z0-9+/=]+)", text).group(1)  # type: ignore[union-attr]
+    assert credential not in out
+    assert re.search(r"(?i)basic \[REDACTED:basic-auth\]", out), out
+    assert Redactor().redact(out) == out
+
+
+@pytest.mark.parametrize("text", [
+    "Basic authentication is described in RFC 7617.",
+    "basic usage: run the command",
+    "a basic understanding of the system",
+])
+def test_prose_about_basic_authentication_is_unchanged(text: str) -> None:
+    assert Redactor().redact(text) == text
+
+
+@pytest.mark.parametrize(("path", "rest"), [
+    ("/home/alice", "/notes.md"),
+    ("/Users/alice", "/notes.md"),
+    ("C:\\Users\\alice", "\\notes.md"),
+    ("/root", "/notes.md"),
+    ("/mnt/c/Users/alice", "/notes.md"),  # Windows home seen from WSL
+    ("c:\\users\\alice", "\\notes.md"),  # Windows paths are case-insensitive
+    ("C:/Users/alice", "/notes.md"),
+    ("\\\\wsl.localhost\\Ubuntu\\home\\alice", "\\notes.md"),  # a WSL home from Windows
+    ("\\\\wsl$\\Ubuntu-22.04\\home\\alice", "\\notes.md"),
+    ("/var/home/alice", "/notes.md"),  # Fedora Silverblue and other ostree systems
+    ("/System/Volumes/Data/Users/alice", "/notes.md"),
+])
+def test_each_home_path_shape_is_masked(path: str, rest: str) -> None:
+    """Before: the last seven shapes kept the user name (`/mnt/c/Users/alice`)."""
+    from gitsleep.harvest.privacy import Masker
+
+    masker = Masker(Redactor())
+    for spelled in (path + rest, json.dumps(path + rest)[1:-1]):
+        out = masker.mask(f"open {spelled} now")
+        assert "alice" not in out, out
+        assert out.startswith("open ~") and out.endswith("notes.md now"), out
+        assert masker.counts["home paths"] >= 1
+
+
+def test_ordinary_paths_that_only_resemble_a_home_are_unchanged() -> None:
+    from gitsleep.harvest.privacy import Masker
+
+    masker = Masker(Redactor())
+    for text in ("see src/home/page.tsx", "the /homepage route", "docs/Users/guide.md",
+                 "/mnt/data/file"):
+        assert masker.mask(text) == text
+
+
+def test_a_rubric_reply_cut_to_its_reason_keeps_no_piece_of_a_key() -> None:
+    """The grader's reply becomes the reason (its first 300 characters), redacted later
+    with the rest of diagnostics.json: a key across character 300 left its first half."""
+    from gitsleep.judges import parse_rubric_reply
+
+    key = "Lk9-literal-Value-0123456789-zzQ"
+    reply = "Score: 7/10 " + "because " * 34 + key + " and more"
+    assert reply.index(key) < 300 < reply.index(key) + len(key)
+    score = parse_rubric_reply(reply)
+    assert score is not None and score.soft == 0.7
+    reason = Redactor([key]).redact(score.reason)
+    assert leaked(key, reason) is None, reason
+    assert reason.endswith("because …")

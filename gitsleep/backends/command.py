@@ -342,7 +342,7 @@ class CommandBackend(Backend):
         if code != 0:
             return f"unknown (`{program} --version` exited {code})"
         text = (out or err).decode("utf-8", "replace").strip().splitlines()
-        return clip(one_line(text[0]), 200) if text else "unknown (no output)"
+        return one_line(self.redactor.clip(text[0], 200)) if text else "unknown (no output)"
 
     def _spawn_error(self, exc: OSError) -> BackendError:
         program = self.spec.command[0]
@@ -460,8 +460,9 @@ class CommandBackend(Backend):
             self._check_fatal(run)
             how = (f"killed by signal {-(run.exit_code or 0)}" if (run.exit_code or 0) < 0
                    else f"exited {run.exit_code}")
-            tail = run.stderr_tail.decode("utf-8", "replace").strip()
-            tail = tail[-(MESSAGE_MAX_CHARS - 120):] or "(empty)"  # the end says most
+            tail = self.redactor.clip(  # the end says most; masked before the cut
+                run.stderr_tail.decode("utf-8", "replace").strip(), MESSAGE_MAX_CHARS - 120,
+                tail=True, cut_start=len(run.stderr_tail) >= STDERR_TAIL_BYTES) or "(empty)"
             return self._failed(f"agent {name} {how}; stderr: {tail}"), False
         text = decode_text(run.answer)
         if text is None:
@@ -491,7 +492,7 @@ class CommandBackend(Backend):
             line = next((ln for ln in seen.splitlines() if pattern.search(ln)), match.group(0))
             raise BackendError(self._line(
                 f"agent {self.spec.name} failed with a fatal sign ({match.group(0)!r}): "
-                f"{clip(line.strip(), 200)}; fix: {fix}"))
+                f"{self.redactor.clip(line.strip(), 200)}; fix: {fix}"))
 
     def _failed(self, message: str) -> Answer:
         return Answer(text=None, error=self._line(message), tokens_known=False)

@@ -11,16 +11,17 @@ from __future__ import annotations
 import click
 
 from gitsleep import judges
-from gitsleep.backends.command import CommandBackend
+from gitsleep.backends.command import STDERR_TAIL_BYTES, CommandBackend
 from gitsleep.backends.select import RoutedBackend
 from gitsleep.commands.common import end_progress, setup_from
 from gitsleep.errors import BackendError, UsageError
-from gitsleep.markdown import clip
 from gitsleep.models import Answer, Task
+from gitsleep.redact import Redactor
 from gitsleep.replay import answer_call
 from gitsleep.setup import make_backend, read_inputs
 
-SHOWN_CHARS = 2000
+SHOWN_CHARS = 2000  # of the answer
+STDERR_SHOWN_CHARS = 800  # of the end of the agent's stderr
 
 
 @click.command("doctor")
@@ -40,7 +41,7 @@ def command(ctx: click.Context, skill_name: str, task_id: str | None, backend: s
     chosen = make_backend(setup, skill.name)
     agent = chosen.by_purpose["answer"] if isinstance(chosen, RoutedBackend) else chosen
     settings = setup.config.epoch_settings()
-    show = _Shower(setup.redactor.redact)
+    show = _Shower(setup.redactor)
     end_progress(setup)
     try:
         backends = setup.config.backends()
@@ -55,7 +56,7 @@ def command(ctx: click.Context, skill_name: str, task_id: str | None, backend: s
             answer = agent.complete(call)
         if not answer.ok:
             raise BackendError(f"doctor: the agent's call failed: {answer.error}")
-        show("answer", clip(answer.text or "", SHOWN_CHARS), block=True)
+        show("answer", setup.redactor.clip(answer.text or "", SHOWN_CHARS), block=True)
         score = judges.score_local(task.judge, answer.text or "")
         if score is None:  # a rubric: ask the judge backend
             reply = chosen.complete(judges.rubric_call(
@@ -86,11 +87,11 @@ def _pick(tasks: list[Task], task_id: str | None, skill: str) -> Task:
 class _Shower:
     """Prints `label: value` lines (redacted); multi-line values as an indented block."""
 
-    def __init__(self, redact: object) -> None:
-        self.redact = redact
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
 
     def __call__(self, label: str, value: str, *, block: bool = False) -> None:
-        text = self.redact(value)  # type: ignore[operator]
+        text = self.redactor.redact(value)
         if block or "\n" in text:
             click.echo(f"{label}:")
             for line in text.splitlines() or [""]:
@@ -113,8 +114,10 @@ def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
     show("exit", exit_text)
     show("time", f"{result.seconds:.2f}s")
     tail = result.stderr_tail.decode("utf-8", "replace").strip()
-    if tail:
-        show("stderr (tail)", clip(tail[-800:], 800), block=True)
+    if tail:  # masked whole before the cut; the capture's own cut loses its partial word
+        show("stderr (tail)", show.redactor.clip(
+            tail, STDERR_SHOWN_CHARS, tail=True,
+            cut_start=len(result.stderr_tail) >= STDERR_TAIL_BYTES), block=True)
     answer, retry = agent.decide(result)  # raises on a fatal sign, like an epoch would
     if answer.ok:
         tokens = (f"{answer.prompt_tokens} prompt, {answer.completion_tokens} completion"

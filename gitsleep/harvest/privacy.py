@@ -17,9 +17,19 @@ EMAIL_MARKER = "[REDACTED:email]"
 _MARKER = re.compile(MARKER_PATTERN)
 _EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}"
                     r"(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}\b")
-# /home/<user>, /Users/<user>, C:\Users\<user>: the part up to and with the user name.
-_HOME = re.compile(r"(?<![\w~])(?:/home/|/Users/|[A-Za-z]:\\Users\\|/root\b)"
-                   r"(?:(?<=/root)|[^\s/\\\"'`<>|:]+)")
+# A home folder, the part up to and with the user name: /home/<user>, /Users/<user>,
+# /root, C:\Users\<user> (any case, either slash, JSON-escaped backslashes too), the
+# Windows home seen from WSL (/mnt/c/Users/<user>), a WSL home seen from Windows
+# (\\wsl.localhost\<distro>\home\<user>, \\wsl$\...), ostree systems (/var/home/<user>)
+# and macOS's data volume (/System/Volumes/Data/Users/<user>).
+_SEP = r"[\\/]+"
+_HOME = re.compile(
+    r"(?<![\w~.\\/-])(?i:"
+    rf"(?:/mnt/[a-z]|[a-z]:|/System/Volumes/Data)?{_SEP}Users{_SEP}"
+    rf"|(?:/var)?/home/"
+    rf"|[\\/]{{2,}}wsl(?:\.localhost|\$){_SEP}[^\s\\/\"'`<>|:]+{_SEP}home{_SEP}"
+    r"|/root\b)"
+    r"(?:(?<=/root)|[^\s/\\\"'`<>|:]+)")
 _MASKED_HOME = re.compile(r"(?:^|[\s\"'`(])~(?:[/\\]|$)")
 
 
@@ -45,6 +55,11 @@ class Masker:
         text, found = _EMAIL.subn(EMAIL_MARKER, text)
         self.counts["e-mail addresses"] += found
         return text
+
+    def clip(self, text: str, limit: int) -> str:
+        """`text` masked whole, then cut to `limit` characters (see `redact.clip`): a cut
+        made first would leave a piece of a key, a path or an address unmasked."""
+        return self.redactor.clip(text, limit, mask=self.mask)
 
     @property
     def total(self) -> int:

@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gitsleep.redact import clip
+
 MAX_LINE_BYTES = 8 * 2**20  # one transcript line (a pasted image can be megabytes)
 MAX_TEXT = 4000  # characters kept of one message
 MAX_TURNS = 40  # user turns kept per session; later ones are only counted
@@ -89,11 +91,10 @@ class ReadStats:
 
 
 def clean(text: str) -> str:
-    """Clipped, valid Unicode text: half a UTF-16 pair cannot be written to a task file."""
-    text = text.strip()
-    if len(text) > MAX_TEXT:
-        text = text[:MAX_TEXT]
-    return _SURROGATES.sub("\ufffd", text)
+    """Clipped, valid Unicode text: half a UTF-16 pair cannot be written to a task file.
+    The cut drops the partial word at its edge: it is cut before masking, and half a key
+    matches no secret (`redact.clip`)."""
+    return _SURROGATES.sub("\ufffd", clip(text.strip(), MAX_TEXT))
 
 
 def parse_time(value: Any) -> datetime | None:

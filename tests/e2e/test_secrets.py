@@ -284,3 +284,130 @@ def test_a_secret_split_by_an_invisible_mark_is_in_no_output_even_once_the_mark_
     assert data["decision"] == "accepted", data
     assert_never_leaves(secret, {where: without_invisible(text)[0]
                                  for where, text in found.items()})
+
+
+# -- issue 24, class 3: a key across a cut ---------------------------------------------------
+# Every place that shows the end or the start of a long text cut it first and redacted it
+# after, so the piece of a key on the kept side matched nothing and went out: the agent's
+# stderr tail in doctor and in the error kept in diagnostics.json, the agent's version
+# line, and a harvested message on its way to the model provider.
+
+LEAK_LITERAL = "Lk9-literal-Value-0123456789-zzQ"  # known only as LEAK_API_KEY's value
+LEAK_SHAPED = "sk-proj-" + "Qw3rTy7uIo0pAs5dFg2hJk8lZx4cVb6n"  # in no variable: a shape
+FRAGMENT = 8
+
+
+def fragment_of(key: str, text: str) -> str | None:
+    """The first run of FRAGMENT characters of `key` found in `text`."""
+    return next((key[i:i + FRAGMENT] for i in range(len(key) - FRAGMENT + 1)
+                 if key[i:i + FRAGMENT] in text), None)
+
+
+def leaky_agent_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str,
+                     cuts: str) -> Path:
+    from tests.support.fake_agents import install
+    from tests.test_agent_config import project
+
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    if key == LEAK_LITERAL:
+        monkeypatch.setenv("LEAK_API_KEY", key)
+    monkeypatch.setenv("FAKE_LEAK", key)
+    monkeypatch.setenv("FAKE_LEAK_CUTS", cuts)
+    program = install("leaky_tail", tmp_path)
+    return project(tmp_path, f"agent: {{command: [{json.dumps(str(program))}]}}")
+
+
+# doctor shows the last 800 characters of stderr; an agent's error keeps the last 380
+# (MESSAGE_MAX_CHARS - 120) of it; doctor's version line is cut at 200 characters.
+AGENT_CUTS = "800,380,120,50"
+
+
+@pytest.mark.parametrize("key", [LEAK_LITERAL, LEAK_SHAPED], ids=["env-literal", "shaped"])
+def test_doctor_shows_no_piece_of_a_key_across_the_stderr_or_version_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    key: str
+) -> None:
+    from tests.support.cli import run_cli
+
+    repo = leaky_agent_repo(tmp_path, monkeypatch, key, AGENT_CUTS)
+    result = run_cli(capsys, "--repo", str(repo), "doctor", "--skill", "brief-writer")
+    assert result.code == 3, result.err  # the agent exited 2: its call failed
+    assert "stderr (tail):" in result.out and "noise noise" in result.out
+    assert "version: leaky-tail 0.1" in result.out
+    assert "[REDACTED" in result.out  # the keys wholly inside the tail were masked
+    assert "agent leaky_tail exited 2; stderr:" in result.err
+    for where, text in (("stdout", result.out), ("stderr", result.err)):
+        assert fragment_of(key, text) is None, (where, fragment_of(key, text), text)
+
+
+@pytest.mark.parametrize("key", [LEAK_LITERAL, LEAK_SHAPED], ids=["env-literal", "shaped"])
+def test_diagnostics_hold_no_piece_of_a_key_across_the_cut_of_an_agent_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    key: str
+) -> None:
+    from tests.support.cli import run_cli
+
+    repo = leaky_agent_repo(tmp_path, monkeypatch, key, AGENT_CUTS)
+    out = tmp_path / "out"
+    result = run_cli(capsys, "--repo", str(repo), "consolidate", "--dry-run", "--json",
+                     "--output-dir", str(out))
+    files = {p.name: p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()}
+    assert "diagnostics.json" in files, (result.code, result.err)
+    assert "agent leaky_tail exited 2; stderr:" in files["diagnostics.json"]
+    for where, text in {"stdout": result.out, "stderr": result.err, **files}.items():
+        assert fragment_of(key, text) is None, (where, fragment_of(key, text))
+
+
+def across(key: str, at: int, length: int, lead: str = "") -> str:
+    """`lead`, then filler words to `length` characters with `key` spanning index `at`."""
+    text = list((lead + "noise " * (length // 6 + 1))[:length])
+    start = at - len(key) // 2
+    text[start - 1:start + len(key) + 1] = " " + key + " "
+    return "".join(text)
+
+
+@pytest.mark.parametrize("key", [LEAK_LITERAL, LEAK_SHAPED], ids=["env-literal", "shaped"])
+def test_the_llm_miner_sends_no_piece_of_a_key_across_a_message_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    key: str
+) -> None:
+    """A user message cut at 4000 characters when read and 1200 in the digest, an answer
+    cut at 600: a key across each cut. Nothing of it reaches the model provider (the
+    loopback server's request bodies) or the harvested task file."""
+    from tests.e2e.test_harvest_run import HARVESTED
+    from tests.e2e.test_harvest_run import example_files as harvest_files
+    from tests.support.cli import run_cli
+    from tests.support.gitrepo import isolate_git
+    from tests.support.transcripts import claude_file
+
+    home = isolate_git(monkeypatch, tmp_path)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
+                 "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    if key == LEAK_LITERAL:
+        monkeypatch.setenv("LEAK_API_KEY", key)
+    work, _ = make_repo(tmp_path, harvest_files())
+    user = across(key, 1199, 5000, f"Write a decision brief on rotating the keys ({key}). ")
+    user = user[:3960] + across(key, 40, 1040)  # a second key across the 4000 cut
+    answer = across(key, 599, 900, "Draft: ")
+    claude_file(home, work, [(user, answer), ("No, add a Key Risks section.", "Done.")])
+    reply = {"tasks": [{"prompt": "Write a decision brief on key rotation.",
+                        "judge": {"kind": "rule",
+                                  "checks": [{"op": "section_present", "arg": "Key Risks"}]}}]}
+    config = (work / ".gitsleep.yml").read_text()
+    with FakeOpenAIServer(lambda request: json.dumps(reply)) as server:
+        (work / ".gitsleep.yml").write_text(
+            config.replace("backend: offline", f"backend: openai\nbase_url: {server.base_url}")
+            .replace("model: null", "model: small-model"))
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-123456789")
+        result = run_cli(capsys, "--repo", str(work), "harvest", "--skill", "brief-writer",
+                         "--from", "claude", "--llm", "--json")
+        sent = [json.dumps(r.body) for r in server.requests]
+    assert result.code == 0, result.err
+    assert len(sent) == 1 and "noise noise" in sent[0]
+    assert "[REDACTED" in sent[0]  # the whole key early in the message was masked
+    harvested = (work / HARVESTED).read_text()
+    for where, text in (("request", sent[0]), ("task file", harvested),
+                        ("stdout", result.out), ("stderr", result.err)):
+        assert fragment_of(key, text) is None, (where, fragment_of(key, text))
