@@ -374,7 +374,7 @@ def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None)
             status, text, _ = try_git(repo.git, "cat-file", "blob", annotated[sha])
             try:
                 note = json.loads(text) if status == 0 else None
-            except ValueError:
+            except (ValueError, RecursionError):  # a forged note: too deeply nested
                 note = None
             if isinstance(note, dict) and note.get("commit") == sha \
                     and note.get("branch") == branch:

@@ -347,3 +347,43 @@ def test_a_forged_note_on_origin_does_not_stop_the_pull_request(
         assert summary["pr"]["operation"] in ("updated", "created"), summary["pr"]
         body = next(iter(github.pulls.values()))["body"]
         assert "line [0.208, 1.000, 1.000]" in body  # the chart, without the forged note
+
+
+@pytest.mark.parametrize("shape", ["deeply-nested", "non-utf8", "too-many-digits"])
+def test_a_forged_note_on_the_branch_tip_in_a_fresh_clone_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    """A nightly job clones afresh: its only proof for the branch tip is origin's note. A
+    forged one proves nothing (the run refuses the branch, one line), and never crashes."""
+    isolate_git(monkeypatch, tmp_path)
+    for name in (
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_REPOSITORY",
+        "GITHUB_API_URL",
+        "CI",
+        "GITSLEEP_MODEL",
+        "GITSLEEP_BACKEND",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    work, origin = make_repo(tmp_path)
+    assert run_cli(capsys, "--repo", str(work), "init").code == 0
+    git(work, "add", "-A")
+    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
+    git(work, "push", "--quiet", "origin", "main")
+    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    tip = git(work, "rev-parse", BRANCH)
+
+    other = clone(origin, tmp_path / "other")
+    git(other, "fetch", "--quiet", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    add_note(other, tip, FORGED_NOTES[shape])
+    git(other, "push", "--quiet", "origin", NOTES_REF)
+
+    nightly = clone(origin, tmp_path / "nightly")
+    before = git(origin, "rev-parse", f"refs/heads/{BRANCH}")
+    done = run_cli(capsys, "--repo", str(nightly), "consolidate")
+
+    assert "Traceback" not in done.err
+    assert done.code == 4, done.err  # the tip is not proven gitsleep's: never overwritten
+    assert len(done.err.strip().splitlines()) == 1 and "did not make" in done.err, done.err
+    assert git(origin, "rev-parse", f"refs/heads/{BRANCH}") == before
