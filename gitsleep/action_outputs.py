@@ -177,7 +177,7 @@ def history_charts(results: Sequence[Mapping[str, Any]], repo: Path) -> dict[str
         if not isinstance(skill, str) or not isinstance(branch, str):
             continue
         epochs = history.read_epochs(repo, base="HEAD", branch_refs=[f"refs/heads/{branch}"],
-                                     skills=[skill])
+                                     skills=[skill], details=False)  # trailers, not notes
         chart = report.held_out_chart(history.held_out_points(epochs),
                                       str(result.get("metric") or ""))
         if chart:
