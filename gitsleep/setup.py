@@ -133,6 +133,13 @@ def read_inputs(root: Path, skill: SkillConfig, say: Progress | None = None
         "memory": read_document(root, skill.memory, field_name="memory document")
         if skill.memory else None,
     }
+    # a skill document `validate` refuses (frontmatter that does not parse, an invalid
+    # name or description) stops every command that uses it, before any model call
+    from gitsleep.commands.validate_cmd import frontmatter_problems
+
+    for problem in frontmatter_problems(documents["skill"] or "", skill.skill):
+        raise UsageError(f"{skill.skill}:{problem.line or 1}: skill document: "
+                         f"{problem.message} (validate: {problem.code})")
     return tasks, documents
 
 

@@ -191,3 +191,22 @@ def test_the_actions_backend_input_names_every_backend_the_config_accepts() -> N
     assert set(backends) == {"openai", "offline", "command"}
     for name in backends:
         assert f"`{name}`" in description, (name, description)
+
+
+def test_an_invalid_frontmatter_name_stops_consolidate_as_it_fails_validate(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    skill = work / SKILL_MD
+    text = skill.read_text()
+    assert text.startswith("---\nname: example-skill\n")
+    skill.write_text(text.replace("name: example-skill\n", "name: Example_Skill\n", 1))
+    git(work, "commit", "--quiet", "--no-verify", "-am", "a bad skill name")
+
+    checked = run_cli(capsys, "--repo", str(work), "validate")
+    assert checked.code == 1 and "GS203" in checked.out + checked.err
+
+    for command in (("consolidate",), ("consolidate", "--dry-run"), ("eval",)):
+        result = run_cli(capsys, "--repo", str(work), *command)
+        assert result.code == 2, (command, result.out, result.err)
+        line = result.err.strip().splitlines()[-1]
+        assert SKILL_MD in line and "frontmatter name 'Example_Skill'" in line, line
+    assert git(work, "branch", "--list", "gitsleep/*") == ""  # stopped before any epoch
