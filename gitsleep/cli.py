@@ -12,7 +12,7 @@ from gitsleep.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, GitsleepError
 from gitsleep.logs import redact, setup_logging
 
 COMMANDS = ("init", "validate", "eval", "consolidate", "status", "log", "plan", "demo",
-            "harvest", "doctor")
+            "harvest", "doctor", "review")
 
 
 class _LazyGroup(click.Group):

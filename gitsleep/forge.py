@@ -24,6 +24,7 @@ from github.GithubException import (
     RateLimitExceededException,
     UnknownObjectException,
 )
+from github.IssueComment import IssueComment
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass
@@ -65,6 +66,15 @@ class PullRequestInfo:
     # True when `create_pr` met an already-open PR for the head (GitHub answered 422
     # "A pull request already exists") and brought that one up to date instead.
     adopted: bool = False
+
+
+@dataclass(frozen=True)
+class CommentInfo:
+    """One issue comment of a pull request: its id (to edit it), body and page."""
+
+    id: int
+    body: str
+    url: str
 
 
 @dataclass(frozen=True)
@@ -305,6 +315,7 @@ class GitHubForge:
         self._github.requester._Requester__connectionClass = _CONNECTIONS[scheme]  # type: ignore[attr-defined]
         self._repository: Repository | None = None
         self._pulls: dict[int, PullRequest] = {}
+        self._comments: dict[int, IssueComment] = {}  # listed or made, by id (for edits)
 
     def close(self) -> None:
         self._github.close()
@@ -464,6 +475,33 @@ class GitHubForge:
         pull = self._pull(number)
         with self._errors(f"close pull request #{number}"):
             pull.edit(state="closed")
+
+    # -- issue comments of a pull request (`gitsleep review`'s one comment per PR) --
+
+    def list_comments(self, number: int) -> list[CommentInfo]:
+        """Every comment of pull request `number`, oldest first (all pages)."""
+        pull = self._pull(number)
+        with self._errors(f"list the comments of pull request #{number}"):
+            found = list(pull.get_issue_comments())
+        self._comments.update({c.id: c for c in found})
+        return [CommentInfo(c.id, c.body or "", c.html_url or c.url) for c in found]
+
+    def create_comment(self, number: int, body: str) -> CommentInfo:
+        pull = self._pull(number)
+        with self._errors(f"comment on pull request #{number}"):
+            made = pull.create_issue_comment(body)
+        self._comments[made.id] = made
+        return CommentInfo(made.id, made.body or "", made.html_url or made.url)
+
+    def update_comment(self, number: int, comment_id: int, body: str) -> CommentInfo:
+        """Edit a comment `list_comments` returned (its id); the body is replaced whole."""
+        found = self._comments.get(comment_id)
+        if found is None:
+            raise self._git_error(f"comment {comment_id} of pull request #{number} was not "
+                                  "listed before the update")
+        with self._errors(f"update comment {comment_id} on pull request #{number}"):
+            found.edit(body)
+        return CommentInfo(found.id, found.body or "", found.html_url or found.url)
 
 
 # --- the pull-request rules -------------------------------------------------------------

@@ -31,7 +31,7 @@ WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + sorted(
 BIN = Path(sys.executable).parent
 SHA_PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 SPEC_INPUTS = {"skill", "config", "base", "model", "backend", "api-key", "github-token",
-               "dry-run", "python-version"}
+               "dry-run", "python-version", "mode"}  # mode: third round (review)
 SPEC_OUTPUTS = {"decision", "val-baseline", "val-candidate", "test-baseline",
                 "test-candidate", "pr-operation", "pr-number", "pr-url", "commit"}
 

@@ -23,6 +23,7 @@ from gitsleep.errors import UsageError
 SKILL_PATH = "skills/example-skill/SKILL.md"
 TASKS_PATH = "evals/example-skill/tasks.jsonl"
 WORKFLOW_PATH = ".github/workflows/gitsleep.yml"
+REVIEW_WORKFLOW_PATH = ".github/workflows/gitsleep-review.yml"  # `gitsleep review` on PRs
 IGNORED = (".gitsleep/runs/", ".gitsleep/cache/")
 
 
@@ -31,10 +32,10 @@ def template(name: str) -> bytes:
     return (resources.files("gitsleep") / "templates" / name).read_bytes()
 
 
-def workflow_template() -> bytes | None:
+def workflow_template(name: str = "gitsleep-nightly.yml") -> bytes | None:
     """The nightly workflow shipped with the examples, or None if this install lacks it."""
     try:
-        source = paths.examples_dir() / "workflows" / "gitsleep-nightly.yml"
+        source = paths.examples_dir() / "workflows" / name
         return source.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None
@@ -233,6 +234,8 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
         (repo / TASKS_PATH, template("tasks.jsonl")),
         (repo / WORKFLOW_PATH,
          fill_workflow(workflow, action_repo, action_ref) if workflow else None),
+        (repo / REVIEW_WORKFLOW_PATH, fill_workflow(review, action_repo, action_ref)
+         if (review := workflow_template("gitsleep-review.yml")) else None),
     ]
     written: dict[Path, str] = {}
     gitignore = repo / ".gitignore"

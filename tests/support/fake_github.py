@@ -186,6 +186,12 @@ class FakeGitHub:
             pull["labels"] = [self._label(name) for name in labels]
             return int(pull["number"])
 
+    def add_comment(self, number: int, body: str) -> int:
+        """Seed a comment on PR `number` as if a person wrote it; returns its id."""
+        with self._lock:
+            _, comment, _ = self._add_comment(self.pulls[number], {"body": body})
+            return int(comment["id"])
+
     # --- the REST resources -----------------------------------------------------------------
 
     def _url(self, path: str) -> str:
@@ -252,6 +258,8 @@ class FakeGitHub:
             return 200, self._list_pulls(query), {}
         if rest == ["pulls"] and method == "POST":
             return self._create_pull(payload or {})
+        if rest[:2] == ["issues", "comments"] and len(rest) == 3 and rest[2].isdigit():
+            return self._one_comment(method, int(rest[2]), payload or {})
         if len(rest) >= 2 and rest[1].isdigit() and rest[0] in ("pulls", "issues"):
             pull = self.pulls.get(int(rest[1]))
             if pull is None:
@@ -334,6 +342,20 @@ class FakeGitHub:
                    "issue_url": pull["issue_url"]}
         self.comments[number].append(comment)
         return 201, comment, {}
+
+    def _one_comment(self, method: str, comment_id: int,
+                     payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        """GET or PATCH /issues/comments/{id}: read or edit one comment in place."""
+        for comments in self.comments.values():
+            for comment in comments:
+                if comment["id"] != comment_id:
+                    continue
+                if method == "PATCH" and "body" in payload:
+                    comment["body"] = payload["body"]
+                    return 200, comment, {}
+                if method == "GET":
+                    return 200, comment, {}
+        return 404, {"message": "Not Found"}, {}
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         for index, fault in enumerate(self._faults):

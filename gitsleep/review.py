@@ -1,0 +1,309 @@
+"""`gitsleep review`, the pure part: score a skill's base and head documents on the head's
+tasks, judge the change per split, and say it to people (a PR comment, JSON, terminal lines).
+
+Scoring goes through the same `replay.score_split` as a night and the interval through the
+gate's own paired bootstrap (`gate.summarise`), so a review and a night agree on what a
+score, a change and noise are. Nothing here touches git or the forge (`review_run` reads
+the base from git and talks to GitHub). Untrusted text (task ids, answers, judge reasons)
+is redacted, then clipped, then escaped before it reaches Markdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gitsleep import gate, replay
+from gitsleep import markdown as md
+from gitsleep.calls import CallRunner, Tick, no_tick
+from gitsleep.models import EpochSettings, PassResult, Split, Task, TaskResult
+from gitsleep.redact import Redactor
+from gitsleep.scores import fmt_score, rounded
+
+MARKER = "<!-- gitsleep:review -->"  # finds the one review comment of a pull request
+REVIEW_SPLITS: tuple[Split, ...] = ("val", "test")
+SPLIT_NAMES = {"val": "val", "test": "held-out"}
+ANSWER_CHARS = 160  # an answer's head in the comment; the whole answer is one re-run away
+REASON_CHARS = 160
+TASK_ROWS = 20  # changed tasks shown per skill; the rest are counted
+COMMENT_LIMIT = 60_000  # below GitHub's 65,536-character limit for a comment body
+
+Verdict = Literal["regressed", "improved", "no clear change", "no tasks", "skipped"]
+Counter = Callable[[str, int], Tick]
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """One task whose score differs between the base and the head documents."""
+
+    task_id: str
+    split: Split
+    before: float | None
+    after: float | None
+    answer_before: str
+    answer_after: str
+    reason_after: str
+
+
+@dataclass(frozen=True)
+class SplitReview:
+    """One split: the mean before and after, n, the paired 95% interval of the change."""
+
+    split: Split
+    n: int
+    before: float | None
+    after: float | None
+    ci_low: float | None
+    ci_high: float | None
+    errors: int = 0
+    changed: tuple[TaskChange, ...] = ()
+
+    @property
+    def change(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.after - self.before
+
+    def regressed(self, min_delta: float) -> bool:
+        """The `--fail-on-regression` rule: fell by more than `min_delta`, interval below 0."""
+        change = self.change
+        return (change is not None and change < -min_delta
+                and self.ci_high is not None and self.ci_high < 0)
+
+    def improved(self, min_delta: float) -> bool:
+        """Rose by more than `min_delta` (the gate's rule) with the interval above 0."""
+        return (self.before is not None and self.after is not None
+                and gate.improves(self.before, self.after, min_delta)
+                and self.ci_low is not None and self.ci_low > 0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n, "before": rounded(self.before), "after": rounded(self.after),
+            "change": rounded(self.change), "ci_low": rounded(self.ci_low),
+            "ci_high": rounded(self.ci_high), "errors": self.errors,
+            "changed_tasks": [{"id": c.task_id, "before": rounded(c.before),
+                               "after": rounded(c.after), "answer_before": c.answer_before,
+                               "answer_after": c.answer_after, "reason_after": c.reason_after}
+                              for c in self.changed],
+        }
+
+
+@dataclass
+class SkillReview:
+    """What the review found for one skill: scored, or skipped with one line saying why."""
+
+    skill: str
+    status: Literal["scored", "skipped"]
+    reason: str
+    changed_files: list[str] = field(default_factory=list)
+    splits: dict[str, SplitReview] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    verdict: Verdict = "skipped"
+    decided_by: Split | None = None  # the held-out split, or val when it has no tasks
+    calls: int = 0
+    cache_hits: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"skill": self.skill, "status": self.status, "verdict": self.verdict,
+                "reason": self.reason, "decided_by": self.decided_by,
+                "changed_files": self.changed_files, "notes": self.notes,
+                "splits": {name: s.to_json() for name, s in self.splits.items()},
+                "cost": {"calls": self.calls, "cache_hits": self.cache_hits}}
+
+
+# -- scoring --------------------------------------------------------------------------------
+
+
+def _first_answer(task: TaskResult | None) -> tuple[str, str]:
+    """(answer, judge reason) of a task's first sample; an error is said as one."""
+    if task is None:
+        return "", ""
+    for sample in task.samples:
+        if sample.error:
+            return "", f"error: {sample.error}"
+        if sample.answer is not None:
+            return sample.answer, sample.score.reason if sample.score else ""
+    return "", ""
+
+
+def compare(split: Split, base: PassResult, head: PassResult) -> SplitReview:
+    """Before/after, n and the paired interval of one split, and the tasks that moved."""
+    summary = gate.summarise(base, head, len(head.tasks))
+    before_by_id = base.by_id()
+    changed = []
+    for delta in gate.deltas(base, head):
+        if delta.status == "unchanged":
+            continue
+        answer_before, _ = _first_answer(before_by_id.get(delta.task_id))
+        answer_after, reason = _first_answer(head.by_id().get(delta.task_id))
+        changed.append(TaskChange(delta.task_id, split, delta.before, delta.after,
+                                  answer_before, answer_after, reason))
+    changed.sort(key=lambda c: (c.after is None or c.before is None,
+                                (c.after or 0.0) - (c.before or 0.0)))  # regressions first
+    return SplitReview(split, summary.n, summary.baseline, summary.candidate, summary.ci_low,
+                       summary.ci_high, base.errors + head.errors, tuple(changed))
+
+
+def score_skill(runner: CallRunner, tasks: Sequence[Task],
+                base_documents: Mapping[str, str | None],
+                head_documents: Mapping[str, str | None], settings: EpochSettings, *,
+                skill: str, counter: Counter | None = None) -> dict[str, SplitReview]:
+    """Score base and head documents on the same tasks, per split (`gate.repeats` samples
+    each). The base side costs nothing when the cache saw it before. BackendError (too many
+    failed calls) propagates: a failing backend is exit 3, never a regression."""
+    out: dict[str, SplitReview] = {}
+    repeats = max(1, settings.gate.repeats)
+    for split in REVIEW_SPLITS:
+        in_split = [t for t in tasks if t.split == split]
+        if not in_split:
+            continue
+        passes = []
+        for side, documents in (("base", base_documents), ("head", head_documents)):
+            tick = (counter(f"{skill}: scoring {split} ({side})", len(in_split) * repeats)
+                    if counter else no_tick)
+            passes.append(replay.score_split(runner, in_split, documents, settings,
+                                             label=f"review {side}", split=split,
+                                             on_answer=tick))
+        out[split] = compare(split, passes[0], passes[1])
+    return out
+
+
+def verdict_of(splits: Mapping[str, SplitReview], min_delta: float
+               ) -> tuple[Verdict, Split | None]:
+    """The skill's verdict from the held-out split (val when no task is held out)."""
+    deciding: Split | None = ("test" if "test" in splits and splits["test"].n
+                              else "val" if "val" in splits and splits["val"].n else None)
+    if deciding is None:
+        return "no tasks", None
+    split = splits[deciding]
+    if split.regressed(min_delta):
+        return "regressed", deciding
+    if split.improved(min_delta):
+        return "improved", deciding
+    return "no clear change", deciding
+
+
+def overall(reviews: Sequence[SkillReview]) -> str:
+    """One word for the whole review: the worst skill's verdict wins."""
+    verdicts = {r.verdict for r in reviews}
+    for word in ("regressed", "improved", "no clear change"):
+        if word in verdicts:
+            return {"regressed": "regression", "improved": "improvement"}.get(word, word)
+    return "nothing to review"
+
+
+# -- saying it ------------------------------------------------------------------------------
+
+
+def _interval(split: SplitReview) -> str:
+    if split.ci_low is None or split.ci_high is None:
+        return "n/a"
+    return f"{split.ci_low:+.3f} to {split.ci_high:+.3f}"
+
+
+def _change(split: SplitReview) -> str:
+    return "n/a" if split.change is None else f"{split.change:+.3f}"
+
+
+class _Prose:
+    """Redact, then clip, then escape: the one road from untrusted text into Markdown."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+
+    def text(self, value: str, limit: int) -> str:
+        return md.escape(md.clip(md.one_line(self.redactor.redact(value)), limit)) or " "
+
+
+def terminal_lines(review: SkillReview, metric: str) -> list[str]:
+    """What `gitsleep review` prints per skill on stdout (without --json)."""
+    if review.status == "skipped":
+        return [f"{review.skill}: skipped: {review.reason}"]
+    lines = [f"{review.skill}: {review.verdict}"
+             + (f" (decided by {SPLIT_NAMES[review.decided_by]})" if review.decided_by else "")
+             + f": {review.reason}"]
+    for name, split in review.splits.items():
+        lines.append(f"  {SPLIT_NAMES[name]:8} n={split.n:<4} {metric} {fmt_score(split.before)}"
+                     f" -> {fmt_score(split.after)}  change {_change(split)}  "
+                     f"95% CI {_interval(split)}  errors={split.errors}")
+        for change in split.changed[:TASK_ROWS]:
+            lines.append(f"    {change.task_id}: {fmt_score(change.before)} -> "
+                         f"{fmt_score(change.after)}")
+        if len(split.changed) > TASK_ROWS:
+            lines.append(f"    ... and {len(split.changed) - TASK_ROWS} more changed task(s)")
+    lines += [f"  note: {note}" for note in review.notes]
+    return lines
+
+
+_VERDICT_TEXT = {
+    "regressed": "**regressed**",
+    "improved": "improved",
+    "no clear change": "no clear change",
+    "no tasks": "no val or held-out tasks",
+}
+
+
+def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: float,
+                     base_label: str, head_label: str, rerun: str, redactor: Redactor,
+                     notes: Sequence[str] = ()) -> str:
+    """The PR comment (and step summary): marker, verdict, table, changed tasks, re-run.
+
+    Deterministic for the same inputs, so an unchanged review needs no API write."""
+    prose = _Prose(redactor)
+    out = [MARKER, f"## gitsleep review: {overall(reviews)}", "",
+           f"Base {prose.text(base_label, 80)} against head {prose.text(head_label, 80)}, "
+           f"scored on the head's tasks; metric `{metric}`, paired 95% bootstrap interval "
+           f"of the change; a skill regresses when its held-out score falls by more than "
+           f"min_delta {min_delta:g} with the interval below zero.", ""]
+    out += [f"> {prose.text(note, 400)}" for note in notes]
+    if notes:
+        out.append("")
+    rows = []
+    for review in reviews:
+        if review.status == "skipped":
+            continue
+        for name, split in review.splits.items():
+            rows.append([prose.text(review.skill, 60), SPLIT_NAMES[name], str(split.n),
+                         fmt_score(split.before), fmt_score(split.after), _change(split),
+                         _interval(split), _VERDICT_TEXT[review.verdict]
+                         if name == review.decided_by else ""])
+    if rows:
+        out += [md.table(["skill", "split", "n", "before", "after", "change", "95% CI",
+                          "verdict"], rows, "llrrrrrl"), ""]
+    skipped = [r for r in reviews if r.status == "skipped"]
+    for review in skipped:
+        out.append(f"- {prose.text(review.skill, 60)}: skipped: {prose.text(review.reason, 300)}")
+    if skipped:
+        out.append("")
+    for review in reviews:
+        if review.status == "skipped":
+            continue
+        changed = [c for s in review.splits.values() for c in s.changed]
+        out.append(f"### {prose.text(review.skill, 60)}")
+        out.append("")
+        out.append(prose.text(review.reason, 500))
+        out += [f"- _note:_ {prose.text(note, 400)}" for note in review.notes]
+        out.append("")
+        if not changed:
+            out += ["No task's score changed.", ""]
+            continue
+        task_rows = [[prose.text(c.task_id, 80), SPLIT_NAMES[c.split], fmt_score(c.before),
+                      fmt_score(c.after), prose.text(c.answer_before, ANSWER_CHARS),
+                      prose.text(c.answer_after, ANSWER_CHARS),
+                      prose.text(c.reason_after, REASON_CHARS)]
+                     for c in changed[:TASK_ROWS]]
+        out += ["<details><summary>Tasks whose score changed "
+                f"({len(changed)})</summary>", "",
+                md.table(["task", "split", "before", "after", "answer before",
+                          "answer after", "judge (after)"], task_rows, "llrrlll")]
+        if len(changed) > TASK_ROWS:
+            out.append(f"\n_and {len(changed) - TASK_ROWS} more; the re-run below lists all._")
+        out += ["", "</details>", ""]
+    out += ["Re-run locally (answers are cached, so a second run is free):", "",
+            md.fence(rerun + "\n", "sh")]
+    body = "\n".join(out) + "\n"
+    if len(body) > COMMENT_LIMIT:  # rows are bounded, so only many skills get here
+        body = body[:COMMENT_LIMIT].rstrip() + "\n\n_Cut to fit GitHub's size limit; " \
+            "re-run locally for the rest._\n"
+    return body

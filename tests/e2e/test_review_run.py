@@ -1,0 +1,374 @@
+"""Whole `gitsleep review` runs: a real git repository with a bare origin, the offline
+simulator answering, and the loopback GitHub fake holding the pull request's comment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import CliResult, run_cli
+from tests.support.fake_github import FakeGitHub, not_permitted
+from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo, snapshot
+
+NOTES_MD = "skills/notes/SKILL.md"
+LEARNED = ("- Always include \"Owner:\"\n"
+           "- Always include \"Severity:\"\n")
+SKILL = ("# Incident notes\n\nWrite short incident notes.\n\n"
+         "<!-- gitsleep:learned:start -->\n## Learned rules\n\n" + LEARNED
+         + "<!-- gitsleep:learned:end -->\n")
+CONFIG = """version: 1
+backend: offline
+skills:
+  - name: notes
+    skill: skills/notes/SKILL.md
+    tasks:
+      - path: evals/notes.jsonl
+  - name: other
+    skill: skills/other/SKILL.md
+    tasks:
+      - path: evals/other.jsonl
+gate:
+  metric: hard
+  min_delta: 0.0
+"""
+
+
+def task(task_id: str, split: str, *needles: str) -> str:
+    checks = [{"op": "contains", "arg": n} for n in needles]
+    return json.dumps({"id": task_id, "split": split, "prompt": f"Write the note for {task_id}.",
+                       "judge": {"kind": "rule", "checks": checks}})
+
+
+def notes_tasks() -> str:
+    lines = [task(f"tr-{i}", "train", "Owner:") for i in range(3)]
+    lines += [task(f"val-{i}", "val", "Severity:") for i in range(3)]
+    lines += [task(f"test-{i}", "test", "Owner:", "Severity:") for i in range(4)]
+    return "\n".join(lines) + "\n"
+
+
+FILES = {
+    ".gitsleep.yml": CONFIG,
+    ".gitignore": ".gitsleep/\n",
+    NOTES_MD: SKILL,
+    "evals/notes.jsonl": notes_tasks(),
+    "skills/other/SKILL.md": "# Other\n\nAlways include \"Done.\"\n",
+    "evals/other.jsonl": "\n".join([task("o-val", "val", "Done."),
+                                    task("o-test", "test", "Done.")]) + "\n",
+}
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    isolate_git(monkeypatch, tmp_path)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
+                 "GITHUB_EVENT_PATH", "GITHUB_REF", "GITHUB_STEP_SUMMARY", "GITSLEEP_MODEL",
+                 "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL", "GITSLEEP_FAIL_ON_REGRESSION",
+                 "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    work, origin = make_repo(tmp_path, dict(FILES))
+    git(work, "switch", "--quiet", "-c", "feature")
+    return work, origin
+
+
+def review(capsys: pytest.CaptureFixture[str], work: Path, *extra: str) -> CliResult:
+    return run_cli(capsys, "--repo", str(work), "-q", "review", "--base", "origin/main", *extra)
+
+
+def as_json(result: CliResult) -> dict:
+    assert result.out.strip(), result.err
+    return json.loads(result.out)
+
+
+def user_files(work: Path) -> dict[str, object]:
+    """The user's checkout minus `.gitsleep/` (the ignored answer cache, written by design)."""
+    state = snapshot(work)
+    files = state["files"]
+    assert isinstance(files, dict)
+    state["files"] = {k: v for k, v in files.items() if not k.startswith(".gitsleep/")}
+    return state
+
+
+def without_rule(rule: str) -> str:
+    return SKILL.replace(rule, "")
+
+
+def test_comment_created_once_updated_after_a_push_and_left_alone_when_unchanged(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    work, _ = repo
+    commit_files(work, {NOTES_MD: SKILL.replace("short incident notes", "brief notes")},
+                 "reword the skill")
+    with FakeGitHub() as fake:
+        number = fake.add_pull("feature", title="a person's change")
+        fake.add_comment(number, "LGTM, a person")
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("GITHUB_REF", f"refs/pull/{number}/merge")
+        before = user_files(work)
+
+        first = review(capsys, work, "--json")
+        assert first.code == 0, first.err
+        data = as_json(first)
+        assert data["comment"]["operation"] == "created"
+        writes = [(w.method, w.path) for w in fake.writes]
+        assert writes == [("POST", f"/repos/octo/skills/issues/{number}/comments")]
+        ours = fake.comments[number][1]
+        assert ours["body"].startswith("<!-- gitsleep:review -->\n")
+        assert "| notes | held-out | 4 | 1.000 | 1.000 | +0.000 |" in ours["body"]
+        assert "other: skipped: nothing changed" in ours["body"]
+        assert "gitsleep review --base origin/main" in ours["body"]
+        first_cost = data["skills"][0]["cost"]
+        assert first_cost["calls"] > 0
+
+        second = review(capsys, work, "--json")
+        assert second.code == 0, second.err
+        assert as_json(second)["comment"]["operation"] == "none"
+        assert len(fake.writes) == 1, "no API write when the comment already says this"
+        assert as_json(second)["skills"][0]["cost"]["calls"] == 0, "answers come from the cache"
+        assert user_files(work) == before, "the user's tree, index and HEAD are untouched"
+
+        commit_files(work, {NOTES_MD: without_rule("- Always include \"Severity:\"\n")},
+                     "drop the severity rule")
+        third = review(capsys, work, "--json")
+        assert third.code == 0, third.err  # without --fail-on-regression a drop is a verdict
+        assert as_json(third)["comment"]["operation"] == "updated"
+        assert [w.method for w in fake.writes] == ["POST", "PATCH"]
+        assert len(fake.comments[number]) == 2, "one comment per pull request, edited in place"
+        body = fake.comments[number][1]["body"]
+        assert "## gitsleep review: regression" in body
+        assert "| notes | held-out | 4 | 1.000 | 0.000 | -1.000 |" in body
+        assert fake.comments[number][0]["body"] == "LGTM, a person"
+    assert git(work, "worktree", "list").count("\n") == 0, "no worktree was made"
+
+
+def test_a_hand_edit_that_removes_a_learned_rule_exits_7_with_fail_on_regression(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")},
+                 "tidy the rules")
+
+    plain = review(capsys, work)
+    assert plain.code == 0, plain.err
+    assert "notes: regressed (decided by held-out)" in plain.out
+    assert "held-out n=4    hard 1.000 -> 0.000  change -1.000" in plain.out
+    assert "test-0: 1.000 -> 0.000" in plain.out
+
+    failing = review(capsys, work, "--fail-on-regression", "--json")
+    assert failing.code == 7
+    data = as_json(failing)
+    notes = data["skills"][0]
+    assert (notes["verdict"], notes["decided_by"]) == ("regressed", "test")
+    held_out = notes["splits"]["test"]
+    assert (held_out["before"], held_out["after"], held_out["n"]) == (1.0, 0.0, 4)
+    assert held_out["ci_high"] < 0
+    assert {t["id"] for t in held_out["changed_tasks"]} == {f"test-{i}" for i in range(4)}
+    assert notes["splits"]["val"]["change"] == 0.0  # val checks only Severity:
+    assert data["regression"] is True and data["exit_code"] == 7
+
+
+def test_exit_7_only_while_the_held_out_interval_is_below_zero(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    commit_files(work, {"skills/other/SKILL.md": "# Other\n\nBe brief.\n"}, "other changes")
+    # `other` falls from 1.0 to 0.0 on one held-out task: the interval is one point, below 0
+    result = review(capsys, work, "--fail-on-regression", "--skill", "other", "--json")
+    assert result.code == 7
+    commit_files(work, {"skills/other/SKILL.md": "# Other\n\nAlways include \"Done.\"\n\n"},
+                 "restore")
+    result = review(capsys, work, "--fail-on-regression", "--json")
+    assert result.code == 0, result.err
+    assert as_json(result)["skills"][1]["verdict"] == "no clear change"
+
+
+def test_an_untouched_skill_is_skipped_with_one_line_and_all_scores_it(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    commit_files(work, {"evals/notes.jsonl": notes_tasks() + task("test-9", "test", "Owner:")
+                        + "\n"}, "add a task")
+    result = review(capsys, work)
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert "other: skipped: nothing changed: its documents and task files are the same at " \
+           "origin/main and the head" in lines
+    assert any(line.startswith("notes: no clear change") and "evals/notes.jsonl" in line
+               for line in lines)
+    everything = as_json(review(capsys, work, "--skill", "all", "--json"))
+    assert [s["status"] for s in everything["skills"]] == ["scored", "scored"]
+
+
+@pytest.mark.parametrize("ref", ["no-such-branch", "0123456789abcdef0123456789abcdef01234567",
+                                 "--upload-pack=touch pwned"])
+def test_a_bad_ref_is_exit_2_in_one_line(repo: tuple[Path, Path],
+                                         capsys: pytest.CaptureFixture[str], ref: str) -> None:
+    work, _ = repo
+    result = run_cli(capsys, "--repo", str(work), "review", "--base", ref)
+    assert result.code == 2
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert "--base" in result.err and ("fetch" in result.err or "revision" in result.err)
+    assert not (work / "pwned").exists()
+
+
+def test_a_shallow_clone_missing_the_base_says_to_fetch_it(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    work, origin = repo
+    base = git(work, "rev-parse", "main")
+    commit_files(work, {NOTES_MD: SKILL + "\nMore.\n"}, "one")
+    git(work, "push", "--quiet", "origin", "feature")
+    git(origin, "symbolic-ref", "HEAD", "refs/heads/feature")
+    shallow = clone(origin, tmp_path / "shallow", depth=1)
+    result = run_cli(capsys, "--repo", str(shallow), "review", "--base", base)
+    assert result.code == 2
+    assert "shallow clone" in result.err and "fetch-depth: 0" in result.err
+    assert len(result.err.strip().splitlines()) == 1
+
+
+def test_a_config_that_differs_in_a_scoring_setting_is_exit_2(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    commit_files(work, {".gitsleep.yml": CONFIG.replace("metric: hard", "metric: soft")},
+                 "metric")
+    result = review(capsys, work)
+    assert result.code == 2
+    assert "`gate.metric` differs between origin/main and the head" in result.err
+    assert "own pull request" in result.err
+
+
+def test_a_config_change_that_scores_nothing_differently_is_reviewed(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    commit_files(work, {".gitsleep.yml": CONFIG + "workers: 2\n",
+                        "evals/extra.jsonl": task("x-test", "test", "Owner:") + "\n"},
+                 "more workers")
+    config = CONFIG.replace("      - path: evals/notes.jsonl\n",
+                            "      - path: evals/notes.jsonl\n      - path: evals/extra.jsonl\n")
+    commit_files(work, {".gitsleep.yml": config + "workers: 2\n"}, "a task file")
+    data = as_json(review(capsys, work, "--json"))
+    assert data["skills"][0]["status"] == "scored"
+    assert "evals/extra.jsonl" in data["skills"][0]["changed_files"]
+    assert data["skills"][0]["splits"]["test"]["n"] == 5
+
+
+def test_a_base_config_that_no_longer_parses_is_scored_with_the_heads(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    git(work, "switch", "--quiet", "main")
+    commit_files(work, {".gitsleep.yml": CONFIG + "retired_key: 1\n"}, "an old key")
+    git(work, "switch", "--quiet", "-c", "fix")
+    commit_files(work, {".gitsleep.yml": CONFIG,
+                        NOTES_MD: SKILL.replace("short", "brief")}, "fix the config")
+    result = run_cli(capsys, "--repo", str(work), "review", "--base", "main", "--json")
+    assert result.code == 0, result.err
+    data = as_json(result)
+    assert any("no longer parses" in note and "retired_key" in note and "head's config" in note
+               for note in data["notes"])
+    assert data["skills"][0]["status"] == "scored"
+
+
+def test_a_fork_pull_request_without_secrets_says_so_in_the_summary(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    work, _ = repo
+    commit_files(work, {NOTES_MD: SKILL.replace("short", "brief")}, "from a fork")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"number": 4, "pull_request": {
+        "number": 4, "head": {"repo": {"full_name": "someone/skills"}},
+        "base": {"repo": {"full_name": "octo/skills"}}}}))
+    summary = tmp_path / "summary.md"
+    with FakeGitHub() as fake:
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+        monkeypatch.setenv("GITSLEEP_BACKEND", "openai")  # needs OPENAI_API_KEY: not set
+        monkeypatch.setenv("GITSLEEP_MODEL", "gpt-test")
+        result = review(capsys, work, "--comment")
+        assert fake.writes == []
+    assert result.code == 0, result.err
+    text = summary.read_text()
+    assert "comes from a fork" in text and "no secrets" in text
+    assert "gitsleep review --base origin/main" in text
+    assert "review: not run" in result.out
+
+
+def test_answers_in_the_comment_are_redacted_clipped_and_escaped(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    work, _ = repo
+    secret = "sk-live-0123456789abcdefghijklmnop"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    hostile = json.dumps({"id": "test-h", "split": "test",
+                          "prompt": f"{secret} <img src=x> | @octo #12 " + "x" * 300,
+                          "judge": {"kind": "rule", "checks": [{"op": "contains",
+                                                                "arg": "Owner:"}]}})
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n"),
+                        "evals/notes.jsonl": notes_tasks() + hostile + "\n"}, "hostile")
+    with FakeGitHub() as fake:
+        number = fake.add_pull("feature")
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        result = review(capsys, work, "--pr", str(number), "--json")
+        assert result.code == 0, result.err
+        sent = fake.sent_text()
+        body = fake.comments[number][0]["body"]
+    assert secret not in sent and secret not in result.out
+    row = next(line for line in body.splitlines() if line.startswith("| test-h |"))
+    assert "[REDACTED" in row
+    assert "<img" not in row and "&lt;img" in row and "\\|" in row
+    assert "@octo" not in row and "#12" not in row
+    assert "x" * 200 not in row and "…" in row  # clipped
+
+
+def test_a_refused_comment_is_exit_4_after_the_verdict(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    work, _ = repo
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    with FakeGitHub() as fake:
+        number = fake.add_pull("feature")
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        fake.fail_next(not_permitted(method="POST", path_contains="/comments"))
+        result = review(capsys, work, "--pr", str(number), "--fail-on-regression")
+    assert result.code == 7  # the highest code wins: 7 (regression) over 4 (forge)
+    assert "notes: regressed" in result.out
+    assert "gitsleep: error: comment: GitHub refused" in result.err
+    assert fake.token not in result.err
+    commit_files(work, {NOTES_MD: SKILL.replace("short", "brief")}, "no regression now")
+    with FakeGitHub() as fake:
+        number = fake.add_pull("feature")
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        fake.fail_next(not_permitted(method="POST", path_contains="/comments"))
+        result = review(capsys, work, "--pr", str(number))
+    assert result.code == 4, result.err
+
+
+def test_the_openai_backend_reviews_and_its_failures_are_exit_3_never_a_regression(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    work, _ = repo
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    with FakeOpenAIServer(api_key="sk-right-0123456789abcdef") as server, FakeGitHub() as fake:
+        number = fake.add_pull("feature")
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("GITSLEEP_BACKEND", "openai")
+        monkeypatch.setenv("GITSLEEP_BASE_URL", server.base_url)
+        monkeypatch.setenv("GITSLEEP_MODEL", "echo-model")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-right-0123456789abcdef")
+        working = review(capsys, work, "--pr", str(number), "--json",
+                         "--fail-on-regression")
+        assert working.code == 0, working.err  # the echo model follows no rule: no change
+        assert server.request_count > 0
+        assert as_json(working)["skills"][0]["verdict"] == "no clear change"
+
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-0123456789abcdef")
+        monkeypatch.setenv("GITSLEEP_MODEL", "another-model")  # not cached
+        failing = review(capsys, work, "--pr", str(number), "--fail-on-regression")
+        assert failing.code == 3, failing.err
+        assert len(failing.err.strip().splitlines()) == 1
+        assert "sk-wrong" not in failing.err
+        assert [w.method for w in fake.writes] == ["POST"], "no comment from a failed run"

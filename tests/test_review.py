@@ -1,0 +1,325 @@
+"""`gitsleep review`'s parts: the verdict rules, the paired interval, the comment text, the
+pull request from the environment, the config comparison, the one comment per PR on the
+loopback GitHub fake, the Action's `review` mode, the example workflow and `init`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gitsleep import gate, paths, review, review_run
+from gitsleep.config import Config
+from gitsleep.errors import EXIT_REGRESSION, GitError
+from gitsleep.forge import ForgeSettings, GitHubForge, Pacing
+from gitsleep.models import PassResult, SampleResult, Score, TaskResult
+from gitsleep.redact import Redactor
+from tests.support.cli import run_cli
+from tests.support.fake_github import FakeGitHub, Fault
+from tests.test_action import ACTION, STUB, action_step, read_outputs
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "workflows" / "gitsleep-review.yml"
+
+
+def task(task_id: str, value: float | None, answer: str = "an answer") -> TaskResult:
+    if value is None:
+        sample = SampleResult(0, None, "HTTP 500 from the model", None)
+    else:
+        sample = SampleResult(0, answer, None, Score(value, value, f"scored {value}"))
+    return TaskResult(task_id, "test", [sample], value, value, value)
+
+
+def a_pass(*tasks: TaskResult) -> PassResult:
+    return PassResult("review", "test", "v", list(tasks))
+
+
+# -- the verdict rules ----------------------------------------------------------------------
+
+
+def split(before: float, after: float, low: float, high: float) -> review.SplitReview:
+    return review.SplitReview("test", 6, before, after, low, high)
+
+
+@pytest.mark.parametrize(("case", "min_delta", "regressed", "improved"), [
+    (split(1.0, 0.5, -0.8, -0.2), 0.0, True, False),
+    (split(1.0, 0.5, -0.8, 0.1), 0.0, False, False),  # the interval reaches zero: noise
+    (split(1.0, 0.9, -0.2, -0.05), 0.1, False, False),  # a fall of exactly min_delta
+    (split(1.0, 0.85, -0.2, -0.05), 0.1, True, False),
+    (split(0.5, 1.0, 0.2, 0.8), 0.0, False, True),
+    (split(0.5, 0.5, 0.0, 0.0), 0.0, False, False),
+])
+def test_regressed_needs_a_fall_beyond_min_delta_and_the_interval_below_zero(
+        case: review.SplitReview, min_delta: float, regressed: bool, improved: bool) -> None:
+    assert case.regressed(min_delta) is regressed
+    assert case.improved(min_delta) is improved
+
+
+def test_compare_uses_the_gates_paired_bootstrap_and_lists_moved_tasks_regressions_first():
+    base = a_pass(task("a", 1.0), task("b", 0.0), task("c", 1.0), task("d", 1.0),
+                  task("e", 1.0))
+    head = a_pass(task("a", 0.0, "worse"), task("b", 1.0, "better"), task("c", 1.0),
+                  task("d", None), task("e", 0.0, "worse too"))
+    result = review.compare("test", base, head)
+    expected = gate.bootstrap_interval([a - b for _, b, a in gate.paired(base, head)])
+    assert expected is not None and (result.ci_low, result.ci_high) == expected
+    assert (result.before, result.after, result.n, result.errors) == (0.8, 0.5, 5, 1)
+    assert [(c.task_id, c.before, c.after) for c in result.changed] == [
+        ("a", 1.0, 0.0), ("e", 1.0, 0.0), ("b", 0.0, 1.0), ("d", 1.0, None)]
+    assert result.changed[0].answer_before == "an answer"
+    assert result.changed[0].answer_after == "worse"
+    assert result.changed[-1].reason_after.startswith("error: HTTP 500")
+
+
+def test_val_decides_only_when_no_task_is_held_out():
+    val = review.SplitReview("val", 3, 1.0, 0.0, -1.0, -1.0)
+    held_out = review.SplitReview("test", 3, 1.0, 1.0, 0.0, 0.0)
+    assert review.verdict_of({"val": val, "test": held_out}, 0.0) == ("no clear change", "test")
+    assert review.verdict_of({"val": val}, 0.0) == ("regressed", "val")
+    assert review.verdict_of({}, 0.0) == ("no tasks", None)
+
+
+# -- the comment ----------------------------------------------------------------------------
+
+
+def scored_review(answer: str) -> review.SkillReview:
+    change = review.TaskChange("t-1", "test", 1.0, 0.0, "before", answer, "failed: contains")
+    held_out = review.SplitReview("test", 1, 1.0, 0.0, -1.0, -1.0, 0, (change,))
+    return review.SkillReview("notes", "scored", "changed: SKILL.md", ["SKILL.md"],
+                              {"test": held_out}, [], "regressed", "test")
+
+
+def render(*reviews: review.SkillReview, redactor: Redactor | None = None) -> str:
+    return review.comment_markdown(list(reviews), metric="hard", min_delta=0.0,
+                                   base_label="main", head_label="abc", rerun="gitsleep review"
+                                   " --base main", redactor=redactor or Redactor())
+
+
+def test_a_secret_across_the_clip_is_redacted_before_clipping():
+    secret = "sk-proj-" + "A1b2C3d4" * 4
+    answer = "a" * (review.ANSWER_CHARS - 12) + secret
+    body = render(scored_review(answer), redactor=Redactor([secret]))
+    assert "sk-proj" not in body and secret[:10] not in body
+    assert "[REDACTED" in body
+
+
+def test_the_comment_starts_with_the_marker_and_is_the_same_for_the_same_review():
+    skipped = review.SkillReview("other", "skipped", "nothing changed")
+    first = render(scored_review("x | y"), skipped)
+    assert first.startswith(review.MARKER + "\n")
+    assert first == render(scored_review("x | y"), skipped)
+    assert "| notes | held-out | 1 | 1.000 | 0.000 | -1.000 | -1.000 to -1.000 | " \
+           "**regressed** |" in first
+    assert "- other: skipped: nothing changed" in first
+    assert "x \\| y" in first
+    assert "```sh\ngitsleep review --base main\n```" in first
+
+
+def test_a_review_with_many_changed_tasks_shows_the_first_and_counts_the_rest():
+    changes = tuple(review.TaskChange(f"t-{i}", "test", 1.0, 0.0, "b", "a", "r")
+                    for i in range(review.TASK_ROWS + 5))
+    held_out = review.SplitReview("test", len(changes), 1.0, 0.0, -1.0, -1.0, 0, changes)
+    body = render(review.SkillReview("notes", "scored", "r", [], {"test": held_out}, [],
+                                     "regressed", "test"))
+    assert body.count("| t-") == review.TASK_ROWS and "_and 5 more" in body
+    assert len(body) < review.COMMENT_LIMIT
+
+
+# -- the pull request from the environment --------------------------------------------------
+
+
+def event_file(tmp_path: Path, payload: object) -> str:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+def test_the_pull_request_comes_from_the_event_the_ref_or_the_option(tmp_path: Path):
+    same = {"full_name": "octo/skills"}
+    event = {"pull_request": {"number": 12, "head": {"repo": same}, "base": {"repo": same}}}
+    env = {"GITHUB_EVENT_PATH": event_file(tmp_path, event)}
+    assert review_run.pull_request_from_env(env, None) == review_run.PullRequestRef(12, False)
+    assert review_run.pull_request_from_env(env, 3) == review_run.PullRequestRef(3, False)
+    assert review_run.pull_request_from_env({"GITHUB_REF": "refs/pull/7/merge"}, None) == \
+        review_run.PullRequestRef(7, False)
+    assert review_run.pull_request_from_env({"GITHUB_REF": "refs/heads/main"}, None) is None
+    assert review_run.pull_request_from_env(
+        {"GITHUB_EVENT_PATH": str(tmp_path / "missing.json")}, None) is None
+
+
+def test_a_fork_is_a_head_repository_other_than_the_base(tmp_path: Path):
+    fork = {"pull_request": {"number": 5, "head": {"repo": {"full_name": "someone/skills"}},
+                             "base": {"repo": {"full_name": "octo/skills"}}}}
+    gone = {"pull_request": {"number": 6, "head": {"repo": None},
+                             "base": {"repo": {"full_name": "octo/skills"}}}}
+    for payload, number in ((fork, 5), (gone, 6)):
+        env = {"GITHUB_EVENT_PATH": event_file(tmp_path, payload)}
+        assert review_run.pull_request_from_env(env, None) == \
+            review_run.PullRequestRef(number, True)
+
+
+# -- the config comparison ------------------------------------------------------------------
+
+
+def config(**extra: object) -> Config:
+    data: dict[str, object] = {"version": 1, "backend": "offline", "skills": [
+        {"name": "notes", "skill": "SKILL.md", "tasks": [{"path": "t.jsonl"}]}]}
+    data.update(extra)
+    return Config.model_validate(data)
+
+
+def test_only_settings_that_change_a_score_make_configs_differ():
+    assert review_run.config_difference(config(), config(workers=2, rounds=5)) is None
+    more_tasks = config(skills=[{"name": "notes", "skill": "SKILL.md",
+                                 "tasks": [{"path": "t.jsonl"}, {"path": "u.jsonl"}]}])
+    assert review_run.config_difference(config(), more_tasks) is None
+    assert review_run.config_difference(config(), config(gate={"metric": "soft"})) == \
+        "gate.metric"
+    assert review_run.config_difference(config(), config(model="m2")) == "model"
+
+
+# -- one comment per pull request, on the loopback fake --------------------------------------
+
+
+@pytest.fixture
+def hub():
+    with FakeGitHub() as fake:
+        forge = GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token),
+                            pacing=Pacing.none())
+        yield fake, forge
+        forge.close()
+
+
+def test_sync_comment_creates_once_skips_an_unchanged_body_and_edits_in_place(hub):
+    fake, forge = hub
+    number = fake.add_pull("feature")
+    fake.add_comment(number, f"a person quoting us: {review.MARKER} is not ours")
+    body = f"{review.MARKER}\nfirst\n"
+    assert review_run.sync_comment(forge, number, body)["operation"] == "created"
+    assert review_run.sync_comment(forge, number, body)["operation"] == "none"
+    assert [w.method for w in fake.writes] == ["POST"]
+    done = review_run.sync_comment(forge, number, f"{review.MARKER}\nsecond\n")
+    assert done["operation"] == "updated"
+    assert [w.method for w in fake.writes] == ["POST", "PATCH"]
+    assert [c["body"] for c in fake.comments[number]] == [
+        f"a person quoting us: {review.MARKER} is not ours", f"{review.MARKER}\nsecond\n"]
+
+
+def test_a_refused_comment_edit_is_one_git_error_line_without_the_token(hub):
+    fake, forge = hub
+    number = fake.add_pull("feature")
+    review_run.sync_comment(forge, number, f"{review.MARKER}\nfirst\n")
+    fake.fail_next(Fault(403, {"message": "Resource not accessible by integration"},
+                         method="PATCH", path_contains="/issues/comments/"))
+    with pytest.raises(GitError) as caught:
+        review_run.sync_comment(forge, number, f"{review.MARKER}\nsecond\n")
+    assert "403" in str(caught.value) and fake.token not in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+# -- the Action's review mode ---------------------------------------------------------------
+
+
+def run_step(tmp_path: Path, env_inputs: dict[str, str], stub_exit: str = "0"
+             ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    bin_dir, work, runner = tmp_path / "bin", tmp_path / "work", tmp_path / "runner"
+    for folder in (bin_dir, work, runner):
+        folder.mkdir()
+    stub = STUB.replace('skill="${*: -1}"',
+                        'case " $* " in *" review "*) exit "${STUB_REVIEW_EXIT:-0}" ;; esac\n'
+                        'skill="${*: -1}"')
+    (bin_dir / "gitsleep").write_text(stub)
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    for name in ("gitsleep", "python"):
+        (bin_dir / name).chmod(0o755)
+    script = tmp_path / "step.sh"
+    script.write_text(action_step("consolidate")["run"])
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CEILING_DIRECTORIES": str(tmp_path),
+           "GITSLEEP_BIN": str(bin_dir), "RUNNER_TEMP": str(runner),
+           "GITHUB_OUTPUT": str(tmp_path / "github_output"), "STUB_LOG": str(tmp_path / "log"),
+           "STUB_REVIEW_EXIT": stub_exit, "GITSLEEP_ACTION_SKILL": "all",
+           "GITSLEEP_ACTION_CONFIG": ".gitsleep.yml", "GITSLEEP_ACTION_BASE": "",
+           "GITSLEEP_ACTION_MODEL": "", "GITSLEEP_ACTION_BACKEND": "",
+           "GITSLEEP_ACTION_DRY_RUN": "false", "GITSLEEP_ACTION_API_KEY": "",
+           "GITHUB_TOKEN": "ghs_token", **env_inputs}
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    return done, tmp_path
+
+
+def args_logged(root: Path) -> list[str]:
+    log = root / "log"
+    return [line for line in log.read_text().splitlines() if line.startswith("ARGS")] \
+        if log.exists() else []
+
+
+def test_action_mode_input_defaults_to_consolidate_and_passes_through_env():
+    action = yaml.safe_load(ACTION.read_text())
+    assert action["inputs"]["mode"]["default"] == "consolidate"
+    step = action_step("consolidate")
+    assert step["env"]["GITSLEEP_ACTION_MODE"] == "${{ inputs.mode }}"
+    assert step["env"]["GITSLEEP_PR_BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert "inputs.mode != 'review'" in action_step("outputs")["if"]
+
+
+def test_review_mode_runs_one_review_against_the_pull_requests_base(tmp_path: Path):
+    done, root = run_step(tmp_path, {"GITSLEEP_ACTION_MODE": "review",
+                                     "GITSLEEP_PR_BASE_SHA": "b" * 40}, stub_exit="7")
+    assert done.returncode == EXIT_REGRESSION, done.stderr
+    assert args_logged(root) == [
+        f"ARGS --config .gitsleep.yml review --base {'b' * 40} --comment"]
+    assert read_outputs(root / "github_output") == {"exit-code": "7"}
+
+
+def test_review_mode_passes_named_skills_and_the_base_input(tmp_path: Path):
+    done, root = run_step(tmp_path, {"GITSLEEP_ACTION_MODE": "review",
+                                     "GITSLEEP_ACTION_BASE": "origin/main",
+                                     "GITSLEEP_ACTION_SKILL": "notes, other",
+                                     "GITSLEEP_ACTION_MODEL": "m1"})
+    assert done.returncode == 0, done.stderr
+    assert args_logged(root) == ["ARGS --config .gitsleep.yml review --base origin/main "
+                                 "--comment --model m1 --skill notes --skill other"]
+
+
+@pytest.mark.parametrize("inputs", [{"GITSLEEP_ACTION_MODE": "review"},
+                                    {"GITSLEEP_ACTION_MODE": "reveiw"}])
+def test_review_mode_without_a_base_or_a_wrong_mode_is_exit_2(tmp_path: Path,
+                                                               inputs: dict[str, str]):
+    done, root = run_step(tmp_path, inputs)
+    assert done.returncode == 2
+    assert "::error title=gitsleep::" in done.stdout
+    assert args_logged(root) == []
+
+
+# -- the example workflow and init ----------------------------------------------------------
+
+
+def test_example_review_workflow_runs_on_pull_requests_with_least_privilege():
+    workflow = yaml.safe_load(EXAMPLE.read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert set(triggers) == {"pull_request"}
+    assert {".gitsleep.yml", "skills/**", "evals/**"} <= set(triggers["pull_request"]["paths"])
+    assert workflow["permissions"] == {}
+    job = workflow["jobs"]["review"]
+    assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
+    checkout, _cache, step = job["steps"]
+    assert checkout["with"] == {"fetch-depth": 0, "persist-credentials": False}
+    assert step["uses"].startswith("OWNER/gitsleep@")
+    assert step["with"]["mode"] == "review"
+    assert "pull_request_target" not in EXAMPLE.read_text()
+
+
+def test_init_offers_the_review_workflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    if not (paths.examples_dir() / "workflows" / "gitsleep-review.yml").is_file():
+        pytest.skip("the bundled examples are not in this install")
+    result = run_cli(capsys, "--repo", str(tmp_path), "init")
+    assert result.code == 0, result.err
+    assert ".github/workflows/gitsleep-review.yml: created" in result.out
+    written = (tmp_path / ".github/workflows/gitsleep-review.yml").read_text()
+    assert "mode: review" in written and "pull_request:" in written
