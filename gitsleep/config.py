@@ -197,7 +197,9 @@ class AgentConfig(_Section):
 
     preset: Literal["codex", "claude", "gemini", "opencode", "llm"] | None = None
     command: list[str] | None = None
-    prompt: Literal["stdin", "arg"] | None = None
+    # stdin | arg (the task after `--`) | option:--NAME (the task as `--NAME=<task>`)
+    prompt: str | None = Field(default=None, json_schema_extra={
+        "pattern": r"^(stdin|arg|option:--[A-Za-z0-9][A-Za-z0-9_-]*)$"})
     install: str | None = None
     memory_install: str | None = None
     answer: str | None = None
@@ -214,6 +216,16 @@ class AgentConfig(_Section):
                              "string), e.g. [codex, exec, -]")
         if value is not None and any("\0" in part for part in value):
             raise ValueError("must not contain NUL characters")
+        return value
+
+    @field_validator("prompt")
+    @classmethod
+    def _check_prompt(cls, value: str | None) -> str | None:
+        from gitsleep.backends.command import prompt_mode_problem
+
+        problem = None if value is None else prompt_mode_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("install", "memory_install")

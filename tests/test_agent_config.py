@@ -49,7 +49,7 @@ def test_every_preset_fills_a_runnable_agent(tmp_path: Path, preset: str) -> Non
     config = load_config(write(tmp_path, head))
     spec = config.agent_spec("brief-writer")
     assert spec.command[0] == preset and spec.label == preset
-    assert spec.prompt in ("stdin", "arg") and spec.install.endswith(".md")
+    assert spec.prompt in ("stdin", "arg", "option:--prompt") and spec.install.endswith(".md")
     assert "{skill}" not in spec.install
     assert config.models() == (preset, "m", "m")
     assert config.backends() == ("command", "openai", "openai")
@@ -261,3 +261,22 @@ def test_eval_with_a_rubric_judge_still_needs_the_judge_model(
     result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val")
     assert result.code == 2 and "needs `judge_model:`" in result.err
     assert len(result.err.strip().splitlines()) == 1
+
+
+def test_prompt_modes_and_the_presets_that_take_the_task_as_an_argument(tmp_path: Path) -> None:
+    """Issue 24 class 4: gemini's prompt is the value of `-p`, so `-p -- <task>` would not
+    work; it gets `--prompt=<task>`. opencode joins what follows `--` into its message."""
+    gemini = load_config(write(tmp_path, "backend: command\noptimizer_backend: offline\n"
+                                         "model: gemini-2.5-pro\nagent: gemini\n"))
+    spec = gemini.agent_spec("x")
+    assert spec.command == ("gemini", "-m", "gemini-2.5-pro") and spec.prompt == "option:--prompt"
+    opencode = load_config(write(tmp_path, "backend: command\noptimizer_backend: offline\n"
+                                           "agent: opencode\n")).agent_spec("x")
+    assert opencode.command == ("opencode", "run") and opencode.prompt == "arg"
+    aider = "agent: {command: [aider, --yes], prompt: 'option:--message'}\n"
+    mine = load_config(write(tmp_path, "backend: command\noptimizer_backend: offline\n" + aider))
+    assert mine.agent_spec("x").prompt == "option:--message"
+    for bad in ("'option:message'", "args", "'option:--a b'"):
+        message = error_of(tmp_path, "backend: command\noptimizer_backend: offline\n"
+                                     f"agent: {{command: [x], prompt: {bad}}}\n")
+        assert "agent.prompt: must be stdin, arg (the task after `--`) or option:--NAME" in message

@@ -244,3 +244,46 @@ def test_calls_run_concurrently_up_to_workers(tmp_path: Path) -> None:
     assert [a.text for a in answers] == [f"task {i}" for i in range(4)]
     assert time.monotonic() - started < 3.5  # four 1 s calls side by side, not one by one
     assert runner.cost.wall_seconds >= 4.0 and runner.cost.unmetered_calls == 4
+
+
+def task_call(text: str) -> ModelCall:
+    return call(task=Task(id="t", prompt=text, split="val", judge=Judge(kind="rule")))
+
+
+FLAG_TASKS = ["--dangerously-skip-permissions", "-h", "--prompt=x", "-", "plain task"]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "text"),
+    [("arg", t) for t in [*FLAG_TASKS, "--"]]
+    # argparse (the fake agent's parser, not gemini's yargs) drops a bare "--" value
+    + [("option:--prompt", t) for t in FLAG_TASKS],
+)
+def test_a_task_that_looks_like_a_flag_reaches_the_agent_as_data(
+    tmp_path: Path, prompt: str, text: str
+) -> None:
+    """Issue 24 class 4: with `prompt: arg` the task went into the argv bare, so the task
+    `--dangerously-skip-permissions` set that flag and `-h` had the usage text scored."""
+    agent = backend(install("flags", tmp_path), prompt=prompt, retries=0)
+    answer = agent.complete(task_call(text))
+    assert answer.ok, answer.error
+    assert answer.text == f"skip-permissions=False\ntask={text}"
+
+
+@pytest.mark.parametrize("prompt", ["arg", "option:--prompt"])
+def test_a_nul_in_an_argv_task_is_an_error_result_not_a_traceback(
+    tmp_path: Path, prompt: str
+) -> None:
+    """Issue 24 class 4: a NUL cannot be in a program argument; Popen raised ValueError."""
+    counter = tmp_path / "runs"
+    agent = backend(install("empty", tmp_path), prompt=prompt,
+                    env={"FAKE_AGENT_COUNTER": str(counter)})
+    runner = CallRunner(agent, cache=ResponseCache())
+    answer = runner.call(task_call("before\0after"))
+    assert not answer.ok and answer.text is None
+    assert "NUL" in (answer.error or "") and "prompt: stdin" in (answer.error or "")
+    assert runner.cost.errors == 1 and not counter.exists()  # refused, never started
+    ran = tmp_path / "stdin-runs"
+    backend(install("empty", tmp_path), retries=0,
+            env={"FAKE_AGENT_COUNTER": str(ran)}).complete(task_call("before\0after"))
+    assert ran.read_text() == "run\n"  # on stdin a NUL is just a byte of data

@@ -71,7 +71,7 @@ class AgentSpec:
     """How to run one agent CLI; built from `agent:` in .gitsleep.yml."""
 
     command: tuple[str, ...]
-    prompt: str = "stdin"  # stdin | arg
+    prompt: str = "stdin"  # stdin | arg (after `--`) | option:--NAME (as `--NAME=<task>`)
     install: str = "AGENTS.md"  # the skill document's path in the workspace
     memory_install: str | None = None  # None: the memory is appended to the skill file
     answer: str = "stdout"  # stdout | file:<path in the workspace>
@@ -106,6 +106,7 @@ class AgentRun:
     answer: bytes = b""
     seconds: float = 0.0
     workspace: str = ""
+    refused: str = ""  # why the task could not be handed to the agent (never started)
 
 
 @dataclass
@@ -396,7 +397,11 @@ class CommandBackend(Backend):
         """One run of the agent in a fresh workspace. Raises BackendError if it cannot start."""
         spec = self.spec
         prompt = self.prompt_text(call)
-        argv = [*spec.command, prompt] if spec.prompt == "arg" else list(spec.command)
+        argv = agent_argv(spec, prompt)
+        if spec.prompt != "stdin" and "\0" in prompt:
+            return AgentRun(argv=list(spec.command), files=[], refused=(
+                "the task contains a NUL character, which no program argument can hold; "
+                "set agent.prompt: stdin or remove the NUL from the task"))
         workspace = Path(tempfile.mkdtemp(prefix="gitsleep-agent-"))
         try:
             installed = self.installed_files(call)
@@ -449,6 +454,8 @@ class CommandBackend(Backend):
         """(answer, retry?) for one run, by the rules in the module docstring.
         Raises BackendError on a fatal sign."""
         name = self.spec.name
+        if run.refused:
+            return self._failed(f"agent {name} not run: {run.refused}"), False
         if run.overflow:
             cap = self.spec.max_output_bytes
             return self._failed(f"agent {name} wrote more than {cap} bytes; stopped it "
@@ -500,6 +507,29 @@ class CommandBackend(Backend):
     def _line(self, text: str) -> str:
         """Redacted, one line, short: safe for diagnostics, logs and commits."""
         return clip(" ".join(one_line(self.redactor.redact(text)).split()), MESSAGE_MAX_CHARS)
+
+
+def agent_argv(spec: AgentSpec, task: str) -> list[str]:
+    """The argv that hands `task` to the agent, where it can never be read as an option.
+
+    `arg` puts it after `--` (POSIX: the end of options), so `--dangerously-skip-
+    permissions` or `-h` as a task is text, not a flag. `option:--NAME` passes it glued
+    to its option, `--NAME=<task>`, for CLIs whose prompt is an option's value (gemini's
+    `--prompt`): a parser never reads the rest of that word as another option.
+    """
+    if spec.prompt == "arg":
+        return [*spec.command, "--", task]
+    if spec.prompt.startswith("option:"):
+        return [*spec.command, f"{spec.prompt.removeprefix('option:')}={task}"]
+    return list(spec.command)
+
+
+def prompt_mode_problem(mode: str) -> str | None:
+    """Why `agent.prompt` is not one of stdin, arg or option:--NAME, or None."""
+    if mode in ("stdin", "arg") or re.fullmatch(r"option:--[A-Za-z0-9][A-Za-z0-9_-]*", mode):
+        return None
+    return (f"must be stdin, arg (the task after `--`) or option:--NAME (the task as "
+            f"`--NAME=<task>`), got {mode!r}")
 
 
 def install_path_problem(relative: str) -> str | None:

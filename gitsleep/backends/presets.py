@@ -1,5 +1,10 @@
 """What `agent: {preset: NAME}` fills in: how each known agent CLI runs one task.
 
+How the task reaches each CLI, so that a task can never become one of its flags
+(issue 24): codex (`exec ... -`), claude (`-p`) and llm (`prompt`) read it from stdin;
+opencode takes it after `--`; gemini takes it as `--prompt=<task>`. For aider, which is
+not a preset, use `prompt: "option:--message"`.
+
 Each preset runs the agent non-interactively in the per-call workspace, with the skill
 installed where that agent reads instructions. `model:` in .gitsleep.yml, when set, is
 passed with the agent's own model flag. Keys written under `agent:` win over the preset.
@@ -33,14 +38,19 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model_flag": "--model",
         "model_at": 1,
     },
+    # Gemini's headless prompt is the value of -p/--prompt, so `-p -- <task>` would leave
+    # -p empty: the task goes glued to the option, `--prompt=<task>`, which its parser
+    # (yargs) never reads as another flag. stdin stays empty (DEVNULL).
     "gemini": {
-        "command": ["gemini", "-p"],
-        "prompt": "arg",
+        "command": ["gemini"],
+        "prompt": "option:--prompt",
         "install": "GEMINI.md",
         "answer": "stdout",
         "model_flag": "-m",
         "model_at": 1,
     },
+    # `opencode run` joins its positional words and everything after `--` into the
+    # message (`[...args.message, ...args["--"]]`), so the task goes after `--`.
     "opencode": {
         "command": ["opencode", "run"],
         "prompt": "arg",
