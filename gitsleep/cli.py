@@ -10,6 +10,7 @@ import click
 from gitsleep import __version__
 from gitsleep.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, GitsleepError
 from gitsleep.logs import redact, setup_logging
+from gitsleep.terminal import visible
 
 COMMANDS = ("init", "validate", "eval", "consolidate", "status", "log", "plan", "demo",
             "harvest", "doctor", "review")
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="gitsleep", standalone_mode=False)
     except GitsleepError as exc:
-        click.echo(f"gitsleep: error: {redact(str(exc))}", err=True)
+        click.echo(f"gitsleep: error: {visible(redact(str(exc)))}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("gitsleep: aborted", err=True)

@@ -11,6 +11,7 @@ import logging
 import sys
 
 from gitsleep.redact import Redactor
+from gitsleep.terminal import visible
 
 _FORMAT = "gitsleep: %(levelname)s: %(name)s: %(message)s"
 
@@ -21,7 +22,7 @@ class RedactingFormatter(logging.Formatter):
         self.redactor = redactor
 
     def format(self, record: logging.LogRecord) -> str:
-        return self.redactor.redact(super().format(record))
+        return visible(self.redactor.redact(super().format(record)))  # shown, never run
 
 
 _formatter = RedactingFormatter(Redactor.from_env())

@@ -28,6 +28,7 @@ from gitsleep.models import Task
 from gitsleep.problems import MAX_FILE_BYTES
 from gitsleep.redact import Redactor
 from gitsleep.tasks import load_skill_tasks
+from gitsleep.terminal import visible
 
 if TYPE_CHECKING:
     from gitsleep.backends.base import Backend
@@ -73,11 +74,12 @@ class Setup:
         return [self.config.skill(n) for n in names]
 
     def say(self, line: str) -> None:
-        self.progress(self.redactor.redact(line))
+        """A progress line: redacted, its control characters shown, never run."""
+        self.progress(visible(self.redactor.redact(line)))
 
     def counter(self, label: str, total: int) -> Tick:
         """A tick per answer of a pass on the edge's display; the label is redacted first."""
-        return self.steps(self.redactor.redact(label), total) if self.steps else no_tick
+        return self.steps(visible(self.redactor.redact(label)), total) if self.steps else no_tick
 
 
 def _stderr(line: str) -> None:

@@ -18,6 +18,7 @@ from gitsleep.commands.common import (
 from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
 from gitsleep.gitrun import safe_git
+from gitsleep.terminal import visible
 
 
 @click.command("consolidate")
@@ -70,7 +71,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             err = s["decision"] == "aborted"
             dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
             decision = "up to date" if s.get("up_to_date") else s["decision"]
-            click.echo(f"{s['skill']}: {decision}: {s['reason']}{dry}", err=err)
+            click.echo(visible(f"{s['skill']}: {decision}: {s['reason']}{dry}"), err=err)
             if outcome.result is not None and report.small_sample_note(outcome.result):
                 click.echo(f"  warning: {report.small_sample_note(outcome.result)}", err=err)
             if unused:

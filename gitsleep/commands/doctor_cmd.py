@@ -19,6 +19,7 @@ from gitsleep.models import Answer, Task
 from gitsleep.redact import Redactor
 from gitsleep.replay import answer_call
 from gitsleep.setup import make_backend, read_inputs
+from gitsleep.terminal import visible
 
 SHOWN_CHARS = 2000  # of the answer
 STDERR_SHOWN_CHARS = 800  # of the end of the agent's stderr
@@ -85,13 +86,14 @@ def _pick(tasks: list[Task], task_id: str | None, skill: str) -> Task:
 
 
 class _Shower:
-    """Prints `label: value` lines (redacted); multi-line values as an indented block."""
+    """Prints `label: value` lines (redacted, control characters escaped: what the agent
+    printed is shown, never run by the terminal); multi-line values as an indented block."""
 
     def __init__(self, redactor: Redactor) -> None:
         self.redactor = redactor
 
     def __call__(self, label: str, value: str, *, block: bool = False) -> None:
-        text = self.redactor.redact(value)
+        text = visible(self.redactor.redact(value))
         if block or "\n" in text:
             click.echo(f"{label}:")
             for line in text.splitlines() or [""]:

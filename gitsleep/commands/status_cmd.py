@@ -8,10 +8,11 @@ from typing import Any
 
 import click
 
-from gitsleep import gitops, record
+from gitsleep import gitops, record, remote_notes
 from gitsleep.commands.common import print_json, setup_from
 from gitsleep.config import SkillConfig
 from gitsleep.setup import Setup, read_inputs
+from gitsleep.terminal import visible
 
 
 def _export(repo: Any, sha: str, skill: SkillConfig, dest: Path) -> bool:
@@ -73,6 +74,8 @@ def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
     repo = gitops.open_repo(setup.repo)
     base_ref = gitops.resolve_base(repo, base)
     remote = base_ref.remote or gitops.default_remote(repo, base_ref.branch)
+    if remote:  # a fresh clone has no notes: read the remote's (read-only) for the proof
+        remote_notes.fetch(setup.repo, remote)
     tips = {t.branch: t for t in gitops.list_gitsleep_branches(repo, setup.config.branch_prefix,
                                                                  remote)}
     rows = [skill_status(setup, repo, base_ref, s, tips) for s in setup.config.skills]
@@ -82,10 +85,10 @@ def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
     for row in rows:
         t = row.get("trailers", {})
         if not row["exists"] or "note" in row:
-            click.echo(f"{row['skill']}: {row['branch']}: {row.get('note', '')}")
+            click.echo(visible(f"{row['skill']}: {row['branch']}: {row.get('note', '')}"))
             continue
         fresh = "up to date" if row["up_to_date"] else "stale (base, tasks or documents changed)"
         base_sha = t.get(record.BASE, "?")[:12]
-        click.echo(f"{row['skill']}: {row['branch']} at {row['tip'][:12]}: "
-                   f"{t.get(record.DECISION, '?')}, val {t.get(record.VAL, '?')}, "
-                   f"held-out {t.get(record.TEST, '?')}; base {base_sha}; {fresh}")
+        click.echo(visible(f"{row['skill']}: {row['branch']} at {row['tip'][:12]}: "
+                           f"{t.get(record.DECISION, '?')}, val {t.get(record.VAL, '?')}, "
+                           f"held-out {t.get(record.TEST, '?')}; base {base_sha}; {fresh}"))
