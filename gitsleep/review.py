@@ -213,7 +213,7 @@ class _Prose:
         self.redactor = redactor
 
     def text(self, value: str, limit: int) -> str:
-        return md.escape(md.clip(md.one_line(self.redactor.redact(value)), limit)) or " "
+        return md.escape(self.redactor.clip(md.one_line(value), limit)) or " "
 
 
 def terminal_lines(review: SkillReview, metric: str) -> list[str]:
