@@ -300,7 +300,8 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
         if len(changed) > TASK_ROWS:
             out.append(f"\n_and {len(changed) - TASK_ROWS} more; the re-run below lists all._")
         out += ["", "</details>", ""]
-    out += ["Re-run locally (answers are cached, so a second run is free):", "",
+    out += ["Re-run locally, in a checkout of this change (answers are cached, so a second "
+            "run makes no model call):", "",
             md.fence(rerun + "\n", "sh")]
     body = "\n".join(out) + "\n"
     if len(body) > COMMENT_LIMIT:  # rows are bounded, so only many skills get here

@@ -317,7 +317,7 @@ def review_skill(setup: Setup, sha: str, ref: str, skill: SkillConfig,
     settings = setup.config.epoch_settings()
     try:
         backend = make_backend(setup, skill.name)
-    except BackendError as exc:
+    except (BackendError, UsageError) as exc:  # no key, or an agent.env secret unset
         if pr is not None and pr.fork:
             raise ForkWithoutSecrets(str(exc)) from None
         raise

@@ -372,3 +372,28 @@ def test_the_openai_backend_reviews_and_its_failures_are_exit_3_never_a_regressi
         assert len(failing.err.strip().splitlines()) == 1
         assert "sk-wrong" not in failing.err
         assert [w.method for w in fake.writes] == ["POST"], "no comment from a failed run"
+
+
+def test_a_fork_pull_request_whose_agent_needs_a_secret_says_so_too(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    work, _ = repo
+    agent = ("backend: command\noptimizer_backend: offline\njudge_backend: offline\n"
+             "agent:\n  command: [\"cat\"]\n  env:\n    AGENT_TOKEN: $AGENT_TOKEN\n")
+    commit_files(work, {".gitsleep.yml": CONFIG.replace("backend: offline\n", agent)},
+                 "an agent CLI")
+    git(work, "push", "--quiet", "origin", "feature:main")
+    git(work, "fetch", "--quiet", "origin")
+    commit_files(work, {NOTES_MD: SKILL.replace("short", "brief")}, "from a fork")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {
+        "number": 4, "head": {"repo": {"full_name": "someone/skills"}},
+        "base": {"repo": {"full_name": "octo/skills"}}}}))
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    result = review(capsys, work)
+    assert result.code == 0, result.err
+    text = (tmp_path / "summary.md").read_text()
+    assert "comes from a fork" in text and "AGENT_TOKEN" in text
+    monkeypatch.delenv("GITHUB_EVENT_PATH")
+    assert review(capsys, work).code == 2, "outside a fork PR a missing secret is bad input"
