@@ -397,3 +397,19 @@ def test_a_fork_pull_request_whose_agent_needs_a_secret_says_so_too(
     assert "comes from a fork" in text and "AGENT_TOKEN" in text
     monkeypatch.delenv("GITHUB_EVENT_PATH")
     assert review(capsys, work).code == 2, "outside a fork PR a missing secret is bad input"
+
+
+def test_each_side_scores_val_and_held_out_with_gate_repeats_samples(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    commit_files(work, {".gitsleep.yml": CONFIG.replace("  min_delta: 0.0\n",
+                                                        "  min_delta: 0.0\n  repeats: 3\n")},
+                 "repeats")
+    git(work, "push", "--quiet", "origin", "feature:main")
+    git(work, "fetch", "--quiet", "origin")
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    data = as_json(review(capsys, work, "--json"))
+    notes = data["skills"][0]
+    # (3 val + 4 held-out tasks) x 3 samples x 2 sides; train is never scored
+    assert notes["cost"] == {"calls": 42, "cache_hits": 0}
+    assert notes["splits"]["test"]["n"] == 4 and set(notes["splits"]) == {"val", "test"}
