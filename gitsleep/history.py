@@ -158,10 +158,18 @@ def _blobs(repo: Path, names: list[str]) -> dict[str, bytes | None]:
 
 
 def _notes(repo: Path) -> dict[str, str]:
-    """annotated object -> its note's blob, from one `git notes list`."""
-    pairs = (line.split() for line in _text(_git_bytes(
-        repo, "notes", f"--ref={NOTES_REF}", "list")).splitlines())
-    return {pair[1]: pair[0] for pair in pairs if len(pair) == 2}
+    """annotated object -> its note's blob, from one `git notes list` per notes ref: this
+    clone's first, then each remote's as last fetched (a fresh clone has only those)."""
+    from gitsleep.remote_notes import tracking_refs
+
+    found: dict[str, str] = {}
+    for ref in [NOTES_REF, *tracking_refs(repo)]:
+        pairs = (line.split() for line in _text(_git_bytes(
+            repo, "notes", f"--ref={ref}", "list")).splitlines())
+        for pair in pairs:
+            if len(pair) == 2:
+                found.setdefault(pair[1], pair[0])
+    return found
 
 
 def _commits(repo: Path, *revs: str, stdin: bytes | None = None

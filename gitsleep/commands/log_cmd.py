@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from gitsleep import history
+from gitsleep import history, remote_notes
 from gitsleep.commands.common import print_json
 from gitsleep.config import config_path, load_config
 from gitsleep.errors import UsageError
@@ -67,6 +67,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str, as_json: boo
     if not git_out(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"):
         raise UsageError(f"--base {base}: not a commit in {repo} (is it a git repository "
                          "with at least one commit?)")
+    remote_notes.fetch(repo)  # a fresh clone has no notes: the remote's, read-only
     epochs = epochs_for(repo, config.branch_prefix, base, list(skills) or None)
     if as_json:
         print_json([e.to_json() for e in epochs])

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from gitsleep import gitops, record
+from gitsleep import gitops, record, remote_notes
 from gitsleep.commands.common import print_json, setup_from
 from gitsleep.config import SkillConfig
 from gitsleep.setup import Setup, read_inputs
@@ -74,6 +74,8 @@ def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
     repo = gitops.open_repo(setup.repo)
     base_ref = gitops.resolve_base(repo, base)
     remote = base_ref.remote or gitops.default_remote(repo, base_ref.branch)
+    if remote:  # a fresh clone has no notes: read the remote's (read-only) for the proof
+        remote_notes.fetch(setup.repo, remote)
     tips = {t.branch: t for t in gitops.list_gitsleep_branches(repo, setup.config.branch_prefix,
                                                                  remote)}
     rows = [skill_status(setup, repo, base_ref, s, tips) for s in setup.config.skills]
