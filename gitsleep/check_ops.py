@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
 from gitsleep.patterns import search, search_untrusted
-from gitsleep.regex_literal import literal_for_regex
+from gitsleep.regex_literal import typed_form
 from gitsleep.sections import headings, section_present
 
 CheckOp = Literal["contains", "not_contains", "regex", "section_present",
@@ -81,7 +81,7 @@ class OpSpec:
     judge: Callable[[str, str], tuple[bool, str]]
     # the failing check in plain words, for the reflection prompt
     describe: Callable[[str], str]
-    # a concrete text that passes, or None when none can be derived
+    # a text that passes (a typed placeholder where the arg leaves a choice), or None
     example: Callable[[str], str | None] = _no_example
     # (text, arg): whether one rule line alone passes; None when no line can on its own
     satisfied_by: Callable[[str, str], bool] | None = None
@@ -110,7 +110,7 @@ OPS: dict[CheckOp, OpSpec] = {
     "regex": OpSpec(  # an untrusted pattern: searched with a time bound
         judge=lambda answer, arg: search_untrusted(arg, answer),
         describe=lambda arg: f"the answer must match the regular expression `{arg}`",
-        example=literal_for_regex,
+        example=typed_form,  # `Severity: <1-4>`: a choice stays a typed placeholder
         satisfied_by=lambda text, arg: search(arg, text) is not None,
         quotes="pattern",
     ),

@@ -1,9 +1,11 @@
 """Checks in words, and texts that pass them, for teaching the optimizer.
 
 A small optimizer copies what it is shown. So the reflection prompt states each failing
-check in plain words and, where one can be derived from the check itself, a concrete line
-that passes it: `(?i)severity\\s*[:=]\\s*[1-4]` gives `Severity: 1`. The words and the
-examples are each op's own, in `check_ops.OPS`; this module applies them to a `Check`.
+check in plain words and, where one can be derived from the check itself, the line that
+passes it: `## Impact` for a section, and for `(?i)severity\\s*[:=]\\s*[1-4]` the typed
+line `Severity: <1-4>`, never one value (the check leaves the value to the task; a
+constant passes only the tasks that want it). The words and the examples are each op's
+own, in `check_ops.OPS`; this module applies them to a `Check`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 
 from gitsleep.check_ops import OPS
 from gitsleep.models import Check
+from gitsleep.regex_literal import TYPED_SLOT, sample_fill
 
 
 def describe_check(check: Check) -> str:
@@ -64,15 +67,23 @@ def rule_for_check(check: Check, text: str | None = None) -> str | None:
         return f'Every answer must have a section headed "{example}".'
     own = text if text and passes(check, text) else None
     literal = own or example
+    choose = choice_note(literal)
     if _LABELLED.match(literal):
-        return f'Every answer must have a line "{literal}".'
-    return f'Every answer must contain the text "{literal}".'
+        return f'Every answer must have a line "{literal}"{choose}.'
+    return f'Every answer must contain the text "{literal}"{choose}.'
+
+
+def choice_note(text: str) -> str:
+    """`, with <1-4> chosen for each task` when `text` holds typed placeholders, else ''."""
+    slots = list(dict.fromkeys(m.group(0) for m in TYPED_SLOT.finditer(text)))
+    return f", with {' and '.join(slots)} chosen for each task" if slots else ""
 
 
 def passes(check: Check, text: str) -> bool:
     """Whether `text` alone meets a check one line can pass (`contains`, `regex`); False
-    for the other ops."""
+    for the other ops. A typed placeholder (`Severity: <1-4>`) counts as any one of its
+    options: the line has the shape the check wants, the agent picks the value."""
     spec = OPS.get(check.op)
     if spec is None or spec.satisfied_by is None:
         return False
-    return spec.satisfied_by(text, check.text)
+    return spec.satisfied_by(sample_fill(text), check.text)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from gitsleep import diagnose, gate, reflect, replay, rollouts
+from gitsleep import diagnose, gate, honesty, judges, reflect, replay, rollouts
 from gitsleep import documents as docs
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
@@ -152,6 +152,9 @@ class Epoch:
             position = {t.id: i for i, t in enumerate(self.split[split])}
             result.tasks.sort(key=lambda t: position[t.task_id])
         self.result.passes.append(result)
+        note = integrity_note(result)
+        if note:  # answers that only echo the learned template: failed whatever the checks say
+            self.progress(f"{self.skill}: {split} ({label}){note}")
         return result
 
     def _call_started(self, call: ModelCall) -> None:
@@ -229,6 +232,10 @@ class Epoch:
         if base_test is not None and final_test is not None:
             self.result.test = gate.summarise(base_test, final_test, len(self.split["test"]))
         self._decide(base_train, any_candidate)
+        if self.result.decision == "accepted":
+            learned = [line for o in self.result.applied if o.edit.op in ("add", "replace")
+                       for line in o.edit.content.split("\n") if line.strip()]
+            self.result.warnings = honesty.over_reach(learned, list(self.tasks.values()))
         if self.result.decision == "rejected" and diagnose.all_tied(self.result.trials):
             self.result.diagnosis = diagnose.per_check(base_val, self.trial_passes)
             if self.result.diagnosis:
@@ -586,6 +593,13 @@ class Epoch:
         if not applied or new_text in seen:
             return None  # nothing changed, or the same document as another candidate
         seen.add(new_text)
+        conflict = honesty.contradiction(docs.learned_rules(new_text),
+                                         docs.learned_template(new_text))
+        if conflict:  # refused before any scoring: a block that contradicts itself
+            why = f"refused before scoring: {conflict}"
+            self.result.unmatched.extend(EditOutcome(e, "unmatched", why) for e in applied)
+            self.progress(f"{self.skill}: {label}: {why}")
+            return None
         trial_docs = {**self.current, target: new_text}
         val = self.score("val", trial_docs, label, against=best_val,
                          bar=bar if len(applied) > 1 else None, near=near)
@@ -669,6 +683,15 @@ class Epoch:
                 r.reason = (f"{failing} train task(s) fail, but {len(r.proposals)} proposal(s) "
                             f"gave no applicable edit ({len(r.unmatched)} edit(s) dropped or "
                             f"unmatched, {errors} proposal(s) failed; see diagnostics)")
+
+
+def integrity_note(result: PassResult) -> str:
+    """`; 3 answer(s) failed integrity ...` for a progress line, '' when none did."""
+    count = judges.integrity_failures(s for t in result.tasks for s in t.samples)
+    if not count:
+        return ""
+    return (f"; {count} answer(s) failed integrity (a template placeholder repeated or a "
+            "required section left empty)")
 
 
 def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bool) -> int:

@@ -17,10 +17,17 @@ Multi-line content: an edit whose content has several lines stands for several r
 Each non-empty line becomes its own bullet in the learned block (a leading `- ` is not
 doubled), and the edit is applied, and judged by hygiene, all or nothing: one bad line
 rejects the whole edit. A line that starts with `#` is kept as rule text (`- ## Impact`),
-never turned into a heading of the block. A placeholder inside a line (`Severity: <1-4>`)
-is a placeholder echo, unless it can be filled from a failing check: `<1-4>` becomes `1`
-and `<low|high>` becomes `low` when the filled line then satisfies a failing `contains`
-or `regex` check (the kept edit carries the filled text and says so in its rationale).
+never turned into a heading of the block. A placeholder inside a line is a placeholder
+echo, unless it is a typed placeholder a failing check leaves open (`Severity: <1-4>` for
+`Severity:\\s*[1-4]`): that one is kept as it is, for the agent to fill per task. It is
+never filled with one value (issue 25: `Severity: 1` in every answer passed only the tasks
+that wanted 1).
+
+Honest learning (see `honesty`): a rule or template line that fixes one literal where the
+tasks' checks allow a choice is rejected with a reason, and an `add` that fixes a label a
+kept rule fixes to another value becomes a `replace` of that rule, so the gate decides
+between them and they never sit side by side. A template gets the same hostile-text rules
+as a rule (control, invisible and bidi characters, `javascript:`/`data:` links).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import re
 from collections.abc import Sequence
 
 from gitsleep import documents as docs
-from gitsleep import fragments, hostile_text, skeleton
+from gitsleep import fragments, honesty, hostile_text, skeleton
 from gitsleep import markdown as md
 from gitsleep.check_ops import OPS
 from gitsleep.check_text import describe_check, is_section_check, passes, wants_text
@@ -38,7 +45,7 @@ from gitsleep.models import Check, Edit, EditOutcome
 from gitsleep.numbers import whole_number
 from gitsleep.patterns import search
 from gitsleep.proposals import PROMPT_EXAMPLE_TEXTS
-from gitsleep.regex_literal import CONTROL_CHARS
+from gitsleep.regex_literal import CONTROL_CHARS, TYPED_SLOT, has_choice, sample_fill
 
 _MARKER_TEXT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
 _FENCE_LINE = re.compile(r"^(?:-{3,}|={3,})$")
@@ -141,6 +148,7 @@ def check_hygiene(
     max_chars: int = 500,
     contradiction_checks: Sequence[Check] | None = None,
     current_template: str | None = None,
+    task_checks: Sequence[Check] = (),
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -152,7 +160,10 @@ def check_hygiene(
     contradict: pass only the common ones, so one odd task cannot veto a rule most
     failures need (the gate judges such conflicts on val). A `template` edit is judged
     whole by `_template_problem` (one per proposal, not the `current_template` again).
+    `task_checks`: the rule checks of every task the optimizer may see; with the failing
+    ones, they tell where a value is the task's choice (a line fixing one is rejected).
     """
+    choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
     rejected: list[EditOutcome] = []
     existing = {_norm_rule(rule): rule for rule in current_rules if _norm_rule(rule)}
@@ -163,7 +174,8 @@ def check_hygiene(
     for edit in edits:
         if edit.op == "template":
             checked, problem = _template_problem(edit, failing_checks, prompts, specific,
-                                                 max_chars, current_template, template_kept)
+                                                 max_chars, current_template, template_kept,
+                                                 choice_checks)
             if problem:
                 rejected.append(EditOutcome(edit, "rejected", problem))
             else:
@@ -173,7 +185,10 @@ def check_hygiene(
         checked, problem = _hygiene_problem(
             edit, failing_checks, prompts, specific, existing, earlier, max_chars,
             failing_checks if contradiction_checks is None else contradiction_checks,
+            choice_checks,
         )
+        if not problem and checked.op == "add":
+            checked = _superseding(checked, current_rules)
         names_a_rule = docs.anchor_names_a_rule(current_rules, checked.anchor)
         if not problem and checked.op == "delete" and not names_a_rule:
             problem = f"anchor {checked.anchor!r} names no rule of the block: nothing to delete"
@@ -198,8 +213,9 @@ def _hygiene_problem(
     earlier: set[str],
     max_chars: int,
     contradicted: Sequence[Check],
+    choice_checks: Sequence[Check] = (),
 ) -> tuple[Edit, str]:
-    """The edit (a placeholder maybe filled) and the first reason to reject it, or ''."""
+    """The edit (a bare fragment maybe rewritten) and the first reason to reject it, or ''."""
     if edit.op in ("replace", "delete"):
         token = _angle_placeholder(edit.anchor, failing)
         if token or _echoes_example(edit.anchor):
@@ -226,14 +242,13 @@ def _hygiene_problem(
         return edit, f"content is {len(content)} characters, over the limit of {max_chars}"
     if _echoes_example(content):
         return edit, "content copies the prompt's example text"
-    filled_lines, token = _fill_placeholders(lines, failing)
+    token = _untyped_placeholder(lines, failing)
     if token:
         return edit, f"content echoes a placeholder ({token}) instead of a concrete rule"
-    if filled_lines != lines:
-        content = "\n".join(filled_lines)
-        rationale = f"{edit.rationale} (placeholder filled from a failing check)".strip()
-        edit = Edit(edit.op, content, edit.anchor, rationale, edit.target)
-        lines = filled_lines
+    for line in lines:
+        pin = honesty.pin_problem(line, choice_checks or failing)
+        if pin:
+            return edit, pin
     content_words = _words(content)
     for words in prompts:
         if _copies_prompt(content_words, words):
@@ -420,40 +435,41 @@ def _placeholder_in(text: str, failing: Sequence[Check]) -> str:
     return ""
 
 
-def _fill_value(inner: str) -> str | None:
-    """The value a fillable placeholder stands for: the low end of a range, a first option."""
-    match = _RANGE_PLACEHOLDER.match(inner)
-    if match:
-        return match.group(1)
-    if "|" in inner:
-        first = inner.split("|")[0].strip()
-        return first if first and re.fullmatch(r"[\w .%+-]+", first) else None
-    return None
-
-
-def _fill_placeholders(lines: list[str], failing: Sequence[Check]) -> tuple[list[str], str]:
-    """Lines with fillable placeholders filled, or the first placeholder that is not."""
-    out = []
+def _untyped_placeholder(lines: list[str], failing: Sequence[Check]) -> str:
+    """The first placeholder that is an echo, not a typed one a failing check leaves open
+    (`Severity: <1-4>` for `Severity:\\s*[1-4]`, kept for the agent to fill), or ''."""
     for line in lines:
-        token = _placeholder_in(line, failing)
-        if not token:
-            out.append(line)
-            continue
-        filled = line
         for match in _ANGLE.finditer(line):
-            if not _is_placeholder_angle(match.group(1)) or _required_by(match.group(0), failing):
+            token = match.group(0)
+            if not _is_placeholder_angle(match.group(1)) or _required_by(token, failing):
                 continue
-            value = _fill_value(match.group(1))
-            if value is None:
-                return lines, match.group(0)
-            filled = filled.replace(match.group(0), value, 1)
-        leftover = _placeholder_in(filled, failing)
-        if leftover:
-            return lines, leftover
-        if not any(passes(check, filled) for check in failing):
-            return lines, token
-        out.append(filled)
-    return out, ""
+            if not (TYPED_SLOT.fullmatch(token) and _typed_for_a_check(line, failing)):
+                return token
+        for pattern in (_WORD_PLACEHOLDER, _CURLY_PLACEHOLDER):
+            for match in pattern.finditer(line):
+                if not _required_by(match.group(0), failing):
+                    return match.group(0)
+    return ""
+
+
+def _typed_for_a_check(line: str, failing: Sequence[Check]) -> bool:
+    """Whether the line, its typed placeholders filled with any one option, gives a failing
+    check that leaves a choice what it wants."""
+    filled = sample_fill(line)
+    return any(passes(check, filled) and (check.op != "regex" or has_choice(check.text))
+               for check in failing)
+
+
+def _superseding(edit: Edit, rules: Sequence[str]) -> Edit:
+    """An `add` that fixes a label a kept rule fixes to another value replaces that rule:
+    the gate decides between the two, and the block never holds both."""
+    for line in _content_lines(edit.content):
+        old = honesty.superseded(line, rules)
+        if old is not None:
+            note = f"(supersedes the kept rule {old!r}: a replace, never beside it)"
+            return Edit("replace", edit.content, old, f"{edit.rationale} {note}".strip(),
+                        edit.target)
+    return edit
 
 
 def _polarity(before: str) -> str:
@@ -535,24 +551,36 @@ def _template_problem(
     max_chars: int,
     current: str | None,
     seen: bool,
+    choice_checks: Sequence[Check] = (),
 ) -> tuple[Edit, str]:
-    """A template edit (placeholders a check confirms filled) and why to reject it, or ''.
+    """A template edit (maybe rebuilt from the checks it names) and why to reject it, or ''.
 
-    Placeholders are what a skeleton is for, so only the rules that keep task facts and
-    secrets out apply, and the skeleton must give some failing check what it wants."""
+    Placeholders are what a skeleton is for, so only the rules that keep task facts,
+    secrets and hostile text out apply, a line may not fix a value the checks leave to
+    the task, and the skeleton must give some failing check what it wants."""
     lines, problem = docs.template_lines(edit.content)
     if problem:
         return edit, problem
     content = "\n".join(lines)
+    if CONTROL_CHARS.search(content):
+        return edit, "template contains control characters"
+    hostile = hostile_text.invisible_problem(content) or hostile_text.unsafe_link_problem(content)
+    if hostile:
+        return edit, hostile.replace("content", "template", 1)
+    if _MARKER_TEXT.search(content) or "<!--" in content or "-->" in content:
+        return edit, "template contains the learned-block marker text or an HTML comment marker"
+    for line in lines:
+        pin = honesty.pin_problem(line, choice_checks or failing, template=True)
+        if pin:
+            return edit, pin
     if len(content) > max_chars:
         return edit, f"template is {len(content)} characters, over the limit of {max_chars}"
     if len(lines) > skeleton.MAX_LINES:
         return edit, f"template has {len(lines)} lines, over the limit of {skeleton.MAX_LINES}"
     if _echoes_example(content):
         return edit, "template copies the prompt's example text"
-    filled = [(_fill_placeholders([line], failing)[0] or [line])[0] for line in lines]
-    content = "\n".join(filled)
-    if any(_copies_prompt(_words(line), words) for line in filled for words in prompts):
+    filled = [sample_fill(line) for line in lines]  # a typed placeholder as one option
+    if any(_copies_prompt(_words(line), words) for line in lines for words in prompts):
         return edit, "template copies a task prompt instead of giving the answer's shape"
     one_task = _one_task_problem(content, specific)
     if one_task:
@@ -570,7 +598,6 @@ def _template_problem(
         if not rebuilt:
             return edit, ("the template names nothing a failing check needs: give the headings "
                           "and labelled lines the failing checks ask for")
-        filled = rebuilt.split("\n")
         content = rebuilt
     if current and " ".join(current.casefold().split()) == " ".join(content.casefold().split()):
         return edit, "the template is already in the learned block"
@@ -579,9 +606,6 @@ def _template_problem(
     if rebuilt:
         note = "(a template in words rebuilt as the skeleton of the failing checks it names)"
         edit = Edit(edit.op, content, edit.anchor, f"{edit.rationale} {note}".strip(), edit.target)
-    elif filled != lines:
-        rationale = f"{edit.rationale} (placeholder filled from a failing check)".strip()
-        edit = Edit(edit.op, content, edit.anchor, rationale, edit.target)
     return edit, ""
 
 

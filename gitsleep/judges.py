@@ -1,7 +1,8 @@
 """Judges: score an answer hard (0/1) and soft (0..1) with a reason the optimizer can read.
 
 Rule and exact judges are local and instant. A rubric judge needs a model: this module
-builds that call and reads its reply, and `replay` runs it.
+builds that call and reads its reply, and `replay` runs it. Whatever the judge, an
+answer that only echoes the learned template fails (`with_integrity`).
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable, Sequence
 
+from gitsleep import honesty
 from gitsleep.backends.base import ModelCall
 from gitsleep.check_ops import OPS
-from gitsleep.models import Check, Judge, Score
+from gitsleep.models import Check, Judge, SampleResult, Score
 from gitsleep.numbers import loads_json
 from gitsleep.redact import clip
 
@@ -63,6 +66,29 @@ def score_exact(expected: str, answer: str) -> Score:
     if hard:
         return Score(1.0, 1.0, "expected answer found")
     return Score(0.0, soft, f"expected answer {expected!r} not found as whole words")
+
+
+INTEGRITY_PREFIX = "integrity:"
+
+
+def with_integrity(score: Score, answer: str, templates: Sequence[str]) -> Score:
+    """The score, or a failing one when the answer games the learned template: it repeats a
+    placeholder verbatim (`<write the impact here>`) or leaves a section or labelled line
+    the template requires empty. Such an answer does not pass for the gate whatever the
+    user's checks say (issue 25); its reason starts with `integrity:` so passes count it."""
+    if not templates:
+        return score
+    why = honesty.hollow_reason(answer, templates)
+    if not why:
+        return score
+    return Score(0.0, 0.0, f"{INTEGRITY_PREFIX} {why} (scored as failing; the checks said: "
+                 f"{score.reason})", score.failed)
+
+
+def integrity_failures(samples: Iterable[SampleResult]) -> int:
+    """How many scored answers failed for integrity (see `with_integrity`)."""
+    return sum(1 for s in samples
+               if s.score is not None and s.score.reason.startswith(INTEGRITY_PREFIX))
 
 
 def score_local(judge: Judge, answer: str) -> Score | None:

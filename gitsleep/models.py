@@ -340,6 +340,9 @@ class EpochResult:
     # when every candidate tied: per failing val check, did the agent ignore the rules or
     # did they not help (gitsleep.diagnose)
     diagnosis: list[dict[str, object]] = field(default_factory=list)
+    # what a reviewer should know about the learned rules the scores cannot show, e.g. a
+    # rule that asks every answer for a text only some tasks want (gitsleep.honesty)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:

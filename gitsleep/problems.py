@@ -51,6 +51,7 @@ CODES: dict[str, str] = {
     "GS126": "rule judge without checks",
     "GS127": "exact or rubric judge without its text",
     "GS128": "judge checks only formatting",
+    "GS140": "a text some tasks ask for and none checks the absence of",
     # skill and memory documents
     "GS200": "document missing",
     "GS201": "document is not UTF-8 text",

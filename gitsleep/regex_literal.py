@@ -1,8 +1,14 @@
-"""A literal text that an untrusted regular expression matches, for teaching the optimizer.
+"""What an untrusted regular expression asks of an answer, for teaching the optimizer.
 
-A small optimizer copies what it is shown: `(?i)severity\\s*[:=]\\s*[1-4]` gives
-`Severity: 1`. `literal_for_regex` walks the parsed pattern and only answers when the
-sample it builds really matches (with the judge's own time-bounded search).
+A small optimizer copies what it is shown: shown `Severity: 1` for
+`(?i)severity\\s*[:=]\\s*[1-4]`, it wrote `Severity: 1` into a rule for every answer,
+although the right severity depends on the incident (issue 25). So where the pattern
+leaves a choice (a class or range such as `[1-4]`, an alternation such as
+`(approve|reject)`, a `\\d+`), `typed_form` keeps a typed placeholder the agent fills
+(`Severity: <1-4>`, `Verdict: <approve|reject>`, `Count: <number>`), and
+`literal_for_regex` gives no literal at all: one constant would pass only the tasks that
+happen to want it. Both verify what they build with the judge's own time-bounded search
+(a typed form with each placeholder filled by one of its options).
 """
 
 from __future__ import annotations
@@ -13,47 +19,127 @@ from typing import Any
 from gitsleep.patterns import REPEATS, search, sre_c, sre_parse
 
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# A typed placeholder: `<1-4>`, `<approve|reject>`, `<number>`, `<text>`.
+TYPED_SLOT = re.compile(r"<(\d+-\d+|[^<>|\s][^<>|]{0,40}(?:\|[^<>|]{1,40}){1,7}|number|text)>")
 
 _MAX_LITERAL = 200
+_MAX_OPTIONS = 10  # an alternation of more options than this is free text, not a choice
 _SPACE_AFTER = ":=,;.)]}!?|>-"  # an optional space after these reads naturally
-_FREE_TEXT = "medium"  # what fills a "Label: <anything>" slot
+_FREE_TEXT = "medium"  # what fills a "Label:" the pattern asks no value for
+_SLOT_SAMPLE = {"number": "1", "text": "x"}
+
+
+class _Out:
+    """The text being built twice: as shown (typed placeholders) and as a sample that the
+    pattern must match (each placeholder filled with its first option)."""
+
+    def __init__(self, typed: bool) -> None:
+        self.typed = typed
+        self.shown: list[str] = []
+        self.sample: list[str] = []
+        self.choices = 0  # places where the pattern leaves the value open
+
+    def add(self, text: str) -> None:
+        self.shown.append(text)
+        self.sample.append(text)
+
+    def slot(self, shown: str, sample: str) -> bool:
+        """A choice: a typed placeholder in typed mode; in literal mode, no literal."""
+        self.choices += 1
+        if not self.typed:
+            return False
+        self.shown.append(f"<{shown}>")
+        self.sample.append(sample)
+        return True
+
+    def text(self) -> str:
+        return "".join(self.sample)
+
+    def take_word(self) -> str:
+        """Remove and return the letters and digits the text ends with (outside any slot)."""
+        taken = ""
+        while self.shown and self.shown[-1] == self.sample[-1] and len(self.shown[-1]) == 1 \
+                and self.shown[-1].isalnum():
+            taken = self.shown.pop() + taken
+            self.sample.pop()
+        return taken
+
+    def __len__(self) -> int:
+        return len(self.text())
+
+    def copy(self) -> _Out:
+        other = _Out(self.typed)
+        other.shown, other.sample, other.choices = list(self.shown), list(self.sample), self.choices
+        return other
 
 
 def literal_for_regex(pattern: str) -> str | None:
     """A short literal that `re.search(pattern, literal)` matches, or None.
 
-    Walks the parsed pattern choosing natural characters: a capital at the start under
-    (?i) or [Cc], one space for an optional space after punctuation, the first character
-    of a class, the lowest digit of a range, "medium" after a "Label:". Lookarounds and
-    backreferences give None, and so does any literal that does not verify (with the
-    judge's own time-bounded search, so the literal passes the check it was made for).
+    None as well when the pattern leaves a value open (a class, a range, an alternation,
+    `\\d+`): no one literal is right for every task then (see `typed_form`). Lookarounds
+    and backreferences give None, and so does any literal that does not verify.
     """
+    built = _build(pattern, typed=False)
+    return None if built is None else built[0]
+
+
+def typed_form(pattern: str) -> str | None:
+    """The line the pattern wants with a typed placeholder where it leaves a choice
+    (`Severity: <1-4>`), the plain literal where it leaves none; None when neither can be
+    derived and verified."""
+    built = _build(pattern, typed=True)
+    return None if built is None else built[0]
+
+
+def has_choice(pattern: str) -> bool:
+    """Whether the pattern leaves the answer a choice of values (a typed placeholder)."""
+    built = _build(pattern, typed=True)
+    return built is not None and built[1] > 0
+
+
+def sample_fill(text: str) -> str:
+    """`text` with each typed placeholder filled by its first option, for checking that a
+    line of that shape serves a check; never written anywhere."""
+
+    def first(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        if inner in _SLOT_SAMPLE:
+            return _SLOT_SAMPLE[inner]
+        if re.fullmatch(r"\d+-\d+", inner):
+            return inner.split("-")[0]
+        return inner.split("|")[0].strip()
+
+    return TYPED_SLOT.sub(first, text)
+
+
+def _build(pattern: str, *, typed: bool) -> tuple[str, int] | None:
     try:
         re.compile(pattern)
         parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError, OverflowError):
         return None
-    out: list[str] = []
+    out = _Out(typed)
     ignorecase = bool(parsed.state.flags & sre_c.SRE_FLAG_IGNORECASE)
     try:
         if not _walk(list(parsed), out, ignorecase):
             return None
     except RecursionError:
         return None
-    literal = "".join(out)
+    shown, sample = "".join(out.shown), "".join(out.sample)
     candidates = []
-    if literal.rstrip().endswith(":"):
-        candidates.append(literal.rstrip() + " " + _FREE_TEXT)
-    candidates += [literal, literal.strip()]
-    for candidate in candidates:
+    if sample.rstrip().endswith(":"):
+        candidates.append((shown.rstrip() + " " + _FREE_TEXT, sample.rstrip() + " " + _FREE_TEXT))
+    candidates += [(shown, sample), (shown.strip(), sample.strip())]
+    for shown_text, sample_text in candidates:
         if (
-            candidate.strip()
-            and len(candidate) <= _MAX_LITERAL
-            and not CONTROL_CHARS.search(candidate)
-            and "\n" not in candidate
-            and search(pattern, candidate) is not None
+            sample_text.strip()
+            and len(shown_text) <= _MAX_LITERAL
+            and not CONTROL_CHARS.search(shown_text)
+            and "\n" not in shown_text
+            and search(pattern, sample_text) is not None
         ):
-            return candidate
+            return shown_text, out.choices
     return None
 
 
@@ -75,30 +161,48 @@ _CATEGORY_RE = {
 }
 
 
-def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> bool:
-    """Append a literal for `items` to `out`; False when the pattern has no safe literal."""
+def _walk(items: list[tuple[Any, Any]], out: _Out, ignorecase: bool) -> bool:
+    """Append a text for `items` to `out`; False when the pattern has no safe one."""
     for op, av in items:
         if len(out) > _MAX_LITERAL:
             return False
         if op == sre_c.LITERAL:
             ch = chr(av)
-            out.append(ch.upper() if ignorecase and not "".join(out).strip() else ch)
+            out.add(ch.upper() if ignorecase and not out.text().strip() else ch)
         elif op == sre_c.NOT_LITERAL:
-            out.append("a" if chr(av) != "a" else "b")
+            out.add("a" if chr(av) != "a" else "b")
         elif op == sre_c.ANY:
-            out.append("x")
+            out.add("x")
         elif op == sre_c.IN:
-            picked = _class_char(av, at_start=not "".join(out).strip(), ignorecase=ignorecase)
+            if _is_digits([(op, av)]):  # `\d`: a digit the task decides
+                if not out.slot("0-9", "0"):
+                    return False
+                continue
+            options = _choice([[(op, av)]], ignorecase)
+            if options is not None:
+                if not out.slot(_slot_name(options), options[0]):
+                    return False
+                continue
+            picked = _class_char(av, at_start=not out.text().strip(), ignorecase=ignorecase)
             if picked is None:
                 return False
-            out.append(picked)
+            out.add(picked)
         elif op == sre_c.AT:
             continue  # zero width; the final check verifies it
         elif op == sre_c.BRANCH:
+            options = _choice([list(alt) for alt in av[1]], ignorecase)
+            if options is not None:
+                # the parser factors a common prefix out: `(accept|approve)` is `a` and
+                # `(ccept|pprove)`; the word before the choice goes back into each option
+                prefix = out.take_word()
+                options = [prefix + o for o in options]
+                if not out.slot(_slot_name(options), options[0]):
+                    return False
+                continue
             for alternative in av[1]:
-                trial = list(out)
+                trial = out.copy()
                 if _walk(list(alternative), trial, ignorecase):
-                    out[:] = trial
+                    out.shown, out.sample, out.choices = trial.shown, trial.sample, trial.choices
                     break
             else:
                 return False
@@ -107,6 +211,11 @@ def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> boo
             local = (ignorecase or bool(add_flags & sre_c.SRE_FLAG_IGNORECASE)) and not (
                 del_flags & sre_c.SRE_FLAG_IGNORECASE
             )
+            options = _choice([list(sub)], local)
+            if options is not None:  # `(approve|reject)`, its common prefix factored out
+                if not out.slot(_slot_name(options), options[0]):
+                    return False
+                continue
             if not _walk(list(sub), out, local):
                 return False
         elif op in REPEATS:
@@ -120,25 +229,101 @@ def _walk(items: list[tuple[Any, Any]], out: list[str], ignorecase: bool) -> boo
     return True
 
 
-def _walk_repeat(av: tuple[int, int, Any], out: list[str], ignorecase: bool) -> bool:
+def _choice(alternatives: list[list[tuple[Any, Any]]], _ignorecase: bool) -> list[str] | None:
+    """The values a piece of pattern accepts when it offers a real choice of values (two
+    or more that differ beyond case and hold a letter or digit); None otherwise."""
+    options: list[str] = []
+    for alternative in alternatives:
+        expanded = _expand(alternative)
+        if expanded is None:
+            return None
+        options += expanded
+    distinct: dict[str, str] = {}
+    for option in options:
+        if any(ch.isalnum() for ch in option):
+            distinct.setdefault(option.casefold(), option)
+    if len(distinct) < 2 or len(distinct) > _MAX_OPTIONS:
+        return None
+    return list(distinct.values())
+
+
+def _expand(items: list[tuple[Any, Any]]) -> list[str] | None:
+    """Every text a short, finite piece of pattern matches (at most a few), or None."""
+    texts = [""]
+    for op, av in items:
+        if op == sre_c.LITERAL:
+            parts: list[str] | None = [chr(av)]
+        elif op == sre_c.IN:
+            parts = _class_members(av)
+        elif op == sre_c.BRANCH:
+            parts = []
+            for alternative in av[1]:
+                sub = _expand(list(alternative))
+                if sub is None:
+                    return None
+                parts += sub
+        elif op == sre_c.SUBPATTERN:
+            parts = _expand(list(av[3]))
+        elif op == sre_c.AT:
+            continue
+        else:
+            return None
+        if parts is None:
+            return None
+        texts = [t + p for t in texts for p in parts]
+        if len(texts) > _MAX_OPTIONS * 4:
+            return None
+    return texts
+
+
+def _class_members(items: list[tuple[Any, Any]]) -> list[str] | None:
+    """The characters of a small class, in order; None for negated, large or category ones."""
+    members: list[str] = []
+    for op, av in items:
+        if op == sre_c.LITERAL:
+            members.append(chr(av))
+        elif op == sre_c.RANGE and av[1] - av[0] < 10:
+            members += [chr(c) for c in range(av[0], av[1] + 1)]
+        else:
+            return None
+    return members
+
+
+def _slot_name(options: list[str]) -> str:
+    """`1-4` for a run of single digits, `approve|reject` otherwise."""
+    if len(options) >= 3 and all(len(o) == 1 and o.isdigit() for o in options):
+        digits = [int(o) for o in options]
+        if digits == list(range(digits[0], digits[0] + len(digits))):
+            return f"{options[0]}-{options[-1]}"
+    return "|".join(options)
+
+
+def _walk_repeat(av: tuple[int, int, Any], out: _Out, ignorecase: bool) -> bool:
     low, _high, sub = av
     sub = list(sub)
     if low > _MAX_LITERAL:
         return False
     if _is_space_class(sub):
         if low == 0:
-            before = "".join(out)
+            before = out.text()
             if before and before[-1] in _SPACE_AFTER:
-                out.append(" ")
+                out.add(" ")
         else:
-            out.append(" " * low)
+            out.add(" " * low)
         return True
-    if low >= 1 and _accepts_free_text(sub) and "".join(out).rstrip().endswith(":"):
-        if not "".join(out).endswith(" "):
-            out.append(" ")
-        out.append(_FREE_TEXT)
-        return True
+    if low >= 1 and _is_digits(sub):  # `\d+`: a number the task decides
+        return out.slot("number", "1" * low)
+    if low >= 1 and _accepts_free_text(sub) and out.text().rstrip().endswith(":"):
+        if not out.text().endswith(" "):
+            out.add(" ")
+        return out.slot("text", _FREE_TEXT)
     return all(_walk(sub, out, ignorecase) for _ in range(low))
+
+
+def _is_digits(sub: list[tuple[Any, Any]]) -> bool:
+    if len(sub) != 1 or sub[0][0] != sre_c.IN:
+        return False
+    return all(_in_class(str(d), sub[0][1]) for d in range(10)) and not _in_class("a", sub[0][1])
 
 
 def _is_space_class(sub: list[tuple[Any, Any]]) -> bool:

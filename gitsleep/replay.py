@@ -2,7 +2,9 @@
 
 The agent sees the skill (and memory) document as its system instructions and the task
 as the user message, with nothing added that competes with the skill. Scoring calls use
-temperature 0 and a fixed seed per sample, so a score is repeatable and cacheable.
+temperature 0 and a fixed seed per sample, so a score is repeatable and cacheable. An
+answer that repeats a placeholder of the learned template, or leaves a section it
+requires empty, is scored as failing (see `judges.with_integrity`).
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from gitsleep import documents as docs
 from gitsleep import judges
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner, Tick, no_tick
-from gitsleep.errors import BackendError
+from gitsleep.errors import BackendError, UsageError
 from gitsleep.models import (
     Answer,
     EpochSettings,
@@ -67,6 +70,19 @@ def answer_call(
         context={"documents": docs, "skill": documents.get("skill"),
                  "memory": documents.get("memory")},
     )
+
+
+def learned_templates(documents: Mapping[str, str | None]) -> list[str]:
+    """The answer templates of the documents' learned blocks (a corrupt block has none)."""
+    found = []
+    for text in (documents.get("skill"), documents.get("memory")):
+        try:
+            template = docs.learned_template(text) if text else None
+        except UsageError:
+            template = None
+        if template:
+            found.append(template)
+    return found
 
 
 def metric_value(score: Score, gate: GateSettings) -> float:
@@ -193,6 +209,10 @@ def _score_tasks(
                 why = reply.error if not reply.ok else "judge reply had no readable score"
                 samples[i].error = f"rubric judge: {why}"
             samples[i].score = parsed
+    templates = learned_templates(documents)
+    for sample in samples:
+        if sample.score is not None and sample.answer is not None:
+            sample.score = judges.with_integrity(sample.score, sample.answer, templates)
     results: list[TaskResult] = []
     for t_index, task in enumerate(tasks):
         mine = samples[t_index * repeats : (t_index + 1) * repeats]

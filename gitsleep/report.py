@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep import documents as docs
+from gitsleep import judges
 from gitsleep import markdown as md
 from gitsleep.errors import EXIT_GIT, GitsleepError, UsageError
 from gitsleep.models import (
@@ -163,6 +164,49 @@ def block_diff(before: str, after: str, target: str) -> str:
     )
 
 
+def integrity_counts(result: EpochResult) -> dict[str, int]:
+    """Per pass (`split (label)`), the answers scored as failing for integrity: they
+    repeated a placeholder of the learned template or left a section it requires empty."""
+    counts: dict[str, int] = {}
+    for p in result.passes:
+        n = judges.integrity_failures(s for t in p.tasks for s in t.samples)
+        if n:
+            counts[f"{p.split} ({p.label})"] = n
+    return counts
+
+
+ANSWER_PAIRS = 3  # held-out tasks whose answers before and after the PR body shows
+ANSWER_CHARS = 600
+
+
+def _first_answer(task: TaskResult | None) -> str | None:
+    if task is None:
+        return None
+    return next((s.answer for s in task.samples if s.answer is not None), None)
+
+
+def answer_pairs(result: EpochResult, redactor: Redactor,
+                 limit: int = ANSWER_PAIRS) -> list[tuple[TaskDelta, str, str]]:
+    """Up to `limit` held-out tasks whose score changed, with their first answer before
+    and after: redacted whole first, then clipped, so a cut never leaves part of a secret."""
+    before, after = split_passes(result, "test")
+    if before is None or after is None:
+        return []
+    prior, final = before.by_id(), after.by_id()
+    pairs = []
+    for delta in task_changes(result, "test"):
+        if delta.status not in ("improved", "regressed"):
+            continue
+        old, new = _first_answer(prior.get(delta.task_id)), _first_answer(final.get(delta.task_id))
+        if old is None or new is None:
+            continue
+        pairs.append((delta, redactor.clip(old, ANSWER_CHARS),
+                      redactor.clip(new, ANSWER_CHARS)))
+        if len(pairs) >= limit:
+            break
+    return pairs
+
+
 # -- commit message --------------------------------------------------------------------
 
 
@@ -209,6 +253,14 @@ def commit_message(
             why = line(edit.rationale if label == "why" else outcome.reason)
             if why:
                 body.append(f"    {label}: {why}")
+    if result.warnings:
+        body.append(f"Review notes ({len(result.warnings)}), what the checks cannot see:")
+        body += [f"  - {line(w, 400)}" for w in result.warnings]
+    integrity = integrity_counts(result)
+    if integrity:
+        body.append("Integrity: answers that repeated a template placeholder or left a "
+                    "required section empty, scored as failing: "
+                    + ", ".join(f"{line(k, 80)} {v}" for k, v in integrity.items()))
     if result.diagnosis:
         body.append("Every candidate tied; per failing check:")
         body += [f"  - {line(str(v['check']), 120)}: {line(str(v['detail']))}"
@@ -290,6 +342,8 @@ def diagnostics(
         "decision": result.decision,
         "reason": result.reason,
         "diagnosis": list(result.diagnosis),
+        "warnings": list(result.warnings),
+        "integrity_failures": integrity_counts(result),
         "abort_code": result.abort_code,
         "metric": result.metric,
         "decided_by": result.decided_by,
@@ -326,6 +380,9 @@ def diagnostics(
                 # answers cut at max_answer_tokens (scored as they are)
                 "truncated": sum(1 for t in p.tasks for s in t.samples
                                  if s.finish_reason == "length"),
+                # answers that only echoed the learned template, scored as failing
+                "integrity_failures": judges.integrity_failures(
+                    s for t in p.tasks for s in t.samples),
                 "tasks": [_task_dict(t, redactor) for t in p.tasks],
             }
             for p in result.passes
@@ -507,6 +564,15 @@ def pr_body(
                  "about how a real model would do."]
     if small_sample_note(result):
         head += ["", "> [!CAUTION]", f"> {small_sample_note(result)}"]
+    if result.warnings:
+        head += ["", "> [!WARNING]", "> What the checks cannot see:"]
+        head += [f"> - {prose.text(w, 400)}" for w in result.warnings]
+    integrity = integrity_counts(result)
+    if integrity:
+        head += ["", "> [!NOTE]", "> Scored as failing whatever the checks said, because the "
+                 "answer repeated a placeholder of the learned template or left a section it "
+                 "requires empty: " + ", ".join(f"{prose.text(k, 80)}: {v}"
+                                                for k, v in integrity.items())]
     head += [
         "",
         f"### Scores ({prose.code(result.metric, 40)} metric, 0 to 1)",
@@ -540,6 +606,14 @@ def pr_body(
     optional: list[tuple[str, list[str]]] = []
     if diff_parts:
         optional.append(("Learned block diff", diff_parts))
+    shown: list[str] = []
+    for delta, old, new in answer_pairs(result, redactor):
+        shown += [*([""] if shown else []),
+                  f"**{prose.text(delta.task_id, 120)}**: {fmt_score(delta.before)} -> "
+                  f"{fmt_score(delta.after)} ({delta.status})", "",
+                  "Before:", "", md.fence(old, "text"), "", "After:", "", md.fence(new, "text")]
+    if shown:
+        optional.append(("Held-out answers before and after", shown))
     for title, outcomes, label in (
         ("Applied edits", result.applied, "why"),
         ("Rejected by the gate", result.rejected, "gate"),

@@ -12,6 +12,7 @@ from gitsleep.check_ops import OPS, RULE_OPS, CheckOp
 from gitsleep.check_text import describe_check, example_for_check, passes, rule_for_check
 from gitsleep.judges import check_passes
 from gitsleep.models import FORMAT_OPS, Check, Judge
+from gitsleep.regex_literal import sample_fill
 from gitsleep.tasks import parse_judge
 
 ALL_OPS = {"contains", "not_contains", "regex", "section_present", "section_contains",
@@ -108,8 +109,9 @@ def test_words_examples_and_rules_come_from_the_row() -> None:
         'Every answer must have a section headed "## Impact".'
     for op, _arg, _good, _bad in BEHAVIOUR:
         example = OPS[op].example(str(_arg))
-        if example is not None:  # a derived example passes the check it was made for
-            assert check_passes(Check(op, _arg), example)[0], op
+        if example is not None:  # a derived example (its typed placeholders filled with
+            # any one option) passes the check it was made for
+            assert check_passes(Check(op, _arg), sample_fill(example))[0], op
 
 
 def test_only_contains_and_regex_can_be_passed_by_one_line() -> None:

@@ -10,26 +10,29 @@ from hypothesis import strategies as st
 
 from gitsleep.check_text import describe_check, example_for_check
 from gitsleep.models import Check
+from gitsleep.regex_literal import sample_fill
 from tests.support.replies import SEVERITY
 
 # --------------------------------------------------------------------------------------
 # example_for_check and describe_check
 # --------------------------------------------------------------------------------------
 
+# Where the pattern leaves a choice, the example keeps a typed placeholder (issue 25):
+# one constant would pass only the tasks that happen to want it.
 REGEX_EXAMPLES = [
-    (SEVERITY, "Severity: 1"),
+    (SEVERITY, "Severity: <1-4>"),
     (r"[Cc]onfidence\s*[:=]", "Confidence: medium"),
-    (r"(?i)owner:\s*\w+", "Owner: medium"),
-    (r"Confidence:\s*(high|medium|low)", "Confidence: high"),
+    (r"(?i)owner:\s*\w+", "Owner: <text>"),
+    (r"Confidence:\s*(high|medium|low)", "Confidence: <high|medium|low>"),
     (r"^## (Key )?Risks", "## Risks"),
     (r"(?i)^summary\b", "Summary"),
     (r"TL;DR", "TL;DR"),
-    (r"(high|medium|low) priority", "high priority"),
-    (r"v\d+\.\d+", "v0.0"),
-    (r"[A-Z]{3}-\d{4}", "AAA-0000"),
+    (r"(high|medium|low) priority", "<high|medium|low> priority"),
+    (r"v\d+\.\d+", "v<number>.<number>"),
+    (r"[A-Z]{3}-\d+", "AAA-<number>"),
     (r"\bRisk\b", "Risk"),
     (r"[^\s]+@example\.com", "a@example.com"),
-    (r"\$\d+(\.\d{2})?", "$0"),
+    (r"\$\d+(\.\d{2})?", "$<number>"),
     (r"(?i:next steps?):?", "Next step"),
     (r"(?x) ^ \#\# \s+ Owners", "## Owners"),
 ]
@@ -40,7 +43,7 @@ def test_a_literal_derived_from_a_regex_matches_it(pattern, expected):
     literal = example_for_check(Check("regex", pattern))
 
     assert literal == expected
-    assert re.search(pattern, literal)
+    assert re.search(pattern, sample_fill(literal))
 
 
 @pytest.mark.parametrize(
@@ -127,4 +130,4 @@ def test_any_derived_literal_verifies(ignorecase, pattern):
     pattern = ("(?i)" if ignorecase else "") + pattern
     literal = example_for_check(Check("regex", pattern))
 
-    assert literal is None or re.search(pattern, literal)
+    assert literal is None or re.search(pattern, sample_fill(literal))

@@ -13,7 +13,16 @@ from gitsleep.backends.offline import OfflineBackend
 from gitsleep.cache import ResponseCache
 from gitsleep.epoch import run_epoch
 from gitsleep.errors import BackendError, UsageError
-from gitsleep.models import Answer, Check, EpochSettings, GateSettings, Judge, Task, to_dict
+from gitsleep.models import (
+    Answer,
+    Check,
+    EpochResult,
+    EpochSettings,
+    GateSettings,
+    Judge,
+    Task,
+    to_dict,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "brief-writer"
 SKILL = "# Brief writer\n\nWrite plainly.\n"
@@ -398,6 +407,11 @@ def test_an_optimizer_that_always_fails_aborts_instead_of_a_quiet_no_edits_night
     assert "HTTP 503" in result.reason
 
 
+def docs_of(result: EpochResult) -> str:
+    """The learned block the epoch ends with."""
+    return d.learned_block_text(result.documents["skill"][1])
+
+
 def test_the_second_example_also_gains_offline() -> None:
     from gitsleep.config import load_config
     from gitsleep.setup import read_inputs
@@ -409,7 +423,10 @@ def test_the_second_example_also_gains_offline() -> None:
                        skill=config.skills[0].name)
     assert result.decision == "accepted" and result.pr_eligible
     assert result.test.candidate > result.test.baseline
-    assert result.val.candidate == 1.0
+    # the severity check accepts any of 1-4: the simulator cannot say how to choose, and
+    # one constant is never learned (issue 25), so the severity check stays failing
+    assert result.val.candidate < 1.0
+    assert "Severity" not in docs_of(result)
 
 
 # -- a delete of a person's rule needs its own evidence ---------------------------------
@@ -524,8 +541,8 @@ def test_the_third_example_learns_its_two_structural_checks_offline() -> None:
     result = run_epoch(tasks, documents, config.epoch_settings(), OfflineBackend(),
                        skill=config.skills[0].name)
     assert result.decision == "accepted" and result.pr_eligible
-    assert result.test.baseline < 0.5 and result.test.candidate == 1.0
-    assert result.val.candidate == 1.0
+    assert result.test.baseline < result.test.candidate  # the Impact section
+    assert "Severity" not in docs_of(result)  # never one constant severity (issue 25)
 
 
 # -- early stopping: a candidate that cannot beat the gate is not scored to the end --------

@@ -17,6 +17,7 @@ from gitsleep.proposals import (
     PROMPT_EXAMPLE_TEXTS,
     parse_reply,
 )
+from gitsleep.regex_literal import sample_fill
 from tests.support.hostile_edits import INVISIBLE_CONTENTS, LINK_CONTENTS, SAFE_CONTENTS
 from tests.support.replies import SEVERITY, reply
 
@@ -245,7 +246,7 @@ def test_duplicates_of_existing_rules_and_of_earlier_edits_are_rejected():
     ]
 
 
-def test_multi_line_content_with_a_derivable_placeholder_is_filled_from_the_check():
+def test_multi_line_content_keeps_a_typed_placeholder_a_check_leaves_open():
     parsed = parse_reply(reply("multi_line_content.txt"), target="skill", budget=4)
     assert parsed.edits[0].content == "## Impact\nSeverity: <1-4>"
 
@@ -253,11 +254,12 @@ def test_multi_line_content_with_a_derivable_placeholder_is_filled_from_the_chec
                                                     Check("regex", SEVERITY)])
 
     assert rejected == []
-    # filled, then each bare line rewritten as a rule quoting its check
+    # never filled with one value (issue 25); each bare line rewritten as a rule
     assert kept[0].content == ('Every answer must have a section headed "## Impact".\n'
-                               'Every answer must have a line "Severity: 1".')
-    assert re.search(SEVERITY, kept[0].content.splitlines()[1])
-    assert "(placeholder filled from a failing check)" in kept[0].rationale
+                               'Every answer must have a line "Severity: <1-4>", with <1-4> '
+                               'chosen for each task.')
+    assert re.search(SEVERITY, sample_fill(kept[0].content.splitlines()[1]))
+    assert "placeholder filled" not in kept[0].rationale
 
 
 def test_multi_line_content_is_all_or_nothing():
@@ -466,13 +468,14 @@ def test_replacing_a_rule_that_forbids_what_a_check_needs_is_kept():
 
 
 def test_a_replace_of_a_rule_the_block_lacks_is_kept_as_an_add_and_says_so():
-    edits = [Edit("replace", "Severity: 3", "Severity", "the regex wants it"),
+    edits = [Edit("replace", "Severity: <1-4>", "Severity", "the regex wants it"),
              Edit("replace", "Keep answers short", "Be brief", "")]
 
     kept, rejected = hygiene(edits, rules=["Be brief"], failing=[Check("regex", SEVERITY)])
 
     assert rejected == []
-    assert kept[0].content == 'Every answer must have a line "Severity: 3".'
+    assert kept[0].content == \
+        'Every answer must have a line "Severity: <1-4>", with <1-4> chosen for each task.'
     assert [(e.op, e.anchor) for e in kept] == [("add", ""), ("replace", "Be brief")]
     assert kept[0].rationale.startswith("the regex wants it")
     assert "(a replace of 'Severity', not a rule of the block, read as add)" in kept[0].rationale

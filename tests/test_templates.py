@@ -13,7 +13,7 @@ from gitsleep.proposals import EDITS_SCHEMA, parse_reply
 IMPACT = Check("section_present", "Impact")
 SEVERITY = Check("regex", "Severity:\\s*[1-4]\\b")
 SHORT = Check("max_chars", 700)
-SKELETON = "## Impact\n<who was affected>\nSeverity: 1"
+SKELETON = "## Impact\n<who was affected>\nSeverity: <1-4>"
 DOC = "---\nname: x\n---\r\n# Notes\r\n\r\nWrite notes.  \r\n"
 
 
@@ -36,7 +36,7 @@ def test_a_template_is_kept_intact_as_one_fenced_block_and_bytes_outside_survive
     assert [o.status for o in outcomes] == ["applied", "applied"]
     assert docs.outside_block(text) == DOC + "\r\n"  # the separator line before a new block
     inner = block_of(text)
-    assert "```\r\n## Impact\r\n<who was affected>\r\nSeverity: 1\r\n```\r\n" in inner
+    assert "```\r\n## Impact\r\n<who was affected>\r\nSeverity: <1-4>\r\n```\r\n" in inner
     assert "- ## Impact" not in inner
     assert docs.learned_rules(text) == ["Keep it short."]
     assert docs.learned_template(text) == SKELETON
@@ -63,7 +63,7 @@ def test_a_template_over_the_size_cap_or_with_a_fence_is_unmatched():
 
 def test_template_lines_are_derived_from_the_structural_failing_checks():
     assert skeleton.derive([IMPACT, SEVERITY, SHORT]) == \
-        "## Impact\n<write the impact here>\nSeverity: 1"
+        "## Impact\n<write the impact here>\nSeverity: <1-4>"  # never one value (issue 25)
     assert skeleton.derive([Check("regex", "[Cc]onfidence\\s*[:=]")]) == "Confidence: medium"
     assert skeleton.derive([SHORT, Check("no_refusal")]) is None
 
@@ -73,18 +73,19 @@ def hygiene(edits, failing=(IMPACT, SEVERITY), prompts=(), template=None):
                          current_rules=[], current_template=template)
 
 
-def test_hygiene_keeps_a_template_whole_and_fills_a_placeholder_a_check_confirms():
+def test_hygiene_keeps_a_template_whole_with_its_typed_placeholder_unfilled():
     kept, rejected = hygiene([Edit("template", "## Impact\n<who was affected>\nSeverity: <1-4>")])
     assert rejected == []
     assert kept[0].op == "template"
-    assert kept[0].content == "## Impact\n<who was affected>\nSeverity: 1"
+    assert kept[0].content == "## Impact\n<who was affected>\nSeverity: <1-4>"
 
 
 @pytest.mark.parametrize(("content", "why"), [
     ("## Background\n<anything>", "names nothing a failing check needs"),
     ("## Impact\n" + "\n".join(f"line {i}" for i in range(20)), "lines"),
     ("## Impact\n```\nx", "fence"),
-    ("## Impact\nSeverity: 1\nAt 2024-03-01 14:00 the API failed", "date or time"),
+    ("## Impact\nSeverity: <1-4>\nAt 2024-03-01 14:00 the API failed", "date or time"),
+    ("## Impact\n<who was affected>\nSeverity: 1", "accepts a choice"),
     ("## Impact\nThe checkout API returned HTTP 500 for 25 minutes after a bad deploy",
      "copies a task prompt"),
 ])
@@ -97,7 +98,7 @@ def test_hygiene_rejects_templates_that_are_not_general_skeletons(content, why):
 
 
 def test_one_template_per_proposal_and_none_that_is_already_there():
-    second = Edit("template", "## Impact\nSeverity: 2")
+    second = Edit("template", "## Impact\nSeverity: <1-4>\n<details>")
     kept, rejected = hygiene([Edit("template", SKELETON), second])
     assert [e.content for e in kept] == [SKELETON]
     assert "one template" in rejected[0].reason
@@ -110,7 +111,7 @@ def test_the_reflection_prompt_offers_a_derived_template_when_a_check_is_about_s
     counts = reflect.Counter({IMPACT: 3, SEVERITY: 2})
     prompt = reflect.build_prompt("skill", "# Skill\n", [], [], {}, [], 4, counts=counts)
     assert "template" in prompt
-    assert '"content": "## Impact\\n<write the impact here>\\nSeverity: 1"' in prompt
+    assert '"content": "## Impact\\n<write the impact here>\\nSeverity: <1-4>"' in prompt
     plain = reflect.build_prompt("skill", "# Skill\n", [], [], {}, [], 4,
                                  counts=reflect.Counter({SHORT: 3}))
     assert '"op": "template", "content"' not in plain.split("Failing checks")[1]
@@ -138,7 +139,7 @@ def test_an_epoch_accepts_a_template_an_agent_copies_and_the_report_shows_it():
                 return Answer(json.dumps({"edits": [edit]}), None, 1, 1)
             template = docs.learned_template(call.messages[0][1])
             return Answer(template.replace("<write the impact here>", "All users.")
-                          if template else "It broke.", None, 1, 1)
+                          .replace("<1-4>", "2") if template else "It broke.", None, 1, 1)
 
     judge = Judge("rule", (IMPACT, SEVERITY))
     tasks = ([Task(f"t{i}", f"Summarise outage {i}.", "train", judge) for i in range(3)]
@@ -150,7 +151,8 @@ def test_an_epoch_accepts_a_template_an_agent_copies_and_the_report_shows_it():
                        CopiesSkeletons(), skill="notes")
     assert result.decision == "accepted" and result.test.candidate == 1.0
     after = result.documents["skill"][1]
-    assert docs.learned_template(after) == "## Impact\n<write the impact here>\nSeverity: 1"
+    assert docs.learned_template(after) == \
+        "## Impact\n<write the impact here>\nSeverity: <1-4>"
     assert docs.learned_rules(after) == []
     body = report.pr_body(result, rerun="", redactor=Redactor([]))
     assert "**template**" in body
@@ -159,5 +161,5 @@ def test_an_epoch_accepts_a_template_an_agent_copies_and_the_report_shows_it():
 def test_a_template_written_as_a_rule_becomes_the_skeleton_of_the_checks_it_names():
     kept, rejected = hygiene([Edit("template", "Always give the impact and a severity level.")])
     assert rejected == []
-    assert kept[0].content == "## Impact\n<write the impact here>\nSeverity: 1"
+    assert kept[0].content == "## Impact\n<write the impact here>\nSeverity: <1-4>"
     assert "rebuilt as the skeleton" in kept[0].rationale

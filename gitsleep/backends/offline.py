@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.check_ops import OPS
 from gitsleep.models import Answer
 from gitsleep.numbers import whole_number
+from gitsleep.regex_literal import literal_for_regex
 
 _Q = r"[\"'](.+?)[\"']"
 DIRECTIVES = [
@@ -109,7 +109,10 @@ def simulate_answer(documents: list[str], prompt: str) -> str:
 
 
 def _include_a_match(pattern: str) -> str | None:
-    literal = OPS["regex"].example(pattern)
+    """`Always include "<a literal the pattern matches>"`; no edit when the pattern leaves
+    the value to the task (`[1-4]`, `(approve|reject)`, `\\d+`): the simulated optimizer
+    cannot say how to choose, and one constant is the rule issue 25 forbids."""
+    literal = literal_for_regex(pattern)
     return f'Always include "{literal}"' if literal else None
 
 
