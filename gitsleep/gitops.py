@@ -359,11 +359,13 @@ def _fetch_notes(repo: git.Repo, remote: str, ref: str = NOTES_REF) -> bool:
     return status == 0
 
 
-def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None) -> set[str]:
+def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None,
+           notes_ref: str = NOTES_REF) -> set[str]:
     """The commits among `shas` whose note (local or the remote's) proves them gitsleep's."""
     wanted = set(shas)
     found: set[str] = set()
-    refs = [NOTES_REF] + ([_tracking_notes(remote)] if remote else [])
+    notes_ref = _notes_ref(notes_ref)
+    refs = [notes_ref] + ([_tracking_notes(remote, notes_ref)] if remote else [])
     for ref in refs:
         status, out, _ = try_git(repo.git, "notes", f"--ref={ref}", "list")
         if status != 0:
@@ -392,29 +394,32 @@ def _made_here(repo: git.Repo, branch: str) -> set[str]:
             if message.startswith(REFLOG_MARK)}
 
 
-def proof_of(repo: git.Repo, branch: str, sha: str, remote: str | None) -> str | None:
+def proof_of(repo: git.Repo, branch: str, sha: str, remote: str | None,
+             notes_ref: str = NOTES_REF) -> str | None:
     """How gitsleep knows it made `sha` on `branch`: "note", "reflog" or None (not proven).
 
     Offline: reads the local notes, the remote's notes as last fetched, and the reflog.
     """
-    if sha in _noted(repo, branch, [sha], remote):
+    if sha in _noted(repo, branch, [sha], remote, notes_ref):
         return "note"
     return "reflog" if sha in _made_here(repo, branch) else None
 
 
-def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | None) -> BranchState:
+def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | None,
+                   notes_ref: str = NOTES_REF) -> BranchState:
     """Look at the gitsleep branch locally and (after fetching it) on `remote`.
 
     Lists every commit since the base on either tip that gitsleep cannot prove it made, so
     the caller can stop before overwriting someone's work (`ensure_only_gitsleep_commits`).
-    In a shallow clone, raises UsageError when the histories cannot be compared.
+    In a shallow clone, raises UsageError when the histories cannot be compared. Proof is
+    read from `notes_ref` (harvest keeps its notes apart from the epochs' diagnostics).
     """
     local_tip = ref_sha(repo, f"refs/heads/{branch}")
     remote_tip = fetch_branch(repo, remote, branch) if remote else None
     tips = [tip for tip in dict.fromkeys((local_tip, remote_tip)) if tip]
     check_shallow(repo, base_sha, tips)
     if remote and remote_tip:
-        _fetch_notes(repo, remote)  # proof for commits another clone made
+        _fetch_notes(repo, remote, notes_ref)  # proof for commits another clone made
 
     # the newer tip when one contains the other; the local one when they diverged
     tip = local_tip or remote_tip
@@ -424,7 +429,7 @@ def inspect_branch(repo: git.Repo, branch: str, base_sha: str, remote: str | Non
 
     listed = _commits(repo, base_sha, tips)
     made_here = _made_here(repo, branch) if local_tip else set()
-    noted = _noted(repo, branch, [c.sha for c in listed] + tips, remote)
+    noted = _noted(repo, branch, [c.sha for c in listed] + tips, remote, notes_ref)
     proven = noted | made_here
     all_commits = [replace(c, by_gitsleep=c.sha in proven) for c in listed]
     on_tip = _commits(repo, base_sha, [tip], proven) if tip and len(tips) > 1 else all_commits

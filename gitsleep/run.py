@@ -1,6 +1,7 @@
 """One skill, end to end: lock -> worktree -> epoch -> commit -> note -> push -> PR.
 
-This is the only module that knows the order of those steps. The epoch itself is pure
+The git steps (claim the branch, commit with its note, push, the forge client) are
+`gitsleep.publish_sequence`, which `harvest --branch` uses too. The epoch itself is pure
 (`gitsleep.epoch`); git and the forge are thin edges around it; what a command needs
 before it runs (config, inputs, backend, cache) is `gitsleep.setup`, and what a commit
 records is `gitsleep.record`.
@@ -158,17 +159,16 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
     the epoch is replayed from the response cache (no model call) to finish that work.
     """
     from gitsleep import gitops
+    from gitsleep import publish_sequence as sequence
     from gitsleep.lock import RepoLock
 
     repo = gitops.open_repo(setup.repo)
     base = gitops.resolve_base(repo, options.base)
-    branch = f"{setup.config.branch_prefix}{skill.name}"
+    branch = sequence.skill_branch(setup.config.branch_prefix, skill.name)
     remote = base.remote or gitops.default_remote(repo, base.branch)
     with RepoLock(repo, skill.name):
-        gitops.check_branch_name(repo, branch, base, remote)
-        state = gitops.inspect_branch(repo, branch, base.sha, remote)
-        gitops.ensure_gitsleep_branch(state)
-        gitops.ensure_only_gitsleep_commits(state)
+        # the name, proof that gitsleep made the branch, and no commit of anyone else's
+        state = sequence.claim(repo, branch, base, remote)
         for relative in filter(None, (skill.skill, skill.memory)):
             require_tracked(repo, base.sha, relative)
         # Every epoch starts from the base: an earlier gitsleep commit on the branch is
@@ -196,15 +196,15 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             if plan.action == "finish":
                 commit = state.last_gitsleep_commit
                 if plan.add_note and commit:
-                    gitops.add_note(repo, commit, report.dumps_diagnostics(
-                        gitops.with_proof(data, commit, branch)), NOTES_REF)
+                    sequence.attach_note(repo, commit, branch, data,
+                                         render=report.dumps_diagnostics)
                     setup.say(f"{skill.name}: attached the diagnostics note missing from "
                               f"{commit[:12]}")
             else:
                 commit = _commit(setup, repo, tree, skill, branch, result, message, data)
         pushed = False
         if remote and plan.push and (commit and plan.action == "epoch" or plan.push_branch):
-            gitops.push(repo, remote, branch, state.remote_tip)
+            sequence.push(repo, remote, branch, state)
             pushed = True
             setup.say(f"{skill.name}: pushed {branch} to {remote}")
         elif remote and plan.push and plan.add_note:
@@ -221,16 +221,15 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
 def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str,
             result: EpochResult, message: str, data: Mapping[str, Any]) -> str | None:
     """Write the accepted documents into the worktree, commit them, attach the note."""
-    from gitsleep import gitops
+    from gitsleep.publish_sequence import commit_with_note
 
     if result.decision != "accepted" or not result.changed:
         return None
     for target, (_, after) in result.documents.items():
         (tree / skill.documents()[target]).write_bytes(after.encode("utf-8"))
     paths = [p for p in (skill.skill, skill.memory) if p]
-    commit = gitops.commit_documents(repo, tree, branch, paths, message)
-    gitops.add_note(repo, commit, report.dumps_diagnostics(
-        gitops.with_proof(dict(data), commit, branch)), NOTES_REF)
+    commit = commit_with_note(repo, tree, branch, paths, message, data,
+                              render=report.dumps_diagnostics)
     setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
     return commit
 
@@ -251,21 +250,12 @@ def _pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state:
         return False
     if not _trailer_improved(state.last_trailers, setup.config.gate.min_delta):
         return False
-    hub, _ = _forge_for(setup, repo, remote)
+    from gitsleep.publish_sequence import forge_for
+
+    hub, _ = forge_for(setup.env, repo, remote)
     if hub is None:
         return False
     return hub.find_open_pr(branch) is None and hub.find_closed_pr(branch) is None
-
-
-def _forge_for(setup: Setup, repo: Any, remote: str) -> tuple[Any, str]:
-    """The GitHub client for this remote, or None and the reason there is none."""
-    from gitsleep import forge
-
-    remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None
-    settings, why_not = forge.settings_from_env(setup.env, remote_url)
-    if settings is None:
-        return None, why_not
-    return forge.forge_from_env(setup.env, remote_url), ""
 
 
 def require_tracked(repo: Any, base_sha: str, relative: str) -> None:
@@ -331,8 +321,9 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
     if remote is None:
         return {**none, "reason": "the repository has no remote to push to"}
     from gitsleep import forge
+    from gitsleep.publish_sequence import forge_for
 
-    hub, why_not = _forge_for(setup, repo, remote)
+    hub, why_not = forge_for(setup.env, repo, remote)
     if hub is None:
         if options.pr:
             raise UsageError(f"--pr cannot open a pull request: {why_not}")

@@ -12,7 +12,7 @@ from gitsleep.config import SkillConfig
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.harvest import pipeline
 from gitsleep.harvest.privacy import Masker
-from gitsleep.harvest.select import parse_since
+from gitsleep.harvest.select import harvested_before, parse_since
 from gitsleep.setup import Setup, make_backend, make_cache, read_document
 from gitsleep.tasks import check_skill_tasks, parse_task_file
 
@@ -36,7 +36,7 @@ def default_output(skill: str) -> str:
 @click.option("--output", type=click.Path(path_type=Path), default=None,
               help="Task file to append to (default evals/<skill>/harvested.jsonl).")
 @click.option("--branch", "on_branch", is_flag=True,
-              help="Commit the file on gitsleep/harvest-<skill> (and open a PR with a token) "
+              help="Commit the file on gitsleep-harvest/<skill> (and open a PR with a token) "
                    "instead of writing it in the working tree.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
@@ -55,14 +55,18 @@ def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path,
             raise UsageError(f"{root}: no such file or folder; give the {source} history to "
                              "read as PATH (defaults: ~/.claude/projects, ~/.codex/sessions)")
     relative = _output_path(setup, output, skill_name)
-    target = setup.repo / relative
+    pipeline.inside_work_tree(relative)
+    # --branch writes in its own worktree, and checks the branch's file there
+    target = setup.repo / relative if on_branch else pipeline.plain_target(setup.repo, relative)
     existing, _ = check_skill_tasks(setup.repo, skill)
     if target.is_file() and not on_branch:
         existing += parse_task_file(target, relative)[0]
+    remembered = [relative, *(entry.path for entry in skill.tasks)]
     plan = pipeline.Plan(
         source=source, paths=roots, repo=setup.repo, skill=skill_name,
         skill_text=read_document(setup.repo, skill.skill, field_name="skill document"),
         since=parse_since(since), max_tasks=max_tasks, existing=existing,
+        harvested_before=harvested_before(setup.repo, ["HEAD"], remembered),
     )
     miner = _llm_miner(setup) if llm else None
     try:
@@ -87,11 +91,15 @@ def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path,
 
 
 def _output_path(setup: Setup, output: Path | None, skill: str) -> str:
-    """The task file as a repo-relative POSIX path; it must stay inside the repository."""
+    """The task file as a repo-relative POSIX path; it must stay inside the repository.
+
+    Read as written (`..` folded, links not followed): a link on the way is refused by
+    `pipeline.plain_target`, never quietly swapped for the file it points at.
+    """
     chosen = output or Path(default_output(skill))
     absolute = chosen if chosen.is_absolute() else setup.repo / chosen
     try:
-        return absolute.resolve().relative_to(setup.repo).as_posix()
+        return Path(os.path.normpath(absolute)).relative_to(setup.repo).as_posix()
     except ValueError:
         raise UsageError(f"--output {chosen}: the task file must be inside the repository "
                          f"{setup.repo}") from None
@@ -140,8 +148,12 @@ def _report(setup: Setup, summary: dict, result: pipeline.Harvest, relative: str
         return
     branch = s.get("branch")
     if branch and not branch["commit"]:
-        click.echo(f"nothing new for {branch['branch']}: its {relative} already holds all "
-                   f"{s['tasks']} task(s)")
+        deleted = branch.get("deleted", 0)
+        click.echo(f"nothing new for {branch['branch']}: its {relative} already holds "
+                   f"{branch['duplicates']} of the {s['tasks']} task(s)"
+                   + (f"; {deleted} were deleted there in an earlier review" if deleted else ""))
+        if branch["pushed"]:
+            click.echo(f"pushed {branch['branch']}: the commit an earlier run could not push")
         return
     where = f"committed on {branch['branch']} in" if branch else "appended to"
     count = branch.get("tasks", s["tasks"]) if branch else s["tasks"]

@@ -9,6 +9,7 @@ does not become a task is counted with its reason.
 
 from __future__ import annotations
 
+import errno
 import heapq
 import json
 import os
@@ -17,10 +18,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
 
+from gitsleep.errors import UsageError
 from gitsleep.harvest import claude, codex, plain
 from gitsleep.harvest import select as pick
 from gitsleep.harvest.mine import Candidate, heuristic, prompt_key, to_record
@@ -32,6 +34,7 @@ from gitsleep.redact import Redactor
 SOURCES: dict[str, ModuleType] = {"claude": claude, "codex": codex, "jsonl": plain}
 DEFAULT_PATHS = {"claude": (".claude", "projects"), "codex": (".codex", "sessions")}
 LlmMiner = Callable[[Session], tuple[list[Candidate], list[str]]]
+DELETED_BEFORE = "deleted in an earlier review (git history)"
 
 
 @dataclass
@@ -46,6 +49,9 @@ class Plan:
     since: datetime | None = None
     max_tasks: int = 40
     existing: Iterable[Task] = ()
+    # ids of harvested tasks the task files' git history holds: a person deleted those
+    # not in `existing` in review, and they must not come back (`select.harvested_before`)
+    harvested_before: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -139,6 +145,9 @@ def run(plan: Plan, redactor: Redactor, *, home: str | None = None,
             if record["id"] in existing_ids or key in existing_prompts:
                 result.task_drops["duplicate of a task the skill already has"] += 1
                 continue
+            if record["id"] in plan.harvested_before:
+                result.task_drops[DELETED_BEFORE] += 1
+                continue
             earlier = chosen.get(key)
             if earlier is not None:
                 result.task_drops["duplicate within the harvest"] += 1
@@ -188,10 +197,52 @@ def render(records: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
+def inside_work_tree(relative: str) -> None:
+    """UsageError (exit 2) for a task file inside `.git`: its hooks and config run code."""
+    if any(part.casefold() == ".git" for part in PurePosixPath(relative).parts):
+        raise UsageError(f"{relative}: a task file cannot be inside .git (git's own folder, "
+                         "whose hooks run programs); give --output a path in the work tree")
+
+
+def plain_target(root: Path, relative: str) -> Path:
+    """`root/relative` to append to, when neither it nor a folder on the way is a symlink.
+
+    A link, even one inside the repository, can lead the write outside it or into `.git`
+    (a committed link on the harvest branch points from gitsleep's worktree, which lives
+    in the git dir, at `.git/hooks`), so any link is refused with UsageError (exit 2).
+    """
+    inside_work_tree(relative)
+    path = root
+    for part in PurePosixPath(relative).parts:
+        path = path / part
+        if path.is_symlink():
+            try:
+                target = os.readlink(path).encode("unicode_escape").decode("ascii")
+            except OSError:
+                target = "?"
+            shown = path.relative_to(root).as_posix()
+            raise UsageError(
+                f"{relative}: {shown} is a symlink (to {target}); harvest appends to task "
+                "files only as plain files, never through a link that could lead outside the "
+                "repository or into .git: replace the link with the file itself, or give "
+                "--output a plain path")
+    return path
+
+
 def append_to(path: Path, text: str) -> None:
-    """Add lines to a task file, keeping every byte already in it."""
+    """Add lines to a task file, keeping every byte already in it; never through a link
+    (O_NOFOLLOW, where the system has it, closes the gap after `plain_target`'s check)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab+") as handle:
+    flags = (os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_BINARY", 0))
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{path.name}: became a symlink while harvest ran; nothing "
+                             "written: replace the link with the file itself") from None
+        raise
+    with os.fdopen(fd, "rb+") as handle:
         joiner = b""
         if handle.seek(0, os.SEEK_END) > 0:
             handle.seek(-1, os.SEEK_END)

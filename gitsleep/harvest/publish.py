@@ -1,9 +1,13 @@
-"""`harvest --branch`: the harvested tasks as one commit on `gitsleep/harvest-<skill>`.
+"""`harvest --branch`: the harvested tasks as one commit on `gitsleep-harvest/<skill>`.
 
-The commit is made in a private worktree (the user's checkout, index and HEAD are never
-touched), on top of the branch when it exists, so a review already pushed there is kept
-and only new tasks are appended. With a remote the branch is pushed with a lease; with a
-token a pull request is opened, so accepting tasks is an ordinary code review.
+The commit goes through `gitsleep.publish_sequence`, the same claim -> commit -> note ->
+push -> PR order consolidate uses, so harvest keeps every one of its git safety rules: the
+branch must be gitsleep's by proof (a note under `refs/notes/gitsleep-harvest`, or this
+clone's reflog), a person's commits that only this clone has stop it (exit 4) instead of
+being pushed, and the push is a fast-forward with a lease. Unlike consolidate it appends:
+it builds on the newest tip, so a review pushed to the branch is kept and only new tasks
+are added. The commit is made in a private worktree (the user's checkout, index and HEAD
+are never touched); the task file there must not be, or sit behind, a symlink.
 """
 
 from __future__ import annotations
@@ -13,52 +17,70 @@ from typing import Any
 
 from gitsleep.errors import GitError, GitsleepError
 from gitsleep.harvest.mine import prompt_key
-from gitsleep.harvest.pipeline import append_to, render
+from gitsleep.harvest.pipeline import append_to, plain_target, render
+from gitsleep.harvest.select import harvested_before
 from gitsleep.setup import Setup
 from gitsleep.tasks import parse_task_file
 
 
 def branch_name(setup: Setup, skill: str) -> str:
-    return f"{setup.config.branch_prefix}harvest-{skill}"
+    from gitsleep.publish_sequence import harvest_branch
+
+    return harvest_branch(setup.config.branch_prefix, skill)
 
 
 def commit_on_branch(setup: Setup, skill: str, relative: str,
                      records: list[dict[str, Any]]) -> dict[str, Any]:
     """Commit the new records on the harvest branch; push and open a PR when possible."""
     from gitsleep import gitops
+    from gitsleep import publish_sequence as sequence
     from gitsleep.lock import RepoLock
 
     repo = gitops.open_repo(setup.repo)
     base = gitops.resolve_base(repo, None)
     branch = branch_name(setup, skill)
     remote = base.remote or gitops.default_remote(repo, base.branch)
+    notes = sequence.HARVEST_NOTES_REF
     done: dict[str, Any] = {"branch": branch, "commit": None, "pushed": False, "pr_url": None,
-                            "duplicates": 0}
-    with RepoLock(repo, f"harvest-{skill}"):
-        remote_tip = gitops.fetch_branch(repo, remote, branch) if remote else None
-        local = repo.git.rev_parse("--verify", "--quiet", f"refs/heads/{branch}",
-                                   with_exceptions=False).strip() or None
-        with gitops.temporary_worktree(repo, branch, local or remote_tip or base.sha) as tree:
-            target = Path(tree) / relative
-            new = _not_in(target, relative, records)
-            done["duplicates"] = len(records) - len(new)
-            if not new:
-                return done
-            append_to(target, render(new))
-            message = (f"gitsleep: harvest {len(new)} task(s) for {skill} (review pending)\n\n"
-                       f"Mined from local agent sessions by `gitsleep harvest` and masked "
-                       f"(secrets, home paths, e-mail addresses). Every task is marked "
-                       f'"review": "pending": read it, remove the mark to accept it, or '
-                       f"delete it.")
-            done["commit"] = gitops.commit_documents(repo, Path(tree), branch, [relative],
-                                                     setup.redactor.redact(message))
-        done["tasks"] = len(new)
-        if remote:
-            gitops.push(repo, remote, branch, remote_tip)
+                            "duplicates": 0, "deleted": 0}
+    with RepoLock(repo, sequence.harvest_lock(skill)):
+        state = sequence.claim(repo, branch, base, remote, notes_ref=notes, keep_reviews=True)
+        start = sequence.append_start(repo, state, base.sha)
+        with gitops.temporary_worktree(repo, branch, start) as tree:
+            target = plain_target(Path(tree), relative)
+            fresh = _not_in(target, relative, records)
+            before = harvested_before(setup.repo, [start], [relative])
+            new = [r for r in fresh if r["id"] not in before]
+            done["duplicates"] = len(records) - len(fresh)
+            done["deleted"] = len(fresh) - len(new)
+            if new:
+                _append_and_commit(setup, repo, Path(tree), branch, skill, relative, new, done)
+        # an earlier run's commit whose push failed: push it now, even with nothing new
+        unpushed = start == state.local_tip and state.local_tip != state.remote_tip
+        if remote and (done["commit"] or unpushed):
+            sequence.push(repo, remote, branch, state, notes_ref=notes, fast_forward=True)
             done["pushed"] = True
             done["pr_url"] = _open_pr(setup, repo, remote, branch, base.branch or base.name,
                                       skill, len(new))
     return done
+
+
+def _append_and_commit(setup: Setup, repo: Any, tree: Path, branch: str, skill: str,
+                       relative: str, new: list[dict[str, Any]], done: dict[str, Any]) -> None:
+    """Append the new tasks in the worktree and commit them with harvest's note."""
+    from gitsleep import publish_sequence as sequence
+
+    append_to(plain_target(tree, relative), render(new))
+    message = (f"gitsleep: harvest {len(new)} task(s) for {skill} (review pending)\n\n"
+               f"Mined from local agent sessions by `gitsleep harvest` and masked "
+               f"(secrets, home paths, e-mail addresses). Every task is marked "
+               f'"review": "pending": read it, remove the mark to accept it, or '
+               f"delete it.")
+    note = {"kind": "harvest", "skill": skill, "tasks": [r["id"] for r in new]}
+    done["commit"] = sequence.commit_with_note(
+        repo, tree, branch, [relative], setup.redactor.redact(message), note,
+        notes_ref=sequence.HARVEST_NOTES_REF)
+    done["tasks"] = len(new)
 
 
 def _not_in(target: Path, relative: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -73,20 +95,18 @@ def _not_in(target: Path, relative: str, records: list[dict[str, Any]]) -> list[
 
 def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill: str,
              count: int) -> str | None:
-    from gitsleep import forge
+    from gitsleep.publish_sequence import forge_for
 
-    url = repo.remotes[remote].url
-    settings, why_not = forge.settings_from_env(setup.env, url)
-    hub = forge.forge_from_env(setup.env, url) if settings is not None else None
+    hub, why_not = forge_for(setup.env, repo, remote)
     if hub is None:
         setup.say(f"harvest: no pull request: {why_not}")
         return None
-    body = (f"{count} task(s) for `{skill}` mined from local agent sessions by "
+    body = (f"{count or 'New'} task(s) for `{skill}` mined from local agent sessions by "
             "`gitsleep harvest`, masked before commit.\n\n"
             'Every task is marked `"review": "pending"` and is left out of `eval` and '
             "`consolidate` until the mark is removed. Review each one: keep it by deleting the "
-            "mark, fix its prompt or checks, or delete it. `gitsleep validate` lists what is "
-            "still pending.")
+            "mark, fix its prompt or checks, or delete it (a deleted task is not harvested "
+            "again). `gitsleep validate` lists what is still pending.")
     try:
         found = hub.find_open_pr(branch) or hub.create_pr(
             head=branch, base=setup.config.pr.base or base,
@@ -96,4 +116,4 @@ def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill
         raise
     except Exception as exc:  # noqa: BLE001 - a forge library error must be one line
         raise GitError(f"GitHub API error: {setup.redactor.redact(str(exc))[:300]}") from None
-    return found.url
+    return str(found.url)

@@ -17,6 +17,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from gitsleep.errors import UsageError
+from gitsleep.gitrun import git_out
+from gitsleep.harvest.mine import ID_PREFIX
 from gitsleep.harvest.sessions import Session
 
 USED = 100  # the relevance of a session that used the skill
@@ -25,6 +27,8 @@ KEEP_AT = 3  # one strong term, or three weak ones
 FREQUENT = 25  # weak terms taken from the document
 TURNS_MATCHED = 3  # user turns read for terms
 _WORD = re.compile(r"[a-z][a-z0-9]{3,}")
+_ADDED_ID = re.compile(r'^\+.*?"id"\s*:\s*"(' + re.escape(ID_PREFIX) + r'[0-9a-f]{12})"',
+                       re.MULTILINE)
 _HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _STOP_TEXT = """
 about above after again against also always answer because been before being below between
@@ -104,3 +108,19 @@ def parse_since(value: str | None, now: datetime | None = None) -> datetime | No
         raise UsageError(f"--since {value!r}: use a duration like 7d, 12h, 30m, 2w or a date "
                          "like 2026-11-01") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def harvested_before(repo: Path, revs: list[str], paths: list[str]) -> frozenset[str]:
+    """The ids of harvested tasks ever added to `paths` in the history of `revs`.
+
+    git remembers what harvest wrote, so no state file has to: a harvested task the task
+    files no longer hold was deleted by a person in review, and must not come back as
+    pending. Read with `--full-history`, so a task added and deleted on a merged branch
+    counts too. Empty when there is no history (not a git repository, no commit yet).
+    """
+    if not revs or not paths:
+        return frozenset()
+    out = git_out(repo, "--literal-pathspecs", "log", "--full-history", "--no-merges",
+                  "--format=", "--patch", "--unified=0", "--no-color", "--no-ext-diff",
+                  "--no-textconv", "--no-renames", *revs, "--", *paths)
+    return frozenset(_ADDED_ID.findall(out))

@@ -150,7 +150,7 @@ def test_branch_commits_the_file_without_touching_the_checkout_and_opens_a_pr(
         result = harvest(capsys, work, "--from", "claude", "--branch")
         assert result.code == 0, result.err
         assert snapshot(work) == before
-        branch = "gitsleep/harvest-brief-writer"
+        branch = "gitsleep-harvest/brief-writer"
         assert git(origin, "rev-parse", branch) == git(work, "rev-parse", branch)
         assert git(work, "diff", "--name-only", "main", branch) == HARVESTED
         committed = git(work, "show", f"{branch}:{HARVESTED}")
