@@ -145,7 +145,8 @@ def test_comment_created_once_updated_after_a_push_and_left_alone_when_unchanged
 
 
 def test_a_hand_edit_that_removes_a_learned_rule_exits_7_with_fail_on_regression(
-        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     work, _ = repo
     commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")},
                  "tidy the rules")
@@ -167,6 +168,9 @@ def test_a_hand_edit_that_removes_a_learned_rule_exits_7_with_fail_on_regression
     assert {t["id"] for t in held_out["changed_tasks"]} == {f"test-{i}" for i in range(4)}
     assert notes["splits"]["val"]["change"] == 0.0  # val checks only Severity:
     assert data["regression"] is True and data["exit_code"] == 7
+
+    monkeypatch.setenv("GITSLEEP_FAIL_ON_REGRESSION", "true")  # how the Action's step sets it
+    assert review(capsys, work).code == 7
 
 
 def test_exit_7_only_while_the_held_out_interval_is_below_zero(
