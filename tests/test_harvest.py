@@ -7,13 +7,17 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from gitsleep.harvest import claude, codex, pipeline, plain
+import pytest
+
+from gitsleep.errors import UsageError
+from gitsleep.harvest import claude, codex, pipeline, plain, select
 from gitsleep.harvest.mine import checks_from, task_id
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.select import parse_since
 from gitsleep.harvest.sessions import MAX_TURNS, ReadStats
 from gitsleep.models import Judge, Task
 from gitsleep.redact import Redactor
+from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
 from tests.support.transcripts import (
     T0,
     claude_file,
@@ -282,6 +286,39 @@ def test_appending_keeps_every_byte_of_the_file(tmp_path: Path) -> None:
     target.write_bytes(b'{"id": "a"}  ')  # no final newline
     pipeline.append_to(target, '{"id": "b"}\n')
     assert target.read_bytes() == b'{"id": "a"}  \n{"id": "b"}\n'
+
+
+def test_appending_never_follows_a_link_that_appeared_after_the_check(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(b"precious\n")
+    target = tmp_path / "repo" / "evals" / "t.jsonl"
+    assert pipeline.plain_target(tmp_path / "repo", "evals/t.jsonl") == target
+    target.parent.mkdir(parents=True)
+    os.symlink(outside, target)  # swapped in between the check and the write
+    with pytest.raises(UsageError, match="symlink"):
+        pipeline.append_to(target, '{"id": "b"}\n')
+    assert outside.read_bytes() == b"precious\n"
+    with pytest.raises(UsageError, match="evals/t.jsonl is a symlink"):
+        pipeline.plain_target(tmp_path / "repo", "evals/t.jsonl")
+
+
+def test_harvested_ids_are_read_from_every_branch_of_the_history(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    work, _ = make_repo(tmp_path)
+    line = json.dumps({"id": task_id(BRIEF), "prompt": BRIEF, "review": "pending"}) + "\n"
+    git(work, "checkout", "--quiet", "-b", "side")
+    commit_files(work, {"evals/h.jsonl": line}, "harvest")
+    git(work, "rm", "--quiet", "evals/h.jsonl")
+    git(work, "commit", "--quiet", "-m", "review: delete it")  # the side adds nothing net
+    git(work, "checkout", "--quiet", "main")
+    git(work, "merge", "--quiet", "--no-ff", "-m", "merge the review", "side")
+    assert select.harvested_before(work, ["HEAD"], ["evals/h.jsonl"]) == {task_id(BRIEF)}
+    assert select.harvested_before(work, ["HEAD"], ["evals/other.jsonl"]) == frozenset()
+    (tmp_path / "plain").mkdir()
+    assert select.harvested_before(tmp_path / "plain", ["HEAD"], ["x"]) == frozenset()
+    assert select.harvested_before(tmp_path / "missing", ["HEAD"], ["x"]) == frozenset()
 
 
 def test_every_source_reads_past_corrupt_and_non_utf8_lines(tmp_path: Path) -> None:

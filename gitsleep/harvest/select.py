@@ -120,7 +120,10 @@ def harvested_before(repo: Path, revs: list[str], paths: list[str]) -> frozenset
     """
     if not revs or not paths:
         return frozenset()
-    out = git_out(repo, "--literal-pathspecs", "log", "--full-history", "--no-merges",
-                  "--format=", "--patch", "--unified=0", "--no-color", "--no-ext-diff",
-                  "--no-textconv", "--no-renames", *revs, "--", *paths)
+    try:
+        out = git_out(repo, "--literal-pathspecs", "log", "--full-history", "--no-merges",
+                      "--format=", "--patch", "--unified=0", "--no-color", "--no-ext-diff",
+                      "--no-textconv", "--no-renames", *revs, "--", *paths)
+    except OSError:  # no such folder, or no git installed: nothing to remember
+        return frozenset()
     return frozenset(_ADDED_ID.findall(out))
