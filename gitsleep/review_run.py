@@ -314,6 +314,9 @@ def review_skill(setup: Setup, sha: str, ref: str, skill: SkillConfig,
     if base_documents["memory"] is None and head_documents["memory"] is not None:
         notes.append(f"the memory document {skill.memory} is new: the base was scored "
                      "without it")
+    elif base_documents["memory"] is not None and head_documents["memory"] is None:
+        notes.append(f"the memory document {base_paths['memory']} was removed: the head was "
+                     "scored without it")
     settings = setup.config.epoch_settings()
     try:
         backend = make_backend(setup, skill.name)
@@ -391,7 +394,7 @@ def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
                                 {"operation": "none", "id": None, "url": None,
                                  "pr": pr.number if pr else None, "reason": FORK_NOTE},
                                 fork_unscored=True)
-        outcome.summary_written = write_step_summary(setup.env, body)
+        outcome.summary_written = write_step_summary(setup.env, setup.redactor.redact(body))
         return outcome
     if pr is not None and pr.fork:
         notes.append(f"{FORK_NOTE}: the report is here instead of a pull-request comment")
@@ -416,7 +419,7 @@ def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
         codes.append(EXIT_GIT)
     outcome = ReviewOutcome(reviews, sha, base_label, head_label, notes, body, comment,
                             max(codes))
-    outcome.summary_written = write_step_summary(setup.env, body)
+    outcome.summary_written = write_step_summary(setup.env, setup.redactor.redact(body))
     return outcome
 
 

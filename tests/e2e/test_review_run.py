@@ -417,3 +417,24 @@ def test_each_side_scores_val_and_held_out_with_gate_repeats_samples(
     # (3 val + 4 held-out tasks) x 3 samples x 2 sides; train is never scored
     assert notes["cost"] == {"calls": 42, "cache_hits": 0}
     assert notes["splits"]["test"]["n"] == 4 and set(notes["splits"]) == {"val", "test"}
+
+
+def test_a_memory_document_added_or_removed_is_scored_on_its_side_only(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    with_memory = CONFIG.replace("    skill: skills/other/SKILL.md\n",
+                                 "    skill: skills/other/SKILL.md\n    memory: AGENTS.md\n")
+    commit_files(work, {".gitsleep.yml": with_memory,
+                        "skills/other/SKILL.md": "# Other\n\nBe brief.\n",
+                        "AGENTS.md": "# Team\n\nAlways include \"Done.\"\n"}, "rule to memory")
+    added = as_json(review(capsys, work, "--skill", "other", "--json"))["skills"][0]
+    assert any("AGENTS.md is new: the base was scored without it" in n for n in added["notes"])
+    # the rule moved from the skill document into the new memory: still followed
+    assert (added["splits"]["test"]["before"], added["splits"]["test"]["after"]) == (1.0, 1.0)
+    git(work, "push", "--quiet", "origin", "feature:main")
+    git(work, "fetch", "--quiet", "origin")
+    commit_files(work, {".gitsleep.yml": CONFIG}, "memory no longer configured")
+    removed = as_json(review(capsys, work, "--skill", "other", "--json"))["skills"][0]
+    assert any("AGENTS.md was removed" in n for n in removed["notes"])
+    assert "AGENTS.md (removed)" in removed["changed_files"]
+    assert removed["verdict"] == "regressed"
