@@ -1,0 +1,159 @@
+"""The README and the documentation site: short, first things first, and never stale.
+
+`mkdocs build --strict` runs here, inside the README's test command, so a broken link between
+pages, a link to a missing anchor or a page missing from the nav fails the tests and CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gitsleep.config import Config
+from gitsleep.tasks import parse_task_file
+from tests.support.cli import run_cli
+from tests.support.gitrepo import isolate_git
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+DEMO_COMMAND = "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/gitsleep demo"
+TEST_COMMAND = ("python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && "
+                ".venv/bin/python -m pytest")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def fenced(text: str) -> list[tuple[str, str]]:
+    """(language, body) of each fenced block, in order."""
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+
+
+def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
+                           str(config), "--site-dir", str(site)],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
+    done = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "site" / "install" / "index.html").is_file()
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    assert config["strict"] is True and config["theme"]["name"] == "material"
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
+    """The build above would catch one: the same site with a dead link does not build."""
+    shutil.copytree(DOCS, tmp_path / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    with (tmp_path / "docs" / "index.md").open("a") as handle:
+        handle.write("\nSee [the missing page](no-such-page.md) and [x](install.md#no-anchor).\n")
+    done = mkdocs_build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode != 0
+    assert "no-such-page.md" in done.stdout + done.stderr
+
+
+def test_the_readme_is_short_and_its_two_commands_come_first() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    blocks = fenced(text)
+    assert [body.strip() for _, body in blocks[:2]] == [DEMO_COMMAND, TEST_COMMAND]
+    before_first_block = text[:text.index("```")]
+    assert before_first_block.count("\n") <= 4  # the title and one sentence, nothing else
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line for line in script.splitlines() if line and not line.startswith("#")]
+    assert commands[-1] == TEST_COMMAND, commands[-1]
+
+
+def test_the_first_screen_says_what_it_is_how_to_install_and_what_next() -> None:
+    first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:45])
+    assert "gitsleep makes the instructions an AI agent reads" in first_screen
+    assert "pull request" in first_screen and "held-out" in first_screen
+    assert "**Next:**" in first_screen and "gitsleep init" in first_screen
+    text = README.read_text(encoding="utf-8")
+    assert 'pip install "git+https://github.com/<owner>/gitsleep@<sha>"' in text
+
+
+def test_every_readme_link_into_docs_names_a_page_of_the_site() -> None:
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+
+    def pages(entries: list[object]) -> list[str]:
+        found: list[str] = []
+        for entry in entries:
+            for value in (entry.values() if isinstance(entry, dict) else [entry]):
+                found += pages(value) if isinstance(value, list) else [str(value)]
+        return found
+
+    listed = set(pages(nav))
+    assert listed == {p.name for p in DOCS.glob("*.md")}
+    links = re.findall(r"\]\((docs/[^)#]+)", README.read_text(encoding="utf-8"))
+    assert len(links) >= 15
+    for link in links:
+        assert (ROOT / link).is_file(), link
+        assert Path(link).name in listed, link
+
+
+def test_no_pin_names_a_release_tag_that_does_not_exist() -> None:
+    """gitsleep has no tags yet: README, docs and the shipped templates pin commit SHAs."""
+    tags = subprocess.run(["git", "tag", "--list"], cwd=ROOT, capture_output=True, text=True,
+                          check=False).stdout.split()
+    shipped = [README, *DOCS.glob("*.md"), ROOT / "examples/workflows/gitsleep-nightly.yml",
+               ROOT / "gitsleep/templates/gitsleep.yml"]
+    pinned = re.compile(r"(?:@|rev: |/gitsleep/)(v\d+\.\d+\.\d+)\b")
+    for path in shipped:
+        for tag in pinned.findall(path.read_text(encoding="utf-8")):
+            assert tag in tags, f"{path.name} pins {tag}, which is not a tag of this repository"
+
+
+def test_the_configuration_reference_lists_every_key_with_its_real_default() -> None:
+    text = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    language, body = fenced(text)[0]
+    assert language == "yaml"
+    documented = yaml.safe_load(body)
+    assert set(documented) == set(Config.model_fields)
+    for key, value in documented.items():
+        if key == "skills":
+            continue
+        default = Config.model_fields[key].get_default(call_default_factory=True)
+        default = default.model_dump() if hasattr(default, "model_dump") else default
+        if isinstance(value, dict) and isinstance(default, dict):
+            assert value.items() <= default.items(), key
+        else:
+            assert value == default, f"{key}: documented {value!r}, default {default!r}"
+
+
+def test_the_example_task_line_is_a_valid_task(tmp_path: Path) -> None:
+    readme = [body for lang, body in fenced(README.read_text(encoding="utf-8")) if lang == "json"]
+    page = [body for lang, body in fenced((DOCS / "tasks.md").read_text()) if lang == "json"]
+    assert readme and readme[0] == page[0]
+    task = json.loads(readme[0])
+    assert {"id", "split", "prompt", "judge"} <= set(task)
+    (tmp_path / "tasks.jsonl").write_text(readme[0])
+    loaded, problems = parse_task_file(tmp_path / "tasks.jsonl", "tasks.jsonl")
+    assert problems == []
+    assert [(t.id, t.split) for t in loaded] == [("brief-07", "val")]
+
+
+def test_the_demo_output_the_readme_quotes_is_what_the_demo_prints(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    quoted = [body for lang, body in fenced(README.read_text(encoding="utf-8"))
+              if lang == "text"][0]
+    isolate_git(monkeypatch, tmp_path)
+    result = run_cli(capsys, "demo")
+    assert result.code == 0, result.err
+    printed = [line.rstrip() for line in result.out.splitlines()]
+    for line in quoted.strip().splitlines():
+        assert line.rstrip() in printed, line
