@@ -9,14 +9,18 @@ since the failure depended on timing.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from gitsleep.errors import GitError
 from gitsleep.forge import ForgeSettings, GitHubForge, Pacing, sync_pull_request
+from tests.support.cli import run_cli
 from tests.support.fake_github import FakeGitHub
+from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
 
 HEAD = "gitsleep/brief-writer"
 GETS = 150  # per server shape; 69 of 300 failed before the fix
@@ -93,3 +97,44 @@ def test_the_total_deadline_still_holds_when_the_server_closes_each_connection(c
     assert raised.value.exit_code == 4
     assert str(raised.value).startswith("GitHub did not answer within 1s"), raised.value
     assert elapsed < 4, f"bounded by the 1 s deadline, took {elapsed:.1f}s"
+
+
+def test_a_night_opens_its_pull_request_through_a_server_that_closes_each_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole consolidate: it pushed its branch and stopped with exit 4 before the PR."""
+    isolate_git(monkeypatch, tmp_path)
+    for name in (
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_REPOSITORY",
+        "GITHUB_API_URL",
+        "CI",
+        "GITSLEEP_MODEL",
+        "GITSLEEP_BACKEND",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    work, _ = make_repo(tmp_path)
+    assert run_cli(capsys, "--repo", str(work), "init").code == 0
+    git(work, "add", "-A")
+    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
+    git(work, "push", "--quiet", "origin", "main")
+    with FakeGitHub(protocol="HTTP/1.0", close_connections=True) as github:
+        for key, value in github.env().items():
+            monkeypatch.setenv(key, value)
+        for night in range(3):  # a new base each night: a new epoch, the PR updated
+            if night:
+                skill = work / "skills/example-skill/SKILL.md"
+                commit_files(
+                    work,
+                    {
+                        "skills/example-skill/SKILL.md": skill.read_text()
+                        + f"\n<!-- night {night} -->\n"
+                    },
+                    f"night {night}",
+                )
+                git(work, "push", "--quiet", "origin", "main")
+            done = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+            assert done.code == 0, done.err
+            assert json.loads(done.out)["pr"]["operation"] in ("created", "updated")
+        assert len(github.pulls) == 1
