@@ -304,7 +304,7 @@ def fragment_of(key: str, text: str) -> str | None:
 
 
 def leaky_agent_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str,
-                     cuts: str) -> Path:
+                     cuts: str, extra: str = "") -> Path:
     from tests.support.fake_agents import install
     from tests.test_agent_config import project
 
@@ -315,7 +315,7 @@ def leaky_agent_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str,
     monkeypatch.setenv("FAKE_LEAK", key)
     monkeypatch.setenv("FAKE_LEAK_CUTS", cuts)
     program = install("leaky_tail", tmp_path)
-    return project(tmp_path, f"agent: {{command: [{json.dumps(str(program))}]}}")
+    return project(tmp_path, f"agent: {{command: [{json.dumps(str(program))}]{extra}}}")
 
 
 # doctor shows the last 800 characters of stderr; an agent's error keeps the last 380
@@ -410,4 +410,23 @@ def test_the_llm_miner_sends_no_piece_of_a_key_across_a_message_cut(
     harvested = (work / HARVESTED).read_text()
     for where, text in (("request", sent[0]), ("task file", harvested),
                         ("stdout", result.out), ("stderr", result.err)):
+        assert fragment_of(key, text) is None, (where, fragment_of(key, text))
+
+
+@pytest.mark.parametrize("key", [LEAK_LITERAL, LEAK_SHAPED], ids=["env-literal", "shaped"])
+def test_a_fatal_sign_shows_no_piece_of_a_key_across_the_capture_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    key: str
+) -> None:
+    """stderr is kept as its last 4096 bytes: the line that holds a fatal sign starts
+    where that capture cut it, inside a key, and the error line quoted its first 200
+    characters."""
+    from tests.support.cli import run_cli
+
+    repo = leaky_agent_repo(tmp_path, monkeypatch, key, "4096",
+                            ', fatal_patterns: ["noise noise"]')
+    result = run_cli(capsys, "--repo", str(repo), "doctor", "--skill", "brief-writer")
+    assert result.code == 3
+    assert "failed with a fatal sign ('noise noise')" in result.err
+    for where, text in (("stdout", result.out), ("stderr", result.err)):
         assert fragment_of(key, text) is None, (where, fragment_of(key, text))
