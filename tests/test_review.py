@@ -323,3 +323,24 @@ def test_init_offers_the_review_workflow(tmp_path: Path, capsys: pytest.CaptureF
     assert ".github/workflows/gitsleep-review.yml: created" in result.out
     written = (tmp_path / ".github/workflows/gitsleep-review.yml").read_text()
     assert "mode: review" in written and "pull_request:" in written
+
+
+def test_the_marked_comment_is_found_past_the_first_page_of_comments(hub):
+    fake, forge = hub
+    fake.per_page = 30  # GitHub's default page size
+    number = fake.add_pull("feature")
+    for index in range(34):
+        fake.add_comment(number, f"comment {index}")
+    assert review_run.sync_comment(forge, number, f"{review.MARKER}\none\n")["operation"] == \
+        "created"
+    pages = [r.query.get("page", "1") for r in fake.requests
+             if r.method == "GET" and r.path.endswith(f"/issues/{number}/comments")]
+    assert pages == ["1", "2"]
+    again = GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token),
+                        pacing=Pacing.none())
+    try:
+        assert review_run.sync_comment(again, number, f"{review.MARKER}\none\n")["operation"] \
+            == "none"
+    finally:
+        again.close()
+    assert len(fake.comments[number]) == 35 and len(fake.writes) == 1

@@ -100,6 +100,7 @@ class FakeGitHub:
         self.requests: list[RecordedRequest] = []
         self.pulls: dict[int, dict[str, Any]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.per_page: int | None = None  # page size of comment lists (None: one page)
         self._faults: list[Fault] = []
         self._trickles: list[Fault] = []  # Fault used as a (method, path) matcher only
         self.trickle_interval = 0.5
@@ -276,7 +277,7 @@ class FakeGitHub:
             if kind == "issues" and tail == ["comments"] and method == "POST":
                 return self._add_comment(pull, payload or {})
             if kind == "issues" and tail == ["comments"] and method == "GET":
-                return 200, self.comments[pull["number"]], {}
+                return self._comment_page(path, pull["number"], query)
         return 404, {"message": "Not Found"}, {}
 
     def _list_pulls(self, query: dict[str, str]) -> list[dict[str, Any]]:
@@ -342,6 +343,21 @@ class FakeGitHub:
                    "issue_url": pull["issue_url"]}
         self.comments[number].append(comment)
         return 201, comment, {}
+
+    def _comment_page(self, path: str, number: int,
+                      query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+        """One page of a PR's comments; with `per_page` set, a `Link: rel="next"` header
+        names the next page, as GitHub's does."""
+        comments = self.comments[number]
+        if self.per_page is None:
+            return 200, comments, {}
+        size = min(int(query.get("per_page", self.per_page)), self.per_page)
+        page = int(query.get("page", "1"))
+        shown = comments[(page - 1) * size : page * size]
+        headers = {}
+        if page * size < len(comments):
+            headers["Link"] = f'<{self._url(path)}?per_page={size}&page={page + 1}>; rel="next"'
+        return 200, shown, headers
 
     def _one_comment(self, method: str, comment_id: int,
                      payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
