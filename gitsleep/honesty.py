@@ -214,11 +214,15 @@ def _norm(text: str) -> str:
 
 
 def _empty_section(lines: list[str], name: str) -> bool:
+    """The answer has the heading, and nothing under it before the next heading of the
+    same or a higher level (a sub-heading is content)."""
     for i, line in enumerate(lines):
         heading = _HEADING.match(line)
         if heading and _norm(heading.group("name")) == _norm(name):
+            level = len(heading.group(1))
             for later in lines[i + 1 :]:
-                if _HEADING.match(later):
+                other = _HEADING.match(later)
+                if other and len(other.group(1)) <= level:
                     return True
                 if later.strip():
                     return False

@@ -227,10 +227,11 @@ def test_an_answer_with_a_required_part_left_empty_does_not_pass(answer: str, wh
     result = score({"skill": TEMPLATE_DOC, "memory": None}, Echoes(answer), checks)
     assert result.mean == 0.0
     assert why in (result.tasks[0].samples[0].score.reason or "")
-    # the same answer with the parts filled passes
-    good = score({"skill": TEMPLATE_DOC, "memory": None},
-                 Echoes("## Impact\nAll EU users.\nRisk level: high"), checks)
-    assert good.mean == 1.0
+    # the same answer with the parts filled passes, a sub-heading being content too
+    for filled in ("## Impact\nAll EU users.\nRisk level: high",
+                   "## Impact\n### Users\nAll EU users.\nRisk level: high"):
+        good = score({"skill": TEMPLATE_DOC, "memory": None}, Echoes(filled), checks)
+        assert good.mean == 1.0, filled
 
 
 def test_integrity_failures_are_counted_in_progress_diagnostics_and_pr_body() -> None:
