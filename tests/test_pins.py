@@ -162,3 +162,15 @@ def test_install_at_a_sha_then_init_and_pre_commit_use_that_sha(
     assert hooks.stdout.count("Passed") == 2
     # a passing hook still shows gitsleep's warnings: a pending task is not silently skipped
     assert "GS119" in hooks.stdout and "h-0123456789ab" in hooks.stdout, hooks.stdout
+
+
+def test_the_setup_comment_counts_the_pins_it_filled_in() -> None:
+    nightly = init_cmd.workflow_template()
+    review = init_cmd.workflow_template("gitsleep-review.yml")
+    assert nightly is not None and review is not None
+    filled = init_cmd.fill_workflow(nightly, "acme/gitsleep", SHA).decode()
+    assert f"set the gitsleep action to acme/gitsleep@{SHA} (twice below)." in filled
+    assert filled.count(f"acme/gitsleep@{SHA}") == 3  # the comment and the two pins
+    once = init_cmd.fill_workflow(review, "acme/gitsleep", SHA).decode()
+    assert f"set the gitsleep action to acme/gitsleep@{SHA} (once below)." in once
+    assert "COMMIT_SHA" not in once and "OWNER" not in once

@@ -122,7 +122,8 @@ def fill_workflow(content: bytes, action_repo: str | None, ref: str | None = Non
     text = text.replace(f"{OWNER_REPO}@{PLACEHOLDER_REF}", pin)
     left = " and ".join(name for name, known in (("OWNER", action_repo), ("COMMIT_SHA", ref))
                         if not known)
-    step = (f"#   1. `gitsleep init` set the gitsleep action to {pin} (twice below)"
+    times = {1: "once", 2: "twice"}.get(text.count(pin), f"{text.count(pin)} times")
+    step = (f"#   1. `gitsleep init` set the gitsleep action to {pin} ({times} below)"
             + (f": replace {left} there.\n" if left else ".\n")
             + "#      Pin a full commit SHA (a tag can be moved, a SHA cannot); once gitsleep\n"
               "#      publishes release tags, use `@<the tag's sha> # v<version>`.\n")
