@@ -45,9 +45,11 @@ _CONDITION = re.compile(
 )
 _ANGLE = re.compile(r"<[^<>\n]{1,60}>")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(?P<name>\S.*?)\s*#*\s*$")
+# a labelled line the template asks the agent to fill: `Risk level: <low|high>`, or a bare
+# `Risk level:` (seen on a SQL-review skill: answers copied it empty)
 _TEMPLATE_LABEL = re.compile(
-    r"^\s*(?:\*\*|__)?(?P<label>[A-Za-z][\w ()/-]{0,30}?)(?:\*\*|__)?"
-    r"\s*:\s*(?:\*\*|__)?\s*<[^<>\n]{1,60}>\s*$"
+    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<label>[A-Za-z][\w ()/-]{0,30}?)(?:\*\*|__)?"
+    r"\s*:\s*(?:\*\*|__)?\s*(?:<[^<>\n]{1,60}>)?\s*$"
 )
 # What a rule quotes for every answer to carry: `Always include "X"`, `must contain ... "X"`
 _DEMANDS = re.compile(
@@ -236,7 +238,17 @@ def _empty_label(lines: list[str], label: str) -> bool:
         r"\s*:\s*(?:\*\*|__)?\s*$",
         re.IGNORECASE,
     )
-    return any(pattern.match(line) for line in lines)
+    for i, line in enumerate(lines):
+        if pattern.match(line):
+            after = next((later for later in lines[i + 1 :] if later.strip()), "")
+            # a list or text on the lines below is the label's content ("Steps:\n1. ...")
+            if not after or _HEADING.match(after) or _LABEL_LINE.match(after):
+                return True
+    return False
+
+
+# a line that opens another label: `Owner:` (a bulleted `- high: ...` is content)
+_LABEL_LINE = re.compile(r"^\s*(?:\*\*|__)?[A-Za-z][\w ()/-]{0,30}(?:\*\*|__)?\s*:")
 
 
 # -- over-reach ----------------------------------------------------------------------------

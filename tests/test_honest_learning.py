@@ -234,6 +234,20 @@ def test_an_answer_with_a_required_part_left_empty_does_not_pass(answer: str, wh
         assert good.mean == 1.0, filled
 
 
+def test_an_answer_that_copies_a_bare_label_of_the_template_empty_does_not_pass() -> None:
+    # a SQL-review template learned `Risk level:` with nothing after it (issue 25)
+    doc = TEMPLATE_DOC.replace("Risk level: <low|high>", "Risk level:")
+    checks = (Check("contains", "Risk level"),)
+    assert score({"skill": doc, "memory": None},
+                 Echoes("## Impact\nA GRANT.\nRisk level:"), checks).mean == 0.0
+    assert score({"skill": doc, "memory": None},
+                 Echoes("## Impact\nA GRANT.\nRisk level: high"), checks).mean == 1.0
+    # a list under the label is its content
+    assert score({"skill": doc, "memory": None},
+                 Echoes("## Impact\nA GRANT.\nRisk level:\n- high: all tables"),
+                 checks).mean == 1.0
+
+
 def test_integrity_failures_are_counted_in_progress_diagnostics_and_pr_body() -> None:
     # the template an agent copies verbatim, placeholder and all: the checks pass, the
     # integrity rule does not, so the candidate cannot win
