@@ -408,6 +408,7 @@ def test_the_llm_miner_sends_no_piece_of_a_key_across_a_message_cut(
     assert len(sent) == 1 and "noise noise" in sent[0]
     assert "[REDACTED" in sent[0]  # the whole key early in the message was masked
     harvested = (work / HARVESTED).read_text()
+    assert "noise noise" in harvested  # the rules miner's task: the message cut at 4000
     for where, text in (("request", sent[0]), ("task file", harvested),
                         ("stdout", result.out), ("stderr", result.err)):
         assert fragment_of(key, text) is None, (where, fragment_of(key, text))
