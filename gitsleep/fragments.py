@@ -6,7 +6,10 @@ rule line that is only a heading (`## Impact`), a labelled value (`Severity: 3`,
 `**Confidence:**`) or the bare text a `contains` check wants is rewritten into an
 imperative sentence quoting what the failing check it maps onto wants
 (`Every answer must have a section headed "## Impact".`). A fragment that maps onto no
-failing check is rejected, with a reason that shows a rule to write instead.
+failing check is rejected, with a reason that shows a rule to write instead. A labelled
+value the check leaves to the task (`Severity: 3` for `Severity:\\s*[1-4]`) never gets
+here: hygiene refuses it first (`honesty.pin_problem`); the typed `Severity: <1-4>` is
+rewritten like any fragment and keeps its placeholder.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ A 0.5B agent told in words to write a section `## Impact` and a line `Severity: 
 so in 1 of 3 answers; shown a short fenced skeleton it wrote the heading in 4 of 4. So
 when a failing check is about structure (a section, a labelled line, a regex that wants
 a line), the reflection prompt offers a `template` edit whose lines come from the checks
-themselves: a weak optimizer only has to copy it.
+themselves: a weak optimizer only has to copy it. Where a check leaves the value to the
+task, the line keeps a typed placeholder (`Severity: <1-4>`), never one value: a
+constant in the skeleton passed only the tasks that happened to want it (issue 25).
 """
 
 from __future__ import annotations
