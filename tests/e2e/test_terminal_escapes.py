@@ -137,3 +137,43 @@ def test_a_log_record_shows_control_characters_escaped() -> None:
     line = RedactingFormatter(Redactor()).format(record)
     assert not RAW.search(line), line
     assert line.endswith("could not push: remote: \\x1b]52;c;aGk=\\x07 \\x9b2J")
+
+
+def test_harvest_prints_a_models_control_sequences_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The LLM miner's reply is model text: the reasons its tasks were dropped quote it
+    (an unknown op, a judge kind, a field name), and harvest prints them."""
+    from tests.e2e.test_harvest_run import example_files
+    from tests.support.fake_openai import FakeOpenAIServer
+    from tests.support.gitrepo import isolate_git, make_repo
+    from tests.support.transcripts import claude_file
+
+    home = isolate_git(monkeypatch, tmp_path)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITSLEEP_MODEL", "GITSLEEP_BACKEND",
+                 "GITSLEEP_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    work, _ = make_repo(tmp_path, example_files())
+    claude_file(home, work, [("Write a decision brief on rotating the deploy keys.", "Draft."),
+                             ("No, add a Key Risks section.", "Done.")])
+    bad = "\x1b]52;c;cm0gLXJmIH4K\x07\x9b2J\x1b[31m"
+    reply = {"tasks": [
+        {"prompt": f"Write a brief {bad}", "judge": {"kind": f"rule{bad}"}},
+        {"prompt": f"Write a brief {bad} 2",
+         "judge": {"kind": "rule", "checks": [{"op": f"shout{bad}", "arg": bad}]}},
+        {"prompt": f"Write a brief {bad} 3",
+         "judge": {"kind": "rule", "checks": [{"op": "regex", "arg": f"({bad}"}]}},
+    ]}
+    config = (work / ".gitsleep.yml").read_text()
+    with FakeOpenAIServer(lambda request: json.dumps(reply)) as server:
+        (work / ".gitsleep.yml").write_text(
+            config.replace("backend: offline", f"backend: openai\nbase_url: {server.base_url}")
+            .replace("model: null", "model: small-model"))
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-123456789")
+        result = run_cli(capsys, "--repo", str(work), "-v", "harvest", "--skill",
+                         "brief-writer", "--from", "claude", "--llm")
+    assert result.code == 0, result.err
+    assert "llm: " in result.out and server.request_count == 1
+    assert "\\x1b]52;c;" in result.out  # the model's text is shown, escaped
+    for where, text in (("stdout", result.out), ("stderr", result.err)):
+        assert not RAW.search(text), (where, RAW.search(text), text)
