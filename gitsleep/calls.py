@@ -140,6 +140,14 @@ class CallRunner:
             self.on_call(request, answer)
         return answer
 
+    def interrupt(self, reason: BaseException) -> None:
+        """Stop now (Ctrl-C, a signal): no further call starts, and the backend kills the
+        calls under way instead of letting them finish and retry."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = reason
+        self.backend.interrupt()
+
     def latency(self) -> dict[str, dict[str, float]]:
         """Per model: seconds spent in its real calls, and the p50 and p95 of one call."""
         with self._lock:
@@ -160,12 +168,22 @@ class CallRunner:
             return answer
 
         if self.workers == 1 or len(requests) <= 1:
-            return [one(r) for r in requests]
+            try:
+                return [one(r) for r in requests]
+            except Exception:
+                raise
+            except BaseException as exc:  # Ctrl-C, a signal: the agent dies with the call
+                self.interrupt(exc)
+                raise
         with ThreadPoolExecutor(max_workers=min(self.workers, len(requests))) as pool:
             futures = [pool.submit(one, r) for r in requests]
             try:
                 return [f.result() for f in futures]
-            except BaseException:
+            except BaseException as exc:
                 for f in futures:
                     f.cancel()
+                if not isinstance(exc, Exception):
+                    # Ctrl-C or a signal reached the main thread: the pool's exit would
+                    # wait for every call under way to finish (and retry); kill them now
+                    self.interrupt(exc)
                 raise

@@ -52,9 +52,10 @@ def main(argv: list[str] | None = None) -> None:
     except GitsleepError as exc:
         click.echo(f"gitsleep: error: {visible(redact(str(exc)))}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("gitsleep: aborted", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.Abort as exc:
+        # Ctrl-C: 130; SIGTERM/SIGHUP (agent_procs.Terminated): 128 + the signal
+        click.echo(f"gitsleep: {getattr(exc.__cause__, 'message', 'aborted')}", err=True)
+        sys.exit(getattr(exc.__cause__, "exit_code", EXIT_INTERRUPTED))
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_USAGE if exc.exit_code == 1 else exc.exit_code)  # click says 1

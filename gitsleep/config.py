@@ -206,6 +206,9 @@ class AgentConfig(_Section):
     timeout: Annotated[float, Field(gt=0.0, le=86400.0)] = 300.0
     retries: Annotated[int, Field(ge=0, le=5)] = 2
     env: dict[str, str] = Field(default_factory=dict)
+    # Forge tokens (GITHUB_TOKEN, GH_TOKEN, GITLAB_TOKEN, CI job tokens) are taken out of
+    # the agent's environment, since task prompts drive it; name one here to hand it over.
+    pass_env: list[str] = Field(default_factory=list)
     fatal_patterns: list[str] = Field(default_factory=list)
 
     @field_validator("command")
@@ -264,6 +267,15 @@ class AgentConfig(_Section):
             ):
                 raise ValueError(f"{name}: never write a secret here; name the variable that "
                                  f"holds it instead (e.g. {name}: $MY_{name.upper()})")
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _check_pass_env(cls, value: list[str]) -> list[str]:
+        for index, name in enumerate(value):
+            if not ENV_NAME_RE.match(name):  # never echoed: a pasted token would be shown
+                raise ValueError(f"entry {index + 1} is not an environment variable name: "
+                                 "list names, e.g. [GH_TOKEN], never values")
         return value
 
     @field_validator("fatal_patterns")
@@ -514,6 +526,7 @@ class Config(_Section):
             retries=self.agent.retries,
             fatal_patterns=tuple(self.agent.fatal_patterns),
             label=self.agent.label(),
+            pass_env=tuple(self.agent.pass_env),
         )
 
     def epoch_settings(self, roles: tuple[str, ...] = ("optimizer", "judge")) -> EpochSettings:

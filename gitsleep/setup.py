@@ -60,6 +60,9 @@ class Setup:
         progress: Progress | None = None,
         steps: StepHook | None = None,
     ) -> Setup:
+        from gitsleep.backends.agent_procs import install_signal_handlers
+
+        install_signal_handlers()  # SIGTERM/SIGHUP/SIGINT kill running agents, then unwind
         env = dict(os.environ if env is None else env)
         path = config_path(repo, config)
         loaded = apply_overrides(load_config(path), env, backend=backend, model=model)

@@ -280,3 +280,26 @@ def test_prompt_modes_and_the_presets_that_take_the_task_as_an_argument(tmp_path
         message = error_of(tmp_path, "backend: command\noptimizer_backend: offline\n"
                                      f"agent: {{command: [x], prompt: {bad}}}\n")
         assert "agent.prompt: must be stdin, arg (the task after `--`) or option:--NAME" in message
+
+
+def test_pass_env_names_the_forge_tokens_an_agent_may_see(tmp_path: Path) -> None:
+    """Issue 24 class 5: the forge token went to every agent process; now only by name."""
+    head = "backend: command\noptimizer_backend: offline\n"
+    env = {"GITHUB_TOKEN": "ghp_" + "a" * 36, "GH_TOKEN": "gho_" + "b" * 36, "HOME": "/h"}
+    config = load_config(write(tmp_path, head + "agent: {command: [my-agent]}\n"))
+    agent = backend_from_config(config, env, "brief-writer")
+    assert isinstance(agent, RoutedBackend)
+    command = agent.by_purpose["answer"]
+    assert isinstance(command, CommandBackend)
+    assert "GITHUB_TOKEN" not in command.env and "GH_TOKEN" not in command.env
+    assert command.env["HOME"] == "/h"
+    named = load_config(write(tmp_path, head + "agent: {command: [a], pass_env: [GH_TOKEN]}\n"))
+    assert named.agent_spec("x").pass_env == ("GH_TOKEN",)
+    routed = backend_from_config(named, env, "brief-writer")
+    assert isinstance(routed, RoutedBackend)
+    answer = routed.by_purpose["answer"]
+    assert isinstance(answer, CommandBackend)
+    assert answer.env["GH_TOKEN"] == env["GH_TOKEN"] and "GITHUB_TOKEN" not in answer.env
+    message = error_of(tmp_path, head + "agent: {command: [a], pass_env: ['gho_abc def']}\n")
+    assert "agent.pass_env: entry 1 is not an environment variable name" in message
+    assert "gho_abc" not in message

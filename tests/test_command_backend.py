@@ -19,6 +19,7 @@ from gitsleep.errors import BackendError
 from gitsleep.models import Judge, Task
 from gitsleep.replay import answer_call
 from tests.support.fake_agents import install
+from tests.support.processes import carrying, pids_in
 
 TASK = Task(id="t1", prompt="Summarise the outage", split="val", judge=Judge(kind="rule"))
 DOCS = {"skill": "# Skill\nAlways start with TL;DR.", "memory": None}
@@ -287,3 +288,87 @@ def test_a_nul_in_an_argv_task_is_an_error_result_not_a_traceback(
     backend(install("empty", tmp_path), retries=0,
             env={"FAKE_AGENT_COUNTER": str(ran)}).complete(task_call("before\0after"))
     assert ran.read_text() == "run\n"  # on stdin a NUL is just a byte of data
+
+
+# --- issue 24 class 5: no agent process outlives its call or gitsleep -------------------
+
+
+def wait_for_pids(pidfile: Path, lines: int = 1, seconds: float = 30) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while len(pids_in(pidfile)) < 3 * lines:
+        assert time.monotonic() < deadline, "the agent never started"
+        time.sleep(0.05)
+    return pids_in(pidfile)
+
+
+def test_a_detached_grandchild_dies_with_the_call_that_started_it(tmp_path: Path) -> None:
+    """A setsid() child is in no process group of the agent's: the group kill missed it,
+    it outlived the call and held the output pipe (the call waited 5 s for it)."""
+    pidfile = tmp_path / "pids"
+    agent = backend(install("detacher", tmp_path), retries=0,
+                    env={"FAKE_AGENT_PIDFILE": str(pidfile), "FAKE_AGENT_EXIT_NOW": "1"})
+    started = time.monotonic()
+    answer = agent.complete(call())
+    assert answer.ok and answer.text == "an answer from an agent that left a daemon behind"
+    assert time.monotonic() - started < 4
+    pids = pids_in(pidfile)
+    assert len(pids) == 3 and all(gone(pid) for pid in pids), pids
+    assert carrying("FAKE_AGENT_PIDFILE", str(pidfile)) == []
+
+
+def test_timeout_kills_a_detached_grandchild_that_ignores_sigterm(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    agent = backend(install("detacher", tmp_path), retries=0, timeout=1.0,
+                    env={"FAKE_AGENT_PIDFILE": str(pidfile)})
+    answer = agent.complete(call())
+    assert answer.error and "timed out after 1s" in answer.error
+    assert all(gone(pid) for pid in pids_in(pidfile)) and len(pids_in(pidfile)) == 3
+    assert carrying("FAKE_AGENT_PIDFILE", str(pidfile)) == []
+
+
+def test_interrupt_kills_running_agents_and_starts_no_retry(tmp_path: Path) -> None:
+    """Ctrl-C: the runner stops the calls under way at once (no waiting for the agent to
+    finish, no retry after it was killed), and no queued call starts."""
+    pidfile = tmp_path / "pids"
+    agent = backend(install("detacher", tmp_path), retries=2, timeout=60,
+                    env={"FAKE_AGENT_PIDFILE": str(pidfile)})
+    runner = CallRunner(agent, cache=ResponseCache(), workers=2)
+    tasks = [Task(id=f"t{i}", prompt=f"task {i}", split="val", judge=Judge(kind="rule"))
+             for i in range(6)]
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.map([call(task=t) for t in tasks])
+        except BaseException as exc:  # noqa: BLE001 - what the main thread would see
+            failure.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    wait_for_pids(pidfile, lines=2)
+    started = time.monotonic()
+    runner.interrupt(KeyboardInterrupt())
+    worker.join(timeout=15)
+    assert not worker.is_alive() and time.monotonic() - started < 5
+    assert failure and isinstance(failure[0], KeyboardInterrupt)
+    pids = pids_in(pidfile)
+    assert len(pids) == 6 and all(gone(pid) for pid in pids)  # two runs, no retry, no third
+    assert carrying("FAKE_AGENT_PIDFILE", str(pidfile)) == []
+
+
+def test_forge_tokens_reach_the_agent_only_when_named(tmp_path: Path) -> None:
+    """The forge token opens pull requests; a task prompt drives the agent, so the agent
+    gets it only when agent.pass_env (or agent.env) names it."""
+    env = {"GITHUB_TOKEN": "ghp_" + "a" * 36, "GH_TOKEN": "gho_" + "b" * 36,
+           "GITLAB_TOKEN": "glpat-" + "c" * 20, "OPENAI_API_KEY": "sk-" + "d" * 40,
+           "FAKE_AGENT_SHOW": "GITHUB_TOKEN,GH_TOKEN,GITLAB_TOKEN,OPENAI_API_KEY"}
+    program = install("env_report", tmp_path)
+    plain = backend(program, env=env).complete(call())
+    assert plain.text == ("GITHUB_TOKEN=unset\nGH_TOKEN=unset\nGITLAB_TOKEN=unset\n"
+                          "OPENAI_API_KEY=set")
+    named = backend(program, env=env, pass_env=("GH_TOKEN",)).complete(call())
+    assert "GH_TOKEN=set" in named.text and "GITHUB_TOKEN=unset" in named.text
+    via_env = CommandBackend(  # agent.env: {GITHUB_TOKEN: $GITHUB_TOKEN} names it too
+        AgentSpec(command=(str(program),), env=(("GITHUB_TOKEN", env["GITHUB_TOKEN"]),)),
+        env={**os.environ, **env})
+    assert "GITHUB_TOKEN=set" in via_env.complete(call()).text

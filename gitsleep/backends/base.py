@@ -74,3 +74,7 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; called once at the end of an epoch."""
+
+    def interrupt(self) -> None:  # noqa: B027 - optional hook
+        """Ctrl-C or a signal: stop the calls under way at once and retry nothing. Called
+        from the main thread while workers may still be inside `complete`."""

@@ -26,7 +26,6 @@ import os
 import posixpath
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -36,8 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from gitsleep.backends import agent_procs
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.presets import ANSWER_FILE
+from gitsleep.config import FORGE_TOKEN_RE
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.markdown import clip, one_line
 from gitsleep.models import Answer
@@ -78,6 +79,7 @@ class AgentSpec:
     timeout: float = 300.0
     retries: int = 2  # extra attempts after an empty answer or a timeout
     env: tuple[tuple[str, str], ...] = ()  # resolved extra variables
+    pass_env: tuple[str, ...] = ()  # forge-token variables the agent may still see
     fatal_patterns: tuple[str, ...] = ()  # plain text, case-insensitive
     label: str = ""  # preset name or program name, for messages
     max_output_bytes: int = 1 << 20
@@ -142,11 +144,6 @@ class _Capture:
                     self.overflow.set()  # keep draining so the agent never blocks on a pipe
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-        os.killpg(pgid, sig)
-
-
 def _exited(pid: int) -> bool:
     """Whether the process has exited, without reaping it: its pid, and so its process
     group id, stay reserved until we have killed what is left of the group."""
@@ -155,7 +152,8 @@ def _exited(pid: int) -> bool:
 
 def _wait_until(pid: int, deadline: float, stop: threading.Event | None = None) -> bool:
     while not _exited(pid):
-        if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+        if (time.monotonic() >= deadline or (stop is not None and stop.is_set())
+                or agent_procs.stopping()):
             return False
         time.sleep(POLL_SECONDS)
     return True
@@ -170,41 +168,55 @@ def run_process(
     timeout: float,
     max_output_bytes: int,
     kill_grace: float = 2.0,
-    live: Callable[[int, bool], None] | None = None,
+    live: Callable[[str, int, bool], None] | None = None,
 ) -> tuple[int, bool, bool, bytes, bytes, float]:
-    """Run argv in its own process group; kill the whole group at the deadline.
+    """Run argv in its own session; at the deadline, and in any case when it ends, kill
+    every process it started (its group, its descendants, whatever carries its marker:
+    see agent_procs), so a setsid() daemon dies with the run too.
 
     Returns (exit code, timed out, output over the cap, stdout head, stderr tail, seconds).
-    Raises OSError when the program cannot be started. `live(pgid, running)` is told
-    when the group starts and ends, so an owner can kill it early.
+    Raises OSError when the program cannot be started, BackendError when gitsleep is
+    stopping on a signal. `live(marker, pid, running)` is told when the run starts and
+    ends, so an owner can kill it early.
     """
+    if agent_procs.stopping():
+        raise BackendError("gitsleep is stopping (a signal): no agent is started")
     started = time.monotonic()
+    marker = agent_procs.new_marker()
     proc = subprocess.Popen(  # noqa: S603 - argv from the config, never a shell
-        list(argv), cwd=cwd, env=dict(env), start_new_session=True,
+        list(argv), cwd=cwd, env={**env, agent_procs.MARKER_ENV: marker},
+        start_new_session=True,
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
+    agent_procs.register(marker, proc.pid)
     if live is not None:
-        live(proc.pid, True)
+        live(marker, proc.pid, True)
     assert proc.stdout is not None and proc.stderr is not None
     out = _Capture(proc.stdout, max_output_bytes)
     err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True)
     threads = [out.start(), err.start()]
-    if stdin is not None:
-        threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
-        threads[-1].start()
-    finished = _wait_until(proc.pid, started + timeout, out.overflow)
-    if not finished:
-        _signal_group(proc.pid, signal.SIGTERM)
-        _wait_until(proc.pid, time.monotonic() + kill_grace)
-    _signal_group(proc.pid, signal.SIGKILL)  # what ignores SIGTERM, and what outlived the agent
-    if live is not None:
-        live(proc.pid, False)
-    code = proc.wait()
-    for thread in threads:
-        thread.join(timeout=5)
-    proc.stdout.close()
-    proc.stderr.close()
+    finished = False
+    try:
+        if stdin is not None:
+            threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin),
+                                            daemon=True))
+            threads[-1].start()
+        finished = _wait_until(proc.pid, started + timeout, out.overflow)
+        if not finished:
+            agent_procs.terminate_runs({marker: proc.pid}, kill_grace)
+    finally:
+        # What ignores SIGTERM, what outlived the agent, what moved to its own session:
+        # before the agent is reaped, so its pid (and group id) cannot have been reused.
+        agent_procs.kill_run(marker, proc.pid)
+        agent_procs.unregister(marker)
+        if live is not None:
+            live(marker, proc.pid, False)
+        code = proc.wait()
+        for thread in threads:
+            thread.join(timeout=5)
+        proc.stdout.close()
+        proc.stderr.close()
     seconds = time.monotonic() - started
     overflow = out.overflow.is_set()
     timed_out = not finished and not overflow
@@ -295,28 +307,40 @@ class CommandBackend(Backend):
         if conflict:
             raise UsageError(conflict)
         self.spec = spec
-        self.env = {**env, **dict(spec.env)}
-        self.redactor = redactor or Redactor.from_env(self.env, [n for n, _ in spec.env])
+        self.env = agent_environment(env, spec)
+        self.redactor = redactor or Redactor.from_env({**env, **dict(spec.env)},
+                                                      [n for n, _ in spec.env])
         self._fatal = [(re.compile(p, re.I), fix) for p, fix in FATAL_SIGNS] + [
             (re.compile(re.escape(p), re.I), "see agent.fatal_patterns in .gitsleep.yml")
             for p in spec.fatal_patterns
         ]
         self._version: str | None = None
         self._version_lock = threading.Lock()
-        self._running: set[int] = set()  # process groups of calls under way
+        self._running: dict[str, int] = {}  # marker -> root pid of the calls under way
         self._running_lock = threading.Lock()
+        self._interrupted = threading.Event()
 
-    def _track(self, pgid: int, running: bool) -> None:
+    def _track(self, marker: str, pid: int, running: bool) -> None:
         with self._running_lock:
-            (self._running.add if running else self._running.discard)(pgid)
+            if running:
+                self._running[marker] = pid
+            else:
+                self._running.pop(marker, None)
+
+    def _kill_running(self) -> None:
+        with self._running_lock:
+            runs = dict(self._running)
+        agent_procs.kill_runs(runs)
 
     def close(self) -> None:
         """Kill the agents still running (an epoch that stopped early, Ctrl-C): they live
-        in their own process groups, so nothing else would stop them."""
-        with self._running_lock:
-            groups = list(self._running)
-        for pgid in groups:
-            _signal_group(pgid, signal.SIGKILL)
+        in their own sessions, so nothing else would stop them."""
+        self._kill_running()
+
+    def interrupt(self) -> None:
+        """Ctrl-C or a signal: kill the agents under way now and start no run or retry."""
+        self._interrupted.set()
+        self._kill_running()
 
     # -- identity ----------------------------------------------------------------------
 
@@ -398,6 +422,9 @@ class CommandBackend(Backend):
         spec = self.spec
         prompt = self.prompt_text(call)
         argv = agent_argv(spec, prompt)
+        if self._interrupted.is_set():
+            return AgentRun(argv=list(spec.command), files=[],
+                            refused="interrupted (Ctrl-C or a signal); nothing was run")
         if spec.prompt != "stdin" and "\0" in prompt:
             return AgentRun(argv=list(spec.command), files=[], refused=(
                 "the task contains a NUL character, which no program argument can hold; "
@@ -443,7 +470,7 @@ class CommandBackend(Backend):
             run = self.run_once(call)
             seconds += run.seconds
             answer, retry = self.decide(run)
-            if not retry:
+            if not retry or self._interrupted.is_set() or agent_procs.stopping():
                 answer.seconds = seconds
                 return answer
             why = answer.error or ""
@@ -509,6 +536,17 @@ class CommandBackend(Backend):
     def _line(self, text: str) -> str:
         """Redacted, one line, short: safe for diagnostics, logs and commits."""
         return clip(" ".join(one_line(self.redactor.redact(text)).split()), MESSAGE_MAX_CHARS)
+
+
+def agent_environment(env: Mapping[str, str], spec: AgentSpec) -> dict[str, str]:
+    """The variables the agent runs with: gitsleep's own, minus the forge tokens
+    (GITHUB_TOKEN, GH_TOKEN, GITLAB_TOKEN, CI job tokens, ...) that open pull requests,
+    unless `agent.pass_env` or `agent.env` names them; plus `agent.env`. Task prompts drive
+    the agent, so a token it holds is a token a task can make it use or print."""
+    named = set(spec.pass_env) | {name for name, _ in spec.env}
+    kept = {name: value for name, value in env.items()
+            if name in named or not FORGE_TOKEN_RE.match(name.upper())}
+    return {**kept, **dict(spec.env)}
 
 
 def agent_argv(spec: AgentSpec, task: str) -> list[str]:

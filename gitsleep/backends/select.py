@@ -46,6 +46,10 @@ class RoutedBackend(Backend):
         for backend in self.backends:
             backend.close()
 
+    def interrupt(self) -> None:
+        for backend in self.backends:
+            backend.interrupt()
+
 
 def resolve_env(
     agent_env: Mapping[str, str], env: Mapping[str, str]

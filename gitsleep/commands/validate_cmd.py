@@ -30,8 +30,8 @@ from gitsleep.config import (
     load_config,
 )
 from gitsleep.documents import block_problems
-from gitsleep.honesty import presence_problems
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
+from gitsleep.honesty import presence_problems
 from gitsleep.models import Task
 from gitsleep.problems import (
     ERROR,

@@ -1,0 +1,221 @@
+"""Every process an agent run starts dies with the run, and with gitsleep.
+
+An agent runs in its own session and process group (so a Ctrl-C at the terminal reaches
+gitsleep, not the agent), and a group kill stops the agent and its ordinary children.
+It does not stop a descendant that called setsid() (a daemon, a detached tool server):
+that one lives in a new session and group. So each run also carries a marker, the
+variable `GITSLEEP_AGENT_RUN=<gitsleep pid>-<random>` in the agent's environment, which
+every descendant inherits through fork, exec and setsid. Killing a run means, on Linux:
+
+1. scan /proc for the run's processes: those whose environment holds the marker, the
+   agent's process group, and every descendant of the agent (by parent pid, for a child
+   that rebuilt its environment while its parent still lives);
+2. SIGSTOP them, and scan again until no new one appears (a stopped process cannot fork,
+   so nothing escapes between the scan and the kill);
+3. SIGKILL them all.
+
+Why not the alternatives: cgroups need privileges or systemd; PR_SET_CHILD_SUBREAPER
+only reparents orphans to gitsleep, and gitsleep still has to tell them from its own git
+children (the marker does exactly that). Limit: a descendant that scrubs its environment
+AND whose parent has already exited is not found; only a cgroup finds that one. Without
+/proc (macOS), step 1 is the process group alone.
+
+SIGTERM, SIGHUP and SIGINT to gitsleep kill every running agent this way (SIGTERM to
+each first, SIGKILL after the kill grace), stop new runs and retries, and unwind the
+command: exit 143 (SIGTERM), 129 (SIGHUP) or 130 (SIGINT), that is 128 + the signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import threading
+import time
+from types import FrameType
+
+MARKER_ENV = "GITSLEEP_AGENT_RUN"
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+POLL_SECONDS = 0.02
+_PROC = "/proc"
+
+# marker -> root pid of every agent run under way, in any backend of this process.
+# A plain dict: the signal handler reads it on the main thread, which may hold any lock.
+_LIVE: dict[str, int] = {}
+_STOPPING = threading.Event()  # a signal arrived: no agent may start any more
+
+
+class Terminated(KeyboardInterrupt):
+    """gitsleep got SIGTERM or SIGHUP: unwind like Ctrl-C, exit 128 + the signal.
+
+    A KeyboardInterrupt, so no `except Exception` on the way swallows it, and every
+    `finally` (locks, worktrees, the agents' kill) runs.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.exit_code = 128 + signum
+        self.message = f"terminated by {signal.Signals(signum).name}"
+        super().__init__(self.message)
+
+
+def new_marker() -> str:
+    """A marker value no other run (of this or another gitsleep) carries."""
+    return f"{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def stopping() -> bool:
+    """Whether gitsleep is shutting down on a signal: start no agent, retry nothing."""
+    return _STOPPING.is_set()
+
+
+def register(marker: str, pid: int) -> None:
+    _LIVE[marker] = pid
+
+
+def unregister(marker: str) -> None:
+    _LIVE.pop(marker, None)
+
+
+def _live_runs() -> list[tuple[str, int]]:
+    while True:
+        try:
+            return list(_LIVE.items())
+        except RuntimeError:  # changed size while copying (another thread): copy again
+            continue
+
+
+# --- finding a run's processes -----------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, parent pid, process group) of a process, or None when it is gone."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1]), int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"{_PROC}/{pid}/environ", "rb") as fh:
+            return needle in fh.read().split(b"\0")
+    except OSError:  # gone, or not ours to read
+        return False
+
+
+def run_processes(runs: dict[str, int]) -> set[int]:
+    """Live pids of the runs (marker -> root pid): marked, in a root's process group, or
+    below a root. Without /proc: nothing (the caller kills the groups)."""
+    if not runs or not os.path.isdir(_PROC):
+        return set()
+    needles = {f"{MARKER_ENV}={m}".encode() for m in runs}
+    roots = set(runs.values())
+    me = os.getpid()
+    children: dict[int, list[int]] = {}
+    found: set[int] = set()
+    for entry in os.listdir(_PROC):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        info = _stat(pid)
+        if info is None or info[0] in ("Z", "X"):
+            continue
+        state, ppid, pgid = info
+        children.setdefault(ppid, []).append(pid)
+        if pgid in roots or pid in roots or any(_has_marker(pid, n) for n in needles):
+            found.add(pid)
+    stack = list(roots)
+    while stack:  # descendants, by parent pid
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    found.discard(me)
+    return found
+
+
+def _gone(pid: int) -> bool:
+    info = _stat(pid)
+    return info is None or info[0] in ("Z", "X")
+
+
+def _signal(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def kill_runs(runs: dict[str, int]) -> None:
+    """SIGKILL every process of these runs (marker -> root pid): stop, rescan, kill."""
+    for root in runs.values():
+        _signal_group(root, signal.SIGKILL)
+    stopped: set[int] = set()
+    for _ in range(50):  # each round stops what the last one found; a fork bomb ends too
+        fresh = run_processes(runs) - stopped
+        if not fresh:
+            break
+        _signal(fresh, signal.SIGSTOP)
+        stopped |= fresh
+    _signal(stopped, signal.SIGKILL)
+
+
+def kill_run(marker: str, root: int) -> None:
+    """SIGKILL every process of one agent run."""
+    kill_runs({marker: root})
+
+
+def terminate_runs(runs: dict[str, int], grace: float = KILL_GRACE) -> None:
+    """SIGTERM every process of these runs, SIGKILL what is left after `grace`."""
+    if not runs:
+        return
+    pids = run_processes(runs)
+    for root in runs.values():
+        _signal_group(root, signal.SIGTERM)
+    _signal(pids, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not run_processes(runs) and all(_gone(root) for root in runs.values()):
+            break
+        time.sleep(POLL_SECONDS)
+    kill_runs(runs)
+
+
+def terminate_all(grace: float = KILL_GRACE) -> None:
+    """Stop every agent run of this process: no new one starts, the running ones die."""
+    _STOPPING.set()
+    terminate_runs(dict(_live_runs()), grace)
+
+
+# --- signals -------------------------------------------------------------------------------
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    terminate_all()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM, SIGHUP and SIGINT kill the running agents and unwind the command.
+
+    Only from the main thread, and only over the default handlers: a SIGHUP that
+    `nohup` ignores stays ignored, and a handler someone else set is left alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL,
+                signal.SIGINT: signal.default_int_handler}
+    for signum, default in defaults.items():
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(signum) is default:
+                signal.signal(signum, _on_signal)
