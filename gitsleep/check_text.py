@@ -14,7 +14,7 @@ import re
 
 from gitsleep.check_ops import OPS
 from gitsleep.models import Check
-from gitsleep.regex_literal import TYPED_SLOT, sample_fill
+from gitsleep.regex_literal import TYPED_SLOT, fills
 
 
 def describe_check(check: Check) -> str:
@@ -82,8 +82,9 @@ def choice_note(text: str) -> str:
 def passes(check: Check, text: str) -> bool:
     """Whether `text` alone meets a check one line can pass (`contains`, `regex`); False
     for the other ops. A typed placeholder (`Severity: <1-4>`) counts as any one of its
-    options: the line has the shape the check wants, the agent picks the value."""
+    options: the line has the shape the check wants, the agent picks the value (so
+    `Severity: <1-4>` serves `Severity:\\s*[34]` too)."""
     spec = OPS.get(check.op)
     if spec is None or spec.satisfied_by is None:
         return False
-    return spec.satisfied_by(sample_fill(text), check.text)
+    return any(spec.satisfied_by(filled, check.text) for filled in fills(text))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from gitsleep import check_text, hygiene, proposals, skeleton
 from gitsleep import documents as docs
@@ -17,6 +17,7 @@ from gitsleep import markdown as md
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner
 from gitsleep.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
+from gitsleep.regex_literal import merge_typed
 from gitsleep.rollouts import Contrast
 
 MAX_FAILURES_SHOWN = 8
@@ -124,15 +125,19 @@ def build_prompt(
     counts = failing_checks(failures) if counts is None else counts
     if counts:
         parts.append("Failing checks, most frequent first:")
+        examples = {c: check_text.example_for_check(c) for c in counts}
         for check, n in counts.most_common():
             line = f"- {check_text.describe_check(check)} (failed in {n} task(s))"
-            example = check_text.example_for_check(check)
+            example = _shared_shape(examples[check], examples.values())
             choice = check_text.choice_note(example or "")
             if example and choice:
                 line += f"; a line of the shape it wants: {example}"
             elif example:
                 line += f"; a line that passes: {example}"
-            rule = check_text.rule_for_check(check)
+            if example != examples[check]:
+                line += ("; other tasks want another value for the same line, so the rule "
+                         "must say which kind of task gets which")
+            rule = check_text.rule_for_check(check, example)
             if rule:
                 line += f"; as a rule: {rule}"
             if choice:
@@ -166,6 +171,16 @@ def build_prompt(
         parts.append("")
     parts.append(f"Propose at most {budget} edit(s). Reply with JSON only.")
     return "\n".join(parts)
+
+
+def _shared_shape(example: str | None, others: Iterable[str | None]) -> str | None:
+    """`example` merged with the other checks' lines for the same label (`Severity: <1|2>`
+    and `Severity: <3|4>` give `Severity: <1-4>`): one line whose value the task decides,
+    never two lines that each fit only some tasks."""
+    for other in others:
+        if example and other and other != example:
+            example = merge_typed(example, other) or example
+    return example
 
 
 def _contrast_blocks(contrasts: Sequence[Contrast], tasks: dict[str, Task]) -> list[str]:

@@ -113,6 +113,42 @@ def sample_fill(text: str) -> str:
     return TYPED_SLOT.sub(first, text)
 
 
+def _options(inner: str) -> list[str]:
+    if inner in _SLOT_SAMPLE:
+        return [_SLOT_SAMPLE[inner]]
+    if re.fullmatch(r"\d+-\d+", inner):
+        low, high = (int(x) for x in inner.split("-"))
+        return [str(n) for n in range(low, min(high, low + _MAX_OPTIONS) + 1)]
+    return [o.strip() for o in inner.split("|")]
+
+
+def fills(text: str) -> list[str]:
+    """`text` once per option of its first typed placeholder (the others filled with their
+    first option): a line of this shape serves a check when any of these passes it."""
+    match = TYPED_SLOT.search(text)
+    if match is None:
+        return [text]
+    rest = sample_fill(text[match.end():])
+    return [sample_fill(text[: match.start()]) + option + rest
+            for option in _options(match.group(1))]
+
+
+def merge_typed(first: str, second: str) -> str | None:
+    """One typed line for two that differ only in their placeholder's options
+    (`Severity: <1|2>` and `Severity: <3|4>` give `Severity: <1-4>`: one label, whose value
+    differs per task), or None when they differ otherwise."""
+    a, b = TYPED_SLOT.search(first), TYPED_SLOT.search(second)
+    if a is None or b is None or TYPED_SLOT.search(first, a.end()) or \
+            TYPED_SLOT.search(second, b.end()):
+        return None
+    if first[: a.start()] != second[: b.start()] or first[a.end() :] != second[b.end() :]:
+        return None
+    options = list(dict.fromkeys(_options(a.group(1)) + _options(b.group(1))))
+    if all(len(o) == 1 and o.isdigit() for o in options):
+        options.sort()
+    return f"{first[: a.start()]}<{_slot_name(options)}>{first[a.end() :]}"
+
+
 def _build(pattern: str, *, typed: bool) -> tuple[str, int] | None:
     try:
         re.compile(pattern)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from gitsleep.check_text import example_for_check, is_line_check, is_section_check
 from gitsleep.models import Check
+from gitsleep.regex_literal import merge_typed
 
 MAX_LINES = 12
 _LABELLED = re.compile(r"^[^:\n]{1,40}:(?:\s|$)")
@@ -36,10 +37,16 @@ def structural_line(check: Check) -> list[str]:
 
 
 def derive(checks: Iterable[Check]) -> str | None:
-    """A skeleton for the structural checks, in the order given; None when none is."""
+    """A skeleton for the structural checks, in the order given; None when none is. Two
+    checks that want one label with different values (`Severity:\\s*[12]` on some tasks,
+    `[34]` on others) give one line with every value: `Severity: <1-4>`."""
     lines: list[str] = []
     for check in checks:
         for line in structural_line(check):
-            if line not in lines:
+            merged = next(((i, m) for i, old in enumerate(lines)
+                           for m in [merge_typed(old, line)] if m), None)
+            if merged is not None:  # one label whose value differs per task: one line
+                lines[merged[0]] = merged[1]
+            elif line not in lines:
                 lines.append(line)
     return "\n".join(lines[:MAX_LINES]) if lines else None

@@ -63,6 +63,20 @@ def test_a_choice_in_the_check_stays_a_typed_placeholder_in_rules_and_templates(
         'Every answer must have a line "Count: <number>", with <number> chosen for each task.'
 
 
+def test_one_label_whose_value_differs_per_task_is_one_typed_line_not_two() -> None:
+    high, low = Check("regex", r"Severity:\s*[12]\b"), Check("regex", r"Severity:\s*[34]\b")
+    assert skeleton.derive([IMPACT, high, low]) == \
+        "## Impact\n<write the impact here>\nSeverity: <1-4>"
+    prompt = reflect.build_prompt("skill", "# Notes\n", [], [], {}, [], 4,
+                                  counts=reflect.Counter({high: 3, low: 2}))
+    assert "Severity: <1|2>" not in prompt and "Severity: <3|4>" not in prompt
+    assert prompt.count("a line of the shape it wants: Severity: <1-4>") == 2
+    assert "the rule must say which kind of task gets which" in prompt
+    kept, rejected = hygiene([Edit("template", "## Impact\n<who>\nSeverity: <1-4>")],
+                             [IMPACT, low])
+    assert rejected == [] and kept[0].content.endswith("Severity: <1-4>")
+
+
 def test_the_optimizer_is_asked_for_the_rule_that_says_how_to_choose() -> None:
     prompt = reflect.build_prompt("skill", "# Notes\n", [], [], {}, [], 4,
                                   counts=reflect.Counter({SEVERITY: 3}))
