@@ -14,6 +14,9 @@ text in it are never a rule:
   a reference definition, an autolink, an HTML attribute or as a bare URL, whatever
   their case, with tabs or line breaks inside the scheme, HTML entities (`&#58;`,
   `&colon;`) or backslash escapes.
+
+Hygiene applies both to every edit that writes text: a rule (`add`, `replace`) and an
+answer template (`template`), which agents copy into their answers (issue 24, class 6).
 """
 
 from __future__ import annotations
