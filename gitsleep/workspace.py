@@ -1,0 +1,384 @@
+"""Workspaces: a repository folder, as committed, that an agent works in and checks judge.
+
+A workspace task (`"workspace": "evals/changelog/fixture"`) gives the agent a copy of that
+folder as it is at the base commit, never as the working tree has it: the score must be
+reproducible from the commit alone. The folder is read through git (`ls-tree` and
+`cat-file`, with gitsleep's safe git config), once per run and tree, into a cache folder;
+each call then gets its own copy (copy-on-write clones where the file system has them,
+plain copies otherwise: a hard link would let one call's edit reach the cache and every
+later call). A symlink that leaves the folder, a submodule, or a path git should never
+hold is refused before anything is written.
+
+After the agent ran, `snapshot` before and after gives the files it changed, and the
+workspace check ops (`file_exists`, `file_contains`, `changed_files_max`) are judged here
+over the folder; `command` checks run through `gitsleep.command_check`. Every check reads
+only inside the workspace: a link out of it is a failed check, never a read.
+
+This module knows nothing of click or the forge; it raises UsageError for bad input
+(exit 2) and GitError when git itself fails (exit 4).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import posixpath
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from gitsleep.errors import GitError, UsageError
+from gitsleep.gitrun import last_line, safe_git
+from gitsleep.patterns import search_untrusted
+
+MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
+MAX_READ_BYTES = 4 * 1024 * 1024  # what `file_contains` reads of one file
+# Caches tools write when the agent or a check runs them: never counted as changes.
+IGNORED_PARTS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+_MODES = {"100644": 0o644, "100755": 0o755}
+_SYMLINK, _GITLINK = "120000", "160000"
+
+Snapshot = dict[str, str]  # workspace path -> digest of its kind, mode and content
+
+
+# --- naming a folder ---------------------------------------------------------------------
+
+
+def folder_problem(folder: str) -> str | None:
+    """Why `folder` cannot name a workspace folder of the repository, or None."""
+    text = folder.replace("\\", "/").strip()
+    if not text or "\0" in text:
+        return "must name a folder of the repository (e.g. evals/changelog/fixture)"
+    normal = posixpath.normpath(text)
+    if text.startswith("/") or normal == ".." or normal.startswith("../"):
+        return "must be a relative path inside the repository (no '..', not absolute)"
+    if normal == ".":
+        return ("must be a folder below the repository root, not the root itself "
+                "(the agent would see every task file and its checks)")
+    if ".git" in normal.split("/"):
+        return "must not be inside .git"
+    return None
+
+
+def normal_folder(folder: str) -> str:
+    """`./evals/fx/` -> `evals/fx`; a UsageError when it cannot name a workspace folder."""
+    problem = folder_problem(folder)
+    if problem:
+        raise UsageError(f"workspace {folder!r} {problem}")
+    return posixpath.normpath(folder.replace("\\", "/").strip())
+
+
+# --- reading a folder at a commit ----------------------------------------------------------
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(safe_git(*args), cwd=repo, capture_output=True, check=False)
+
+
+def tree_id(repo: Path, commit: str, folder: str) -> str:
+    """The git tree id of `folder` at `commit`: the workspace's digest (it changes exactly
+    when a file of the folder does). A UsageError when the commit has no such folder."""
+    name = normal_folder(folder)
+    spec = f"{commit}:{name}"
+    kind = _git(repo, "cat-file", "-t", spec)
+    if kind.returncode != 0 or kind.stdout.strip() != b"tree":
+        raise UsageError(f"workspace {name!r} is not a folder of the repository at commit "
+                         f"{commit[:12]}: commit the folder, or fix the task's workspace")
+    done = _git(repo, "rev-parse", "--verify", spec)
+    if done.returncode != 0:
+        raise GitError(f"git rev-parse failed: {last_line(done.stderr)}")
+    return done.stdout.decode().strip()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    mode: str
+    sha: str
+    size: int
+    path: str  # relative to the folder, '/'-separated
+
+
+def _entries(repo: Path, tree: str, folder: str) -> list[_Entry]:
+    done = _git(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", tree)
+    if done.returncode != 0:
+        raise GitError(f"git ls-tree failed: {last_line(done.stderr)}")
+    entries: list[_Entry] = []
+    total = 0
+    for raw in done.stdout.split(b"\0"):
+        if not raw:
+            continue
+        meta, _, path_bytes = raw.partition(b"\t")
+        mode, _kind, sha, size = meta.decode().split()
+        path = path_bytes.decode("utf-8", "surrogateescape")
+        parts = path.split("/")
+        if mode == _GITLINK:
+            raise UsageError(f"workspace {folder!r} holds a submodule ({path}): a workspace "
+                             "is copied from this repository alone; vendor the files instead")
+        if path.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
+            raise UsageError(f"workspace {folder!r} holds a path git should never hold "
+                             f"({path!r}); remove it from the folder")
+        total += int(size) if size.isdigit() else 0
+        entries.append(_Entry(mode, sha, int(size) if size.isdigit() else 0, path))
+    if total > MAX_WORKSPACE_BYTES:
+        raise UsageError(f"workspace {folder!r} is {total / 1_048_576:.0f} MB; workspaces over "
+                         f"{MAX_WORKSPACE_BYTES // 1_048_576} MB are refused: use a smaller "
+                         "fixture")
+    return entries
+
+
+class _Blobs:
+    """One `git cat-file --batch` process: blob contents by sha, one at a time."""
+
+    def __init__(self, repo: Path) -> None:
+        self.proc = subprocess.Popen(  # noqa: S603 - fixed git argv
+            safe_git("cat-file", "--batch"), cwd=repo, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def read(self, sha: str) -> bytes:
+        stdin: IO[bytes] | None = self.proc.stdin
+        stdout: IO[bytes] | None = self.proc.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(sha.encode() + b"\n")
+        stdin.flush()
+        header = stdout.readline().split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise GitError(f"git cat-file failed: object {sha} is not a readable blob")
+        size = int(header[2])
+        data = stdout.read(size)
+        stdout.read(1)  # the newline after each object
+        return data
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def link_leaves(path: str, target: str) -> bool:
+    """Whether a symlink at workspace path `path` pointing at `target` leads out of the
+    workspace (absolute, or through enough '..')."""
+    if not target or target.startswith("/") or "\0" in target:
+        return True
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    return joined == ".." or joined.startswith("../")
+
+
+def materialise(repo: Path, commit: str, folder: str, dest: Path) -> str:
+    """Write `folder` as it is at `commit` into `dest` (which must not exist yet); return
+    its tree id. Nothing is written when the folder is refused."""
+    name = normal_folder(folder)
+    tree = tree_id(repo, commit, name)
+    entries = _entries(repo, tree, name)
+    blobs = _Blobs(repo)
+    try:
+        for entry in entries:  # every link is checked before any file is written
+            if entry.mode == _SYMLINK:
+                target = blobs.read(entry.sha).decode("utf-8", "surrogateescape")
+                if link_leaves(entry.path, target):
+                    raise UsageError(
+                        f"workspace {name!r}: the symlink {entry.path} -> {target} leaves the "
+                        "workspace folder; replace it with the file, or point it inside")
+        staging = Path(tempfile.mkdtemp(prefix=".gitsleep-ws-", dir=dest.parent))
+        try:
+            for entry in entries:
+                target_path = staging / entry.path
+                target_path.parent.mkdir(parents=True, exist_ok=True)
+                data = blobs.read(entry.sha)
+                if entry.mode == _SYMLINK:
+                    os.symlink(data.decode("utf-8", "surrogateescape"), target_path)
+                    continue
+                fd = os.open(target_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                             _MODES.get(entry.mode, 0o644))
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.chmod(target_path, _MODES.get(entry.mode, 0o644))  # umask aside
+            os.rename(staging, dest)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    finally:
+        blobs.close()
+    return tree
+
+
+# --- one cache per run, one copy per call --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A workspace folder read once: its git tree id and where the pristine copy lives."""
+
+    tree: str
+    path: Path
+
+
+@dataclass
+class WorkspaceCache:
+    """Each (folder, tree) read from git once per run; every call gets its own copy."""
+
+    root: Path | None = None
+    reads: int = 0  # how many folders were read from git (the rest were cache hits)
+    _trees: dict[str, Tree] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _root(self) -> Path:
+        if self.root is None:
+            self.root = Path(tempfile.mkdtemp(prefix="gitsleep-workspaces-"))
+        self.root.mkdir(parents=True, exist_ok=True)
+        return self.root
+
+    def prepare(self, repo: Path, commit: str, folder: str) -> Tree:
+        """The pristine copy of `folder` at `commit`, read from git on first use."""
+        tree = tree_id(repo, commit, folder)
+        with self._lock:
+            hit = self._trees.get(tree)
+            if hit is not None:
+                return hit
+            path = self._root() / tree
+            if not path.is_dir():
+                materialise(repo, commit, folder, path)
+                self.reads += 1
+            found = Tree(tree, path)
+            self._trees[tree] = found
+            return found
+
+    def copy(self, tree: Tree, dest: Path) -> Path:
+        """A private copy of the tree at `dest` (which must not exist) for one call."""
+        shutil.copytree(tree.path, dest, symlinks=True, copy_function=clone_file)
+        return dest
+
+    def cleanup(self) -> None:
+        """Delete every cached tree (at the end of the run)."""
+        with self._lock:
+            self._trees.clear()
+            if self.root is not None:
+                shutil.rmtree(self.root, ignore_errors=True)
+
+
+_FICLONE = 0x40049409  # Linux ioctl: share the blocks, copy on write
+
+
+def clone_file(src: str, dst: str) -> str:
+    """Copy one file, as a copy-on-write clone where the file system can (btrfs, XFS),
+    else byte for byte; the mode goes along. Never a hard link: an agent's edit in place
+    would change the cache and every later call's workspace."""
+    try:
+        import fcntl
+
+        with open(src, "rb") as fin, open(dst, "wb") as fout:
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+        shutil.copymode(src, dst)
+        return dst
+    except (ImportError, OSError):
+        return str(shutil.copy2(src, dst))
+
+
+# --- what the agent changed ----------------------------------------------------------------
+
+
+def snapshot(folder: Path) -> Snapshot:
+    """Every file and link under `folder` (links not followed) with a digest of its kind,
+    executable bit and content; tool caches (`IGNORED_PARTS`) left out."""
+    found: Snapshot = {}
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        linked = [d for d in dirs if (Path(top) / d).is_symlink()]  # a link, not a folder
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_PARTS and d not in linked)
+        for name in [*files, *linked]:
+            path = Path(top) / name
+            relative = path.relative_to(folder).as_posix()
+            info = path.lstat()
+            digest = hashlib.sha256()
+            if stat.S_ISLNK(info.st_mode):
+                digest.update(b"link\0" + os.readlink(path).encode("utf-8", "surrogateescape"))
+            elif stat.S_ISREG(info.st_mode):
+                digest.update(b"file\0x" if info.st_mode & 0o111 else b"file\0-")
+                with path.open("rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        digest.update(chunk)
+            else:
+                digest.update(f"other\0{stat.S_IFMT(info.st_mode)}".encode())
+            found[relative] = digest.hexdigest()
+    return found
+
+
+def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
+    """Paths added, removed or changed between two snapshots, sorted."""
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+# --- the workspace check ops ---------------------------------------------------------------
+
+
+def _inside(folder: Path, relative: str) -> tuple[Path | None, str]:
+    """The path under the workspace, or None and why it may not be read."""
+    path = folder / relative
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        return None, f"{relative} cannot be resolved (a symlink loop)"
+    if not resolved.is_relative_to(folder.resolve()):
+        return None, f"{relative} leaves the workspace (a symlink or '..'); not read"
+    return resolved, ""
+
+
+def file_exists(folder: Path, relative: str) -> tuple[bool, str]:
+    """Whether the workspace holds the file (links followed only inside it)."""
+    path, why = _inside(folder, relative)
+    if path is None:
+        return False, why
+    if path.is_file():
+        return True, ""
+    if path.is_dir():
+        return False, f"{relative} is a folder, not a file"
+    return False, f"{relative} does not exist in the workspace"
+
+
+def file_contains(folder: Path, relative: str, *, text: str | None = None,
+                  regex: str | None = None) -> tuple[bool, str]:
+    """Whether the file holds `text` (case-insensitive, like `contains`) or matches
+    `regex` (searched like the `regex` op, time-bounded); its first 4 MB are read."""
+    exists, why = file_exists(folder, relative)
+    if not exists:
+        return False, why
+    path, _ = _inside(folder, relative)
+    assert path is not None
+    with path.open("rb") as fh:
+        content = fh.read(MAX_READ_BYTES).decode("utf-8", "replace")
+    if regex is not None:
+        ok, problem = search_untrusted(regex, content)
+        return ok, problem or ("" if ok else f"{relative} does not match `{regex}`")
+    wanted = text or ""
+    if wanted.casefold() in content.casefold():
+        return True, ""
+    return False, f"{relative} does not contain {wanted!r}"
+
+
+def changed_files_max(changed: Sequence[str], bound: int, shown: int = 10) -> tuple[bool, str]:
+    """Whether the agent changed at most `bound` files; the reason lists what it changed."""
+    if len(changed) <= bound:
+        return True, ""
+    names = ", ".join(changed[:shown]) + (", ..." if len(changed) > shown else "")
+    return False, f"{len(changed)} files changed, at most {bound} allowed: {names}"
+
+
+def workspace_key(tree: str | None, commands: Iterable[Sequence[str]]) -> str:
+    """What a cached answer of a workspace task depends on besides the call: the folder's
+    tree id and every check command (the checks read the workspace the agent left, so a
+    cached outcome is only valid for the same fixture and the same commands)."""
+    payload = json.dumps([tree, [list(c) for c in commands]], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
