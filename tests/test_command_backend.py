@@ -372,3 +372,42 @@ def test_forge_tokens_reach_the_agent_only_when_named(tmp_path: Path) -> None:
         AgentSpec(command=(str(program),), env=(("GITHUB_TOKEN", env["GITHUB_TOKEN"]),)),
         env={**os.environ, **env})
     assert "GITHUB_TOKEN=set" in via_env.complete(call()).text
+
+
+def test_a_signal_also_kills_an_agent_started_before_it_was_registered(tmp_path: Path) -> None:
+    """The signal handler sweeps every process carrying a marker of this gitsleep, so an
+    agent started a moment before its run was registered (the signal came in between)
+    dies too; another gitsleep's agents (another pid in the marker) are left alone."""
+    import subprocess
+    import sys
+
+    from gitsleep.backends import agent_procs
+
+    hold = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n"
+
+    def start(marker: str) -> subprocess.Popen[bytes]:
+        env = {**os.environ, agent_procs.MARKER_ENV: marker}
+        return subprocess.Popen([sys.executable, "-c", hold], env=env, start_new_session=True)
+
+    ours = start(agent_procs.new_marker())  # never registered
+    theirs = start(f"{os.getpid() + 1}-{'0' * 16}")
+    try:
+        deadline = time.monotonic() + 10
+        while not (_marked(ours.pid) and _marked(theirs.pid)):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        agent_procs.terminate_runs({}, 0.3, agent_procs.own_prefix())
+        assert ours.wait(timeout=5) in (-15, -9)  # TERM, or KILL once it ignores TERM
+        assert theirs.poll() is None
+    finally:
+        for proc in (ours, theirs):
+            proc.kill()
+            proc.wait()
+
+
+def _marked(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return b"GITSLEEP_AGENT_RUN=" in fh.read()
+    except OSError:
+        return False

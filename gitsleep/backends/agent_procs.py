@@ -99,18 +99,25 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
         return None
 
 
-def _has_marker(pid: int, needle: bytes) -> bool:
+def _has_marker(pid: int, needles: set[bytes], prefix: bytes | None) -> bool:
     try:
         with open(f"{_PROC}/{pid}/environ", "rb") as fh:
-            return needle in fh.read().split(b"\0")
+            entries = fh.read().split(b"\0")
     except OSError:  # gone, or not ours to read
         return False
+    return any(e in needles or (prefix is not None and e.startswith(prefix)) for e in entries)
 
 
-def run_processes(runs: dict[str, int]) -> set[int]:
+def own_prefix() -> bytes:
+    """What every marker of this gitsleep process starts with (`new_marker`)."""
+    return f"{MARKER_ENV}={os.getpid()}-".encode()
+
+
+def run_processes(runs: dict[str, int], prefix: bytes | None = None) -> set[int]:
     """Live pids of the runs (marker -> root pid): marked, in a root's process group, or
-    below a root. Without /proc: nothing (the caller kills the groups)."""
-    if not runs or not os.path.isdir(_PROC):
+    below a root; with `prefix`, also any process whose marker starts with it. Without
+    /proc: nothing (the caller kills the groups)."""
+    if (not runs and prefix is None) or not os.path.isdir(_PROC):
         return set()
     needles = {f"{MARKER_ENV}={m}".encode() for m in runs}
     roots = set(runs.values())
@@ -126,7 +133,7 @@ def run_processes(runs: dict[str, int]) -> set[int]:
             continue
         state, ppid, pgid = info
         children.setdefault(ppid, []).append(pid)
-        if pgid in roots or pid in roots or any(_has_marker(pid, n) for n in needles):
+        if pgid in roots or pid in roots or _has_marker(pid, needles, prefix):
             found.add(pid)
     stack = list(roots)
     while stack:  # descendants, by parent pid
@@ -154,13 +161,14 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def kill_runs(runs: dict[str, int]) -> None:
-    """SIGKILL every process of these runs (marker -> root pid): stop, rescan, kill."""
+def kill_runs(runs: dict[str, int], prefix: bytes | None = None) -> None:
+    """SIGKILL every process of these runs (marker -> root pid; with `prefix`, of every
+    run whose marker starts with it): stop, rescan until nothing new, kill."""
     for root in runs.values():
         _signal_group(root, signal.SIGKILL)
     stopped: set[int] = set()
     for _ in range(50):  # each round stops what the last one found; a fork bomb ends too
-        fresh = run_processes(runs) - stopped
+        fresh = run_processes(runs, prefix) - stopped
         if not fresh:
             break
         _signal(fresh, signal.SIGSTOP)
@@ -173,26 +181,28 @@ def kill_run(marker: str, root: int) -> None:
     kill_runs({marker: root})
 
 
-def terminate_runs(runs: dict[str, int], grace: float = KILL_GRACE) -> None:
+def terminate_runs(runs: dict[str, int], grace: float = KILL_GRACE,
+                   prefix: bytes | None = None) -> None:
     """SIGTERM every process of these runs, SIGKILL what is left after `grace`."""
-    if not runs:
+    if not runs and prefix is None:
         return
-    pids = run_processes(runs)
+    pids = run_processes(runs, prefix)
     for root in runs.values():
         _signal_group(root, signal.SIGTERM)
     _signal(pids, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if not run_processes(runs) and all(_gone(root) for root in runs.values()):
+        if not run_processes(runs, prefix) and all(_gone(root) for root in runs.values()):
             break
         time.sleep(POLL_SECONDS)
-    kill_runs(runs)
+    kill_runs(runs, prefix)
 
 
 def terminate_all(grace: float = KILL_GRACE) -> None:
-    """Stop every agent run of this process: no new one starts, the running ones die."""
+    """Stop every agent run of this process: no new one starts, the running ones die,
+    also one started a moment before it could be registered (found by its marker)."""
     _STOPPING.set()
-    terminate_runs(dict(_live_runs()), grace)
+    terminate_runs(dict(_live_runs()), grace, own_prefix())
 
 
 # --- signals -------------------------------------------------------------------------------

@@ -189,15 +189,16 @@ def run_process(
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    agent_procs.register(marker, proc.pid)
-    if live is not None:
-        live(marker, proc.pid, True)
     assert proc.stdout is not None and proc.stderr is not None
     out = _Capture(proc.stdout, max_output_bytes)
     err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True)
-    threads = [out.start(), err.start()]
+    threads: list[threading.Thread] = []
     finished = False
-    try:
+    try:  # from here on, whatever happens (Ctrl-C included), the run is killed and reaped
+        agent_procs.register(marker, proc.pid)
+        if live is not None:
+            live(marker, proc.pid, True)
+        threads += [out.start(), err.start()]
         if stdin is not None:
             threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin),
                                             daemon=True))
