@@ -223,8 +223,11 @@ def install_signal_handlers() -> None:
     """
     if threading.current_thread() is not threading.main_thread():
         return
-    defaults = {signal.SIGTERM: signal.SIG_DFL, signal.SIGHUP: signal.SIG_DFL,
-                signal.SIGINT: signal.default_int_handler}
+    defaults: dict[int, object] = {signal.SIGTERM: signal.SIG_DFL,
+                                   signal.SIGINT: signal.default_int_handler}
+    hangup = getattr(signal, "SIGHUP", None)  # POSIX only; Windows has no SIGHUP
+    if hangup is not None:
+        defaults[hangup] = signal.SIG_DFL
     for signum, default in defaults.items():
         with contextlib.suppress(ValueError, OSError):
             if signal.getsignal(signum) is default:

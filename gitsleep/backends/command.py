@@ -83,7 +83,7 @@ class AgentSpec:
     fatal_patterns: tuple[str, ...] = ()  # plain text, case-insensitive
     label: str = ""  # preset name or program name, for messages
     max_output_bytes: int = 1 << 20
-    kill_grace: float = 2.0  # seconds between SIGTERM and SIGKILL
+    kill_grace: float = agent_procs.KILL_GRACE  # seconds between SIGTERM and SIGKILL
 
     @property
     def answer_file(self) -> str | None:
@@ -167,7 +167,7 @@ def run_process(
     stdin: bytes | None,
     timeout: float,
     max_output_bytes: int,
-    kill_grace: float = 2.0,
+    kill_grace: float = agent_procs.KILL_GRACE,
     live: Callable[[str, int, bool], None] | None = None,
 ) -> tuple[int, bool, bool, bytes, bytes, float]:
     """Run argv in its own session; at the deadline, and in any case when it ends, kill
