@@ -1,16 +1,19 @@
 """The agent CLI backend: a task answered by the agent program that reads the skill.
 
 Each call runs the configured argv (never a shell) in a fresh temporary workspace that
-holds only the installed documents; the task goes in as data (stdin or the last
-argument). The rules the seed's Codex backend learned the hard way, applied to any CLI:
+holds only the installed documents; the task goes in as data (stdin, the last argument
+after `--`, or `--NAME=<task>`), never as a flag; forge tokens stay out of its environment
+unless `agent.pass_env` names them. The rules the seed's Codex backend learned the hard
+way, applied to any CLI:
 
 - a non-zero exit is a failed call: the redacted stderr tail is kept, the output is
   never scored and never used as an answer;
 - an empty answer or a timeout is retried (bounded), then it is a failed call;
 - fatal signs (401, expired tokens, unsupported model, outdated CLI, command not found,
   permission denied, and `agent.fatal_patterns`) in a failed run stop the epoch (exit 3);
-- at the deadline the whole process group gets SIGTERM, then SIGKILL after a grace;
-  descendants still alive when the agent exits are killed too;
+- at the deadline every process of the run gets SIGTERM, then SIGKILL after a grace;
+  what is still alive when the agent exits is killed too, a setsid() daemon included
+  (see agent_procs: the run's group, its descendants and its marker variable);
 - output over the cap stops the run (a failed call); output that is not UTF-8 text
   (NUL bytes or invalid UTF-8) is a failed call, because a judge would score garbage.
 
