@@ -12,7 +12,9 @@ Every function takes the check's argument as text (`""` when it has none).
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeGuard
@@ -22,7 +24,12 @@ from gitsleep.regex_literal import typed_form
 from gitsleep.sections import headings, section_present
 
 CheckOp = Literal["contains", "not_contains", "regex", "section_present",
-                  "section_contains", "max_chars", "min_chars", "no_refusal", "equals"]
+                  "section_contains", "max_chars", "min_chars", "no_refusal", "equals",
+                  "command", "file_exists", "file_contains", "changed_files_max"]
+# How a task file writes an op's arg: text (the answer ops; `bound` ones a number), an
+# argv list, a workspace path, {"path", "text"|"regex"}, or a count. Structured args are
+# kept as canonical JSON text, so every function below still takes the arg as text.
+ArgShape = Literal["text", "argv", "path", "file_text", "count"]
 
 REFUSALS = (
     "cannot complete",
@@ -73,6 +80,53 @@ def _length_judge(op: str, fits: Callable[[int, int], bool]) -> Callable[[str, s
     return judge
 
 
+def command_argv(arg: str) -> list[str] | None:
+    """The argv of a `command` check from its canonical JSON arg; None when the arg is not
+    one (a Check built by hand: task validation only ever stores a list of strings)."""
+    try:
+        value = json.loads(arg)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        return None
+    return value
+
+
+def file_text_arg(arg: str) -> tuple[str, str, str]:
+    """(path, "text" or "regex", value) of a `file_contains` check's canonical JSON arg."""
+    value = json.loads(arg)
+    kind = "regex" if "regex" in value else "text"
+    return str(value["path"]), kind, str(value[kind])
+
+
+def _shown_argv(arg: str) -> str:
+    argv = command_argv(arg)
+    return arg if argv is None else shlex.join(argv)
+
+
+def _describe_file_text(arg: str) -> str:
+    try:
+        path, kind, value = file_text_arg(arg)
+    except (ValueError, KeyError, TypeError):
+        return f"the workspace file check {arg} must pass"
+    if kind == "regex":
+        return f'the workspace file "{path}" must match the regular expression `{value}`'
+    return f'the workspace file "{path}" must contain the text "{value}"'
+
+
+def _runs_a_program(answer: str, arg: str) -> tuple[bool, str]:
+    """`command` runs a program, which this low table does not do itself: the judge runs
+    it (`judges.check_passes` -> gitsleep.command_check). Reached directly, it is a broken
+    check, said as one, never a silent pass."""
+    return False, "a command check is run by gitsleep.judges, not by the op table"
+
+
+def _workspace_only() -> tuple[bool, str]:
+    """A workspace op reached with a text answer alone: validation refuses such a task
+    (GS135), so this is a broken check, said as one, never a silent pass."""
+    return False, "judged over the task's workspace, and this answer has none"
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """What gitsleep knows about one op."""
@@ -92,6 +146,11 @@ class OpSpec:
     bound: Literal["max", "min", ""] = ""  # the arg bounds the answer's length
     takes_arg: bool = True  # False: the op reads the answer alone
     format_only: bool = False  # looks only at the answer's shape: a judge of only these is weak
+    arg_shape: ArgShape = "text"  # how the task file writes the arg (see ArgShape)
+    # "workspace": judged over the task's workspace after the agent ran (gitsleep.workspace),
+    # never over a text answer; such an op needs a task with a workspace
+    reads: Literal["answer", "workspace"] = "answer"
+    runs_program: bool = False  # runs a program from the task file: never written by harvest
 
 
 OPS: dict[CheckOp, OpSpec] = {
@@ -151,9 +210,38 @@ OPS: dict[CheckOp, OpSpec] = {
         judge=lambda answer, arg: (_norm_ws(answer) == _norm_ws(arg), ""),
         describe=lambda arg: f'the answer must be exactly "{arg}" (whitespace aside)',
     ),
+    # Programmatic and workspace checks (issue 26). `command` on a text task runs its argv
+    # in a scratch folder with the answer in the file $GITSLEEP_ANSWER names.
+    "command": OpSpec(
+        judge=_runs_a_program,
+        describe=lambda arg: f"the check command `{_shown_argv(arg)}` must exit 0",
+        arg_shape="argv",
+        runs_program=True,
+    ),
+    "file_exists": OpSpec(
+        judge=lambda answer, arg: _workspace_only(),
+        describe=lambda arg: f'the workspace must hold the file "{arg}"',
+        arg_shape="path",
+        reads="workspace",
+    ),
+    "file_contains": OpSpec(
+        judge=lambda answer, arg: _workspace_only(),
+        describe=lambda arg: _describe_file_text(arg),
+        arg_shape="file_text",
+        reads="workspace",
+    ),
+    "changed_files_max": OpSpec(
+        judge=lambda answer, arg: _workspace_only(),
+        describe=lambda arg: f"the agent must change at most {arg} file(s) of the workspace",
+        arg_shape="count",
+        reads="workspace",
+    ),
 }
 
 RULE_OPS: tuple[CheckOp, ...] = tuple(OPS)  # the ops a task file may use, in this order
+# the ops that read only the answer and run nothing: what harvest may write
+ANSWER_OPS: tuple[CheckOp, ...] = tuple(
+    op for op, spec in OPS.items() if spec.reads == "answer" and not spec.runs_program)
 FORMAT_OPS: frozenset[CheckOp] = frozenset(op for op, spec in OPS.items() if spec.format_only)
 
 

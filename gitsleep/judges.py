@@ -12,9 +12,9 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from gitsleep import honesty
+from gitsleep import command_check, honesty
 from gitsleep.backends.base import ModelCall
-from gitsleep.check_ops import OPS
+from gitsleep.check_ops import OPS, command_argv
 from gitsleep.models import Check, Judge, SampleResult, Score
 from gitsleep.numbers import loads_json
 from gitsleep.redact import clip
@@ -28,6 +28,11 @@ def check_passes(check: Check, answer: str) -> tuple[bool, str]:
     spec = OPS.get(check.op)
     if spec is None:
         return False, f"unknown op {check.op!r}"
+    if spec.runs_program:  # `command`: the answer in $GITSLEEP_ANSWER, a scratch folder
+        argv = command_argv(check.text)
+        if argv is None:
+            return False, "the command check's arg is not an argv list"
+        return command_check.check_answer(argv, answer)
     return spec.judge(answer, check.text)
 
 

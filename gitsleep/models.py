@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard, get_args
 
-from gitsleep.check_ops import FORMAT_OPS, CheckOp
+from gitsleep.check_ops import FORMAT_OPS, OPS, CheckOp
 
 Split = Literal["train", "val", "test"]
 EditOp = Literal["add", "replace", "delete", "template"]
@@ -45,7 +45,12 @@ class Check:
         return "" if self.arg is None else str(self.arg)
 
     def label(self) -> str:
-        return self.op if self.arg is None else f"{self.op} {self.arg!r}"
+        if self.arg is None:
+            return self.op
+        spec = OPS.get(self.op)
+        if spec is not None and spec.arg_shape in ("argv", "file_text"):  # canonical JSON, as the
+            return f"{self.op} {self.arg}"  # task file wrote it (not a quoted string)
+        return f"{self.op} {self.arg!r}"
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class Task:
     source: str = ""  # the task file it came from (for messages)
     line: int | None = None  # 1-based line in that file when known
     review: str | None = None  # "pending": harvested, not yet read by a person (left out of runs)
+    workspace: str | None = None  # a repository folder the agent works in (issue 26)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,12 @@ CODES: dict[str, str] = {
     "GS126": "rule judge without checks",
     "GS127": "exact or rubric judge without its text",
     "GS128": "judge checks only formatting",
+    "GS130": "bad workspace field (not a folder name inside the repository)",
+    "GS131": "workspace folder missing, not a folder, or linked out of the repository",
+    "GS132": "bad command check (not a non-empty argv list of strings)",
+    "GS133": "check command's program not found where the check would run",
+    "GS134": "bad argument of a workspace check (file_exists, file_contains, changed_files_max)",
+    "GS135": "workspace check on a task without a workspace",
     "GS140": "a text some tasks ask for and none checks the absence of",
     # skill and memory documents
     "GS200": "document missing",

@@ -30,10 +30,21 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class FileText(BaseModel):
+    """`file_contains`: a workspace file and the text (case-insensitive) or regex it holds."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: Annotated[str, Field(min_length=1)]
+    text: Annotated[str, Field(min_length=1)] | None = None
+    regex: Annotated[str, Field(min_length=1)] | None = None
+
+
 class RuleCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
     op: CheckOp
-    arg: str | int | None = Field(None, description="The op's argument; none for no_refusal.")
+    arg: str | int | Annotated[list[str], Field(min_length=1)] | FileText | None = Field(
+        None, description="The op's argument; none for no_refusal; an argv list for "
+        "command (never a shell string); {path, text} or {path, regex} for file_contains.")
 
 
 class RuleJudge(BaseModel):
@@ -72,6 +83,9 @@ class TaskRecord(_Open):
     judge: JudgeSchema
     system: str | None = None
     tags: list[str] = Field(default_factory=list)
+    workspace: str | None = Field(
+        None, description="A folder of the repository, read at the base commit, that the "
+        "agent works in; its checks judge the folder after the agent ran.")
 
 
 class TaskList(_Open):

@@ -19,6 +19,7 @@ import difflib
 import hashlib
 import json
 import math
+import posixpath
 import re
 import warnings
 from collections.abc import Callable
@@ -27,7 +28,9 @@ from typing import Any, Literal
 
 import yaml
 
-from gitsleep.check_ops import OPS, RULE_OPS, is_check_op
+from gitsleep import workspace as workspaces
+from gitsleep.check_ops import OPS, RULE_OPS, CheckOp, command_argv, is_check_op
+from gitsleep.command_check import argv_problem, program_problem
 from gitsleep.config import SkillConfig
 from gitsleep.errors import UsageError
 from gitsleep.models import SPLITS, Check, Judge, Split, Task, is_split
@@ -45,7 +48,7 @@ from gitsleep.problems import (
 SPLIT_SEED = "gitsleep-split-v1:"
 VAL_PERCENT = 34  # share of unlabelled tasks that `split: auto` puts in val
 LEGACY_SPLITS = {"replay": "train", "holdout": "val"}
-OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "source")
+OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "source", "workspace")
 PENDING = "pending"  # `review: pending`: harvested, left out of runs until a person removes it
 REVIEW_MARKS = (PENDING, "accepted")
 JUDGE_KINDS = ("rule", "exact", "rubric")
@@ -412,6 +415,28 @@ def _task_from_record(
                '{"tool": ..., "session": ..., "time": ...}')
         ok = False
 
+    workspace: str | None = None
+    raw_workspace = record.get("workspace") if fmt == "gitsleep" else None
+    if raw_workspace is not None:
+        if not isinstance(raw_workspace, str):
+            report(ERROR, "GS130",
+                   f"{name}: workspace must be a string naming a folder of the repository "
+                   f"(e.g. \"evals/changelog/fixture\"), got {_shown(raw_workspace)}")
+            ok = False
+        elif (problem := workspaces.folder_problem(raw_workspace)) is not None:
+            report(ERROR, "GS130", f"{name}: workspace {_shown(raw_workspace)} {problem}")
+            ok = False
+        else:
+            workspace = workspaces.normal_folder(raw_workspace)
+    if judge is not None and workspace is None and raw_workspace is None:
+        for number, check in enumerate(judge.checks, start=1):
+            if OPS[check.op].reads == "workspace":
+                report(ERROR, "GS135",
+                       f"{name}: check {number}: {check.op} judges the task's workspace after "
+                       'the agent ran, and the task has none: add "workspace": "<folder>" '
+                       "or remove the check")
+                ok = False
+
     if not ok or judge is None:
         return None
     return Task(
@@ -424,6 +449,7 @@ def _task_from_record(
         source=source,
         line=line,
         review=review,
+        workspace=workspace,
     )
 
 
@@ -538,6 +564,8 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
                f"{where}: unknown op {_shown(op)}: {hint}known ops: {', '.join(RULE_OPS)}")
         return None
     spec = OPS[op]
+    if spec.arg_shape != "text":
+        return _structured_check(op, arg, where, report)
     if not spec.takes_arg:
         if arg not in (None, ""):
             report(ERROR, "GS125",
@@ -561,23 +589,96 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
         report(ERROR, "GS125", f"{where}: {op} needs a non-empty text arg")
         return None
     if pattern:
-        try:
-            with warnings.catch_warnings():  # "Possible nested set": stderr noise, not a fault
-                warnings.simplefilter("ignore")
-                re.compile(arg)
-        except re.error as exc:
-            report(ERROR, "GS123",
-                   f"{where}: invalid regex {_shown(arg)}: {exc.msg} at position {exc.pos}")
-            return None
-        except (RecursionError, OverflowError):
-            report(ERROR, "GS123", f"{where}: regex too complex to compile")
-            return None
-        if regex_size(arg) > MAX_REGEX_SIZE:
-            report(ERROR, "GS123",
-                   f"{where}: regex repeats too much (over {MAX_REGEX_SIZE} steps once its "
-                   "counted repeats like x{n} are written out): use smaller counts")
+        problem = _regex_problem(arg)
+        if problem:
+            report(ERROR, "GS123", f"{where}: {problem}")
             return None
     return Check(op=op, arg=arg)
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why a task's regex cannot be judged with, or None."""
+    try:
+        with warnings.catch_warnings():  # "Possible nested set": stderr noise, not a fault
+            warnings.simplefilter("ignore")
+            re.compile(pattern)
+    except re.error as exc:
+        return f"invalid regex {_shown(pattern)}: {exc.msg} at position {exc.pos}"
+    except (RecursionError, OverflowError):
+        return "regex too complex to compile"
+    if regex_size(pattern) > MAX_REGEX_SIZE:
+        return (f"regex repeats too much (over {MAX_REGEX_SIZE} steps once its "
+                "counted repeats like x{n} are written out): use smaller counts")
+    return None
+
+
+def _workspace_path_problem(value: Any) -> str | None:
+    """Why a check's path is not a relative path inside the workspace, or None."""
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        return "a relative path in the workspace"
+    text = value.replace("\\", "/")
+    normal = posixpath.normpath(text)
+    if text.startswith("/") or normal in (".", "..") or normal.startswith("../"):
+        return "a relative path in the workspace (no '..', not absolute)"
+    return None
+
+
+_FILE_TEXT_SHAPE = ('{"path": "...", "text": "..."} or {"path": "...", "regex": "..."}')
+
+
+def _structured_check(op: CheckOp, arg: Any, where: str, report: Reporter) -> Check | None:
+    """A check whose arg is not plain text (issue 26): an argv, a workspace path, a file
+    and what it must hold, or a count. Structured args are kept as canonical JSON."""
+    shape = OPS[op].arg_shape
+    if shape == "argv":
+        problem = argv_problem(arg)
+        if problem:
+            report(ERROR, "GS132", f"{where}: command {problem} (got {_shown(arg)})")
+            return None
+        return Check(op=op, arg=json.dumps(arg, ensure_ascii=False))
+    if shape == "count":
+        bound = char_bound(arg) if not isinstance(arg, str) else None
+        if bound is None:
+            report(ERROR, "GS134",
+                   f"{where}: {op} needs a non-negative whole number of files "
+                   f"(got {_shown(arg)})")
+            return None
+        return Check(op=op, arg=bound)
+    if shape == "path":
+        problem = _workspace_path_problem(arg)
+        if problem:
+            report(ERROR, "GS134", f"{where}: {op} needs {problem} (got {_shown(arg)})")
+            return None
+        return Check(op=op, arg=posixpath.normpath(str(arg).replace("\\", "/")))
+    if not isinstance(arg, dict):
+        report(ERROR, "GS134", f"{where}: {op} needs {_FILE_TEXT_SHAPE} (got {_shown(arg)})")
+        return None
+    unknown = sorted(str(k) for k in arg if k not in ("path", "text", "regex"))
+    if unknown:
+        report(ERROR, "GS134", f"{where}: {op} has unknown key {_shown(unknown[0])}: "
+               f"use {_FILE_TEXT_SHAPE}")
+        return None
+    problem = _workspace_path_problem(arg.get("path"))
+    if problem:
+        report(ERROR, "GS134",
+               f"{where}: {op} needs a \"path\" that is {problem} (got {_shown(arg.get('path'))})")
+        return None
+    kinds = [k for k in ("text", "regex") if k in arg]
+    if len(kinds) != 1:
+        report(ERROR, "GS134", f'{where}: {op} needs either a "text" or a "regex" beside '
+               '"path", not both and not neither')
+        return None
+    value = arg[kinds[0]]
+    if not isinstance(value, str) or not value.strip():
+        report(ERROR, "GS134", f"{where}: {op} needs a non-empty {kinds[0]} string")
+        return None
+    if kinds[0] == "regex":
+        regex_problem = _regex_problem(value)
+        if regex_problem:
+            report(ERROR, "GS123", f"{where}: {op}: {regex_problem}")
+            return None
+    path = posixpath.normpath(str(arg["path"]).replace("\\", "/"))
+    return Check(op=op, arg=json.dumps({"path": path, kinds[0]: value}, ensure_ascii=False))
 
 
 def char_bound(value: Any) -> int | None:
@@ -619,9 +720,33 @@ def check_skill_tasks(repo_root: Path, skill: SkillConfig) -> tuple[list[Task], 
         tasks.extend(file_tasks)
         problems.extend(file_problems)
     tasks = _drop_duplicates(tasks, problems)
+    _check_workspaces(repo_root, tasks, problems)
     _check_prompt_leaks(tasks, problems)
     _check_split_sizes(skill, tasks, problems)
     return tasks, problems
+
+
+def _check_workspaces(repo_root: Path, tasks: list[Task], problems: list[Problem]) -> None:
+    """Each task's workspace folder is a folder of this checkout that stays inside the
+    repository, and each check command's program can be found where it would run: on
+    PATH, or in the workspace for `./script` (so a night never starts to fail on it)."""
+    for task in tasks:
+        name = f"task {_shown(task.id)}"
+        folder: Path | None = None
+        if task.workspace is not None:
+            problem = workspaces.folder_problem_on_disk(repo_root, task.workspace)
+            if problem:
+                problems.append(Problem(task.source, task.line, "GS131", ERROR,
+                                        f"{name}: workspace {task.workspace!r} {problem}"))
+                continue
+            folder = repo_root / task.workspace
+        for number, check in enumerate(task.judge.checks, start=1):
+            argv = command_argv(check.text) if OPS[check.op].arg_shape == "argv" else None
+            if argv is not None:
+                problem = program_problem(argv, folder)
+                if problem:
+                    problems.append(Problem(task.source, task.line, "GS133", ERROR,
+                                            f"{name}: check {number}: command {problem}"))
 
 
 def _inside(repo_root: Path, relative: str) -> bool:

@@ -178,6 +178,46 @@ def link_leaves(path: str, target: str) -> bool:
     return joined == ".." or joined.startswith("../")
 
 
+def _escaping_link(folder: Path, relative: str) -> str | None:
+    """Why the link at `relative` leads out of `folder` once every link on its way is
+    followed, or None."""
+    path = folder / relative
+    try:
+        inside = path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return f"the symlink {relative} cannot be resolved (a loop); replace it with the file"
+    if inside:
+        return None
+    return (f"the symlink {relative} -> {os.readlink(path)} leaves the workspace folder; "
+            "replace it with the file, or point it inside")
+
+
+def folder_problem_on_disk(root: Path, folder: str) -> str | None:
+    """Why `folder` (already a sound name, see `folder_problem`) is not a folder of the
+    checkout at `root` that a workspace can be made of, or None: it must exist, stay in
+    the repository with links followed, and hold no link that leads out of it."""
+    path = root / folder
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        return "cannot be resolved (a symlink loop): replace the link with the folder"
+    if not resolved.is_relative_to(root.resolve()):
+        return ("leaves the repository through a symlink: keep the workspace folder inside "
+                "the repository")
+    if not path.exists():
+        return "does not exist: create and commit the folder, or fix the task's workspace"
+    if not resolved.is_dir():
+        return "is not a folder: point the task's workspace at a folder of the repository"
+    for top, dirs, files in os.walk(resolved, followlinks=False):
+        for name in [*dirs, *files]:
+            if (Path(top) / name).is_symlink():
+                relative = (Path(top) / name).relative_to(resolved).as_posix()
+                problem = _escaping_link(resolved, relative)
+                if problem:
+                    return f"holds {problem}"
+    return None
+
+
 def materialise(repo: Path, commit: str, folder: str, dest: Path) -> str:
     """Write `folder` as it is at `commit` into `dest` (which must not exist yet); return
     its tree id. Nothing is written when the folder is refused."""
@@ -207,6 +247,12 @@ def materialise(repo: Path, commit: str, folder: str, dest: Path) -> str:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
                 os.chmod(target_path, _MODES.get(entry.mode, 0o644))  # umask aside
+            # each link read alone stays inside; a chain (x -> y/.., y -> .) may not
+            for entry in entries:
+                if entry.mode == _SYMLINK:
+                    problem = _escaping_link(staging, entry.path)
+                    if problem:
+                        raise UsageError(f"workspace {name!r}: {problem}")
             os.rename(staging, dest)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

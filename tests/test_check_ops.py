@@ -17,6 +17,9 @@ from gitsleep.tasks import parse_judge
 
 ALL_OPS = {"contains", "not_contains", "regex", "section_present", "section_contains",
            "max_chars", "min_chars", "no_refusal", "equals"}
+# programmatic and workspace checks (issue 26): judged by a program or over the workspace,
+# tested in tests/test_command_check.py, tests/test_workspace.py, test_workspace_tasks.py
+PROGRAM_AND_WORKSPACE_OPS = {"command", "file_exists", "file_contains", "changed_files_max"}
 
 # (op, arg, an answer that passes, an answer that fails): each through the judge
 BEHAVIOUR = [
@@ -42,10 +45,13 @@ BEHAVIOUR = [
 
 
 def test_every_op_has_a_judge_and_words() -> None:
-    assert set(OPS) == ALL_OPS
+    assert set(OPS) == ALL_OPS | PROGRAM_AND_WORKSPACE_OPS
     for op, spec in OPS.items():
         assert callable(spec.judge) and callable(spec.describe) and callable(spec.example), op
-        assert spec.describe("x").startswith("the answer must"), op
+        if op in ALL_OPS:
+            assert spec.describe("x").startswith("the answer must"), op
+        else:
+            assert spec.reads == "workspace" or spec.runs_program, op
 
 
 def test_the_ops_users_may_write_are_the_table() -> None:

@@ -85,3 +85,25 @@ def test_the_task_schema_is_a_tagged_union_on_judge_kind() -> None:
             jsonschema.validate([{**rule, "judge": judge}], schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate([{**rule, "split": "holdout"}], schema)
+
+
+def test_the_task_schema_knows_workspaces_and_the_program_and_workspace_ops() -> None:
+    schema = shipped(schemas.TASKS_FILE)
+    task = {"id": "cl-01", "prompt": "Add a changelog entry.",
+            "workspace": "evals/changelog/fixture",
+            "judge": {"kind": "rule", "checks": [
+                {"op": "command", "arg": ["python", "-m", "pytest", "-q"]},
+                {"op": "file_contains", "arg": {"path": "CHANGELOG.md", "text": "--watch"}},
+                {"op": "file_contains", "arg": {"path": "CHANGELOG.md", "regex": "watch"}},
+                {"op": "file_exists", "arg": "docs/watch.md"},
+                {"op": "changed_files_max", "arg": 3}]}}
+    jsonschema.validate([task], schema)
+    for check in ({"op": "command", "arg": []},
+                  {"op": "command", "arg": ["python", 3]},
+                  {"op": "file_contains", "arg": {"path": "a", "text": "x", "mode": "all"}},
+                  {"op": "file_contains", "arg": {"text": "x"}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate([{**task, "judge": {"kind": "rule", "checks": [check]}}],
+                                schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([{**task, "workspace": 3}], schema)

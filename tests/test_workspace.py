@@ -151,3 +151,14 @@ def test_workspace_key_names_the_tree_and_the_check_commands() -> None:
     assert base == workspace.workspace_key("t1", [["pytest", "-q"]])
     assert base != workspace.workspace_key("t2", [["pytest", "-q"]])
     assert base != workspace.workspace_key("t1", [["pytest", "-x"]])
+
+
+def test_a_chain_of_links_that_leaves_the_folder_is_refused(repo: Path, tmp_path: Path) -> None:
+    os.symlink(".", repo / "evals/fx/here")  # alone it stays inside
+    os.symlink("here/..", repo / "evals/fx/up")  # read alone, inside; followed, the parent
+    git(repo, "add", "evals/fx")
+    git(repo, "commit", "-q", "-m", "link chain")
+    with pytest.raises(UsageError, match=r"symlink up .*leaves the workspace"):
+        workspace.materialise(repo, head(repo), "evals/fx", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert "up" in (workspace.folder_problem_on_disk(repo, "evals/fx") or "")

@@ -17,7 +17,7 @@ import json_repair
 
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner
-from gitsleep.check_ops import RULE_OPS
+from gitsleep.check_ops import ANSWER_OPS
 from gitsleep.harvest.mine import Candidate
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.sessions import Session
@@ -36,7 +36,7 @@ good answer from a bad one. Use what the person asked for and what they correcte
 Reply with JSON only: {{"tasks": [{{"prompt": "...", "judge": {{...}}}}]}}, at most \
 {MAX_TASKS} tasks. A judge is either
 - {{"kind": "rule", "checks": [{{"op": "...", "arg": "..."}}]}} with ops \
-{", ".join(RULE_OPS)} (max_chars and min_chars take a number; no_refusal takes no arg), or
+{", ".join(ANSWER_OPS)} (max_chars and min_chars take a number; no_refusal takes no arg), or
 - {{"kind": "rubric", "rubric": "what a good answer does, in one or two sentences"}}.
 Each prompt is the person's request as they first asked it, standing alone: never add \
 their corrections to it (the corrections become the checks) and never use the agent's \

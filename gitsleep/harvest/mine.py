@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gitsleep.check_ops import ANSWER_OPS, OPS
 from gitsleep.harvest.privacy import Masker, has_marker
 from gitsleep.harvest.sessions import Session
 from gitsleep.tasks import parse_judge
@@ -229,13 +230,19 @@ def repeats_a_correction(prompt: str, session: Session) -> bool:
     return False
 
 
+PERSON_ONLY_OPS = frozenset(op for op in OPS if op not in ANSWER_OPS)  # command, workspace ops
+
+
 def _sound_checks(checks: list[Any], session: Session) -> list[Any]:
     """The checks worth keeping: no `equals` (one session's answer verbatim is not a
-    rule), and no `not_contains` of what the person asked to add."""
+    rule), no `not_contains` of what the person asked to add, and only ops that read the
+    answer: a `command` runs a program and a workspace check needs a fixture, and neither
+    may come from a transcript (only a person commits them)."""
     wanted = {str(c["arg"]).casefold() for turn in _follow_ups(session)
               for c in checks_from(turn)[0] if c["op"] in ("contains", "section_present")}
     return [c for c in checks if not (isinstance(c, dict) and (
-        c.get("op") == "equals"
+        c.get("op") in PERSON_ONLY_OPS
+        or c.get("op") == "equals"
         or c.get("op") == "not_contains" and str(c.get("arg", "")).casefold() in wanted))]
 
 
