@@ -165,7 +165,11 @@ def _build(pattern: str, *, typed: bool) -> tuple[str, int] | None:
     shown, sample = "".join(out.shown), "".join(out.sample)
     candidates = []
     if sample.rstrip().endswith(":"):
-        candidates.append((shown.rstrip() + " " + _FREE_TEXT, sample.rstrip() + " " + _FREE_TEXT))
+        # A label the pattern asks no value for: the value is the agent's to give. Shown as a
+        # typed placeholder (a template or example never fixes it to "medium", issue 25); the
+        # plain literal keeps "medium", which the offline simulator's spec fixes.
+        value = "<text>" if typed else _FREE_TEXT
+        candidates.append((shown.rstrip() + " " + value, sample.rstrip() + " " + _FREE_TEXT))
     candidates += [(shown, sample), (shown.strip(), sample.strip())]
     for shown_text, sample_text in candidates:
         if (

@@ -108,7 +108,7 @@ def test_words_examples_and_rules_come_from_the_row() -> None:
     assert describe_check(Check("bogus", "x")) == "the check bogus 'x' must pass"  # type: ignore[arg-type]
     assert example_for_check(Check("section_present", "Impact")) == "## Impact"
     assert example_for_check(Check("section_contains", "### Risks ")) == "### Risks"
-    assert example_for_check(Check("regex", r"[Cc]onfidence\s*[:=]")) == "Confidence: medium"
+    assert example_for_check(Check("regex", r"[Cc]onfidence\s*[:=]")) == "Confidence: <text>"
     assert example_for_check(Check("equals", "42")) is None  # no rule makes every answer one text
     assert example_for_check(Check("max_chars", 300)) is None
     assert rule_for_check(Check("section_contains", "Impact")) == \

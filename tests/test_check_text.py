@@ -21,7 +21,8 @@ from tests.support.replies import SEVERITY
 # one constant would pass only the tasks that happen to want it.
 REGEX_EXAMPLES = [
     (SEVERITY, "Severity: <1-4>"),
-    (r"[Cc]onfidence\s*[:=]", "Confidence: medium"),
+    # a label the check asks no value for: the value is the agent's to give, not "medium"
+    (r"[Cc]onfidence\s*[:=]", "Confidence: <text>"),
     (r"(?i)owner:\s*\w+", "Owner: <text>"),
     (r"Confidence:\s*(high|medium|low)", "Confidence: <high|medium|low>"),
     (r"^## (Key )?Risks", "## Risks"),

@@ -35,7 +35,7 @@ def test_bare_headings_and_labels_become_rules_quoting_the_failing_check():
     assert rejected == []
     assert [e.content for e in kept] == [
         'Every answer must have a section headed "## Key Risks".',
-        'Every answer must have a line "Confidence: medium".',
+        'Every answer must have a line "Confidence: <text>", with <text> chosen for each task.',
         'Every answer must have a line "Severity: <1-4>", with <1-4> chosen for each task.',
     ]
     assert all("bare" in e.rationale for e in kept)

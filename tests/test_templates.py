@@ -64,7 +64,7 @@ def test_a_template_over_the_size_cap_or_with_a_fence_is_unmatched():
 def test_template_lines_are_derived_from_the_structural_failing_checks():
     assert skeleton.derive([IMPACT, SEVERITY, SHORT]) == \
         "## Impact\n<write the impact here>\nSeverity: <1-4>"  # never one value (issue 25)
-    assert skeleton.derive([Check("regex", "[Cc]onfidence\\s*[:=]")]) == "Confidence: medium"
+    assert skeleton.derive([Check("regex", "[Cc]onfidence\\s*[:=]")]) == "Confidence: <text>"
     assert skeleton.derive([SHORT, Check("no_refusal")]) is None
 
 
