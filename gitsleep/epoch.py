@@ -347,7 +347,7 @@ class Epoch:
             return reflect.propose(
                 self.runner, self.settings, target=target, document=document, failures=shown,
                 passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
-                index=index, contrasts=contrasts,
+                index=index, contrasts=contrasts, redact=self.redact,
             )
 
         workers = min(max(1, self.settings.workers), count)

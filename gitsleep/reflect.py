@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from gitsleep import check_text, hygiene, proposals, skeleton
 from gitsleep import documents as docs
@@ -210,16 +210,22 @@ def propose(
     round_no: int,
     index: int,
     contrasts: Sequence[Contrast] = (),
+    redact: Callable[[str], str] | None = None,
 ) -> Proposal:
     """Ask the optimizer once (plus one retry) for edits to `target`.
+
+    `redact` (the run's secret masker) masks every message before it leaves: the prompt
+    quotes agent answers and judge reasons, and the optimizer is a provider too.
 
     The retry is spent on a reply that cannot be parsed (the error is shown) or whose every
     edit hygiene rejected (each reason is shown): a small optimizer often fixes exactly what
     it is told. Every dropped edit of both attempts is kept for the report."""
     rules = docs.learned_rules(document)
     counts = failing_checks(failures)
-    prompt = build_prompt(target, document, failures, passes, tasks, rejected,
-                          settings.edit_budget, rules=rules, counts=counts, contrasts=contrasts)
+    mask = redact or (lambda text: text)
+    prompt = mask(build_prompt(target, document, failures, passes, tasks, rejected,
+                               settings.edit_budget, rules=rules, counts=counts,
+                               contrasts=contrasts))
     context = {
         "target": target,
         "budget": settings.edit_budget,
@@ -274,7 +280,7 @@ def propose(
             proposal.parse_failures += 1
             proposal.error = f"unparseable optimizer reply: {parsed.error}"
             # its own broken reply in view, so the model can fix the JSON it wrote
-            messages += (("assistant", answer.text or ""), ("user", (
+            messages += (("assistant", mask(answer.text or "")), ("user", mask(
                 f"That reply could not be parsed: {parsed.error}. "
                 'Reply again with only the JSON object {"edits": [...]}.')))
             continue
@@ -283,7 +289,8 @@ def propose(
             break
         # A fresh sample that reads why: with its rejected reply in view, a small model
         # repeats it word for word (seen with Qwen2.5-Coder 1.5B).
-        messages = (("system", SYSTEM), ("user", f"{prompt}\n\n{_rejection_note(refused)}"))
+        messages = (("system", SYSTEM),
+                    ("user", mask(f"{prompt}\n\n{_rejection_note(refused)}")))
         seed += RETRY_SEED_SHIFT
     return proposal
 
