@@ -19,14 +19,18 @@ repository gives its own CI; `harvest` never writes a `command` check.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitsleep.errors import BackendError
 from gitsleep.redact import clip
+
+if TYPE_CHECKING:
+    from gitsleep.models import Task
 
 ANSWER_ENV = "GITSLEEP_ANSWER"
 ANSWER_FILE = "answer.txt"
@@ -180,3 +184,21 @@ def check_answer(argv: Sequence[str], answer: str, **options: Any) -> tuple[bool
         return run_check(argv, work, answer_file=answer_path, **options)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def night_commands(skill: str, tasks: Iterable[Task]) -> list[str]:
+    """One line per check command the tasks would run, for `validate` to show: a person
+    reading a task file change sees every program a night will start."""
+    from gitsleep.check_ops import OPS, command_argv
+
+    lines = []
+    for task in tasks:
+        for check in task.judge.checks:
+            spec = OPS.get(check.op)
+            argv = command_argv(check.text) if spec is not None and spec.runs_program else None
+            if argv is None:
+                continue
+            where = (f"in the workspace {task.workspace}" if task.workspace
+                     else f"in a scratch folder, the answer in ${ANSWER_ENV}")
+            lines.append(f"{skill}: task {task.id!r}: {shlex.join(argv)} ({where})")
+    return lines

@@ -33,11 +33,14 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from gitsleep.errors import GitError, UsageError
 from gitsleep.gitrun import last_line, safe_git
 from gitsleep.patterns import search_untrusted
+
+if TYPE_CHECKING:
+    from gitsleep.models import Check
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
 MAX_READ_BYTES = 4 * 1024 * 1024  # what `file_contains` reads of one file
@@ -428,3 +431,42 @@ def workspace_key(tree: str | None, commands: Iterable[Sequence[str]]) -> str:
     cached outcome is only valid for the same fixture and the same commands)."""
     payload = json.dumps([tree, [list(c) for c in commands]], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def judge_checks(
+    folder: Path,
+    checks: Sequence[Check],
+    changed: Sequence[str],
+    *,
+    answer_file: Path | None = None,
+    **command_options: Any,
+) -> dict[int, tuple[bool, str]]:
+    """(passed, reason) by check index for every check that reads the workspace or runs a
+    program, judged over `folder` after the agent ran (`changed`: what it changed). Text
+    checks are left to the judge, which reads the answer. Raises CheckCannotRun (exit 3)
+    when a check program cannot start."""
+    from gitsleep.check_ops import OPS, command_argv, file_text_arg
+    from gitsleep.command_check import run_check
+
+    outcomes: dict[int, tuple[bool, str]] = {}
+    for index, check in enumerate(checks):
+        spec = OPS.get(check.op)
+        if spec is None or (spec.reads != "workspace" and not spec.runs_program):
+            continue
+        if spec.runs_program:
+            argv = command_argv(check.text)
+            outcomes[index] = ((False, "the command check's arg is not an argv list")
+                               if argv is None else
+                               run_check(argv, folder, answer_file=answer_file,
+                                         **command_options))
+        elif check.op == "file_exists":
+            outcomes[index] = file_exists(folder, check.text)
+        elif check.op == "file_contains":
+            path, kind, value = file_text_arg(check.text)
+            outcomes[index] = (file_contains(folder, path, regex=value) if kind == "regex"
+                               else file_contains(folder, path, text=value))
+        elif check.op == "changed_files_max":
+            outcomes[index] = changed_files_max(changed, int(check.text))
+        else:
+            outcomes[index] = (False, f"no workspace judge for {check.op}")
+    return outcomes

@@ -162,3 +162,34 @@ def test_a_chain_of_links_that_leaves_the_folder_is_refused(repo: Path, tmp_path
         workspace.materialise(repo, head(repo), "evals/fx", tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert "up" in (workspace.folder_problem_on_disk(repo, "evals/fx") or "")
+
+
+def test_judge_checks_runs_every_workspace_check_over_the_folder(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from gitsleep.models import Check
+
+    ws = tmp_path / "ws"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "CHANGELOG.md").write_text("- Add --watch\n")
+    answer = tmp_path / "answer.txt"
+    answer.write_text("Added the entry.")
+    probe = ("import os, sys; ok = os.path.exists('CHANGELOG.md') and "
+             "'entry' in open(os.environ['GITSLEEP_ANSWER']).read(); sys.exit(0 if ok else 4)")
+    checks = (Check("contains", "entry"),  # a text op: judged on the answer, not here
+              Check("command", json.dumps([sys.executable, "-c", probe])),
+              Check("command", json.dumps([sys.executable, "-c", "raise SystemExit(5)"])),
+              Check("file_exists", "docs/watch.md"),
+              Check("file_contains", json.dumps({"path": "CHANGELOG.md", "text": "--watch"})),
+              Check("file_contains", json.dumps({"path": "CHANGELOG.md", "regex": "^- Fix"})),
+              Check("changed_files_max", 1))
+    outcomes = workspace.judge_checks(ws, checks, ["CHANGELOG.md", "docs/x.md"],
+                                      answer_file=answer)
+    assert sorted(outcomes) == [1, 2, 3, 4, 5, 6]
+    assert outcomes[1] == (True, "")
+    assert outcomes[2][0] is False and outcomes[2][1].startswith("exited 5")
+    assert outcomes[3][0] is False and "does not exist" in outcomes[3][1]
+    assert outcomes[4] == (True, "")
+    assert outcomes[5][0] is False
+    assert outcomes[6][0] is False and "2 files changed" in outcomes[6][1]

@@ -72,7 +72,7 @@ def test_a_workspace_task_and_the_four_ops_parse(repo: Path) -> None:
         {"op": "file_exists", "arg": "docs/watch.md"},
         {"op": "changed_files_max", "arg": 3},
         workspace="./evals/fx/"))
-    assert errors(problems) == []
+    assert [p.code for p in problems if p.is_error] == ["GS136"]  # sound, not runnable yet
     (task,) = tasks
     assert task.workspace == "evals/fx"
     args = [c.arg for c in task.judge.checks]
@@ -250,3 +250,51 @@ def test_validate_refuses_a_check_program_not_on_path(
     assert ("evals/t.jsonl:1: GS133 task 't1': check 1: command program "
             "'gitsleep-no-such-checker' is not on PATH") in result.out
     assert run_cli(capsys, "--repo", str(repo), "eval").code == 2
+
+
+def test_a_sound_workspace_task_is_refused_until_the_agent_wiring_lands(repo: Path) -> None:
+    """Honest, not silent: a workspace task would otherwise run as a text task, its command
+    in an empty folder and its file checks failing. One line says so, before any call."""
+    _, problems = check(repo, record("cl-01", {"op": "file_exists", "arg": "docs/watch.md"},
+                                     workspace="evals/fx"))
+    message = only_error(problems, "GS136")
+    assert "task 'cl-01'" in message and "not run yet" in message
+    assert 'remove "workspace"' in message
+    with pytest.raises(UsageError, match="GS136|not run yet"):
+        load_skill_tasks(repo, skill())
+
+
+def test_validate_lists_every_command_a_night_would_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support.cli import run_cli
+
+    repo = cli_repo(tmp_path, {"has-risks": [PY, "-c", WANTS, "Risks"],
+                               "plain": ["true"]})
+    result = run_cli(capsys, "--repo", str(repo), "validate")
+    assert result.code == 0, result.out + result.err
+    assert "commands a night would run (2, from committed task files" in result.err
+    assert f"writer: task 'has-risks': {PY} -c " in result.err
+    assert "writer: task 'plain': true (in a scratch folder, the answer in $GITSLEEP_ANSWER)" in (
+        result.err)
+
+
+def test_a_changed_check_command_rescores_cached_answers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The response cache keys the model call; a check is judged afresh on every (cached)
+    answer, so a changed command re-scores without a new model call."""
+    from tests.support.cli import run_cli
+
+    repo = cli_repo(tmp_path, {"t1": [PY, "-c", WANTS, "Risks"]})
+    first = run_cli(capsys, "--repo", str(repo), "eval", "--json")
+    assert json.loads(first.out)[0]["tasks"][0]["hard"] == 1.0
+    assert any((repo / ".gitsleep/cache").rglob("*.json"))  # the answer is cached
+    task_file = repo / "evals/t.jsonl"
+    task_file.write_text(task_file.read_text().replace('"Risks"', '"Rollback"'))
+    second = run_cli(capsys, "--repo", str(repo), "eval", "--json")
+    assert json.loads(second.out)[0]["tasks"][0]["hard"] == 0.0
+
+
+def test_the_offline_optimizer_proposes_nothing_for_a_failed_command() -> None:
+    from gitsleep.backends.offline import directive_for
+
+    assert directive_for("command", json.dumps(["pytest", "-q"])) is None

@@ -21,6 +21,7 @@ import click
 import yaml
 
 from gitsleep import repo_paths
+from gitsleep.command_check import night_commands
 from gitsleep.config import (
     CONFIG_NAME,
     Config,
@@ -73,6 +74,7 @@ class Report:
     tasks: int = 0
     files: int = 0
     splits: dict[str, dict[str, int]] = field(default_factory=dict)  # skill -> split -> n
+    commands: list[str] = field(default_factory=list)  # every check command a night runs
 
     @property
     def errors(self) -> int:
@@ -111,6 +113,7 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
                                      for split in ("train", "val", "test")}
         problems.extend(task_problems)
         problems.extend(presence_problems(tasks))  # rules the checks cannot see through
+        report.commands.extend(night_commands(skill.name, tasks))  # what a night would run
         for entry in skill.tasks:
             if entry.path not in seen_task_files:
                 seen_task_files.add(entry.path)
@@ -380,6 +383,11 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
             click.echo(redact(problem.render()))
     for line in split_lines(report.splits):
         click.echo(line, err=True)
+    if report.commands:  # trust: every program a night starts, said where people look
+        click.echo(f"commands a night would run ({len(report.commands)}, from committed task "
+                   "files; they run with the trust of the repository's own CI):", err=True)
+        for line in report.commands:
+            click.echo(f"  {redact(line)}", err=True)
     if report.problems:
         summary = f"{report.errors} error(s), {report.warnings} warning(s)"
     else:
