@@ -19,6 +19,7 @@ passes it scored), so the cache's job is re-runs and repeated candidates, not th
 from __future__ import annotations
 
 import dataclasses
+import json
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import generate
-from gitsleep.backends.base import Backend
+from gitsleep import reflect
+from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend
 from gitsleep.cache import ResponseCache
 from gitsleep.config import load_config
 from gitsleep.epoch import run_epoch
-from gitsleep.models import EpochResult, EpochSettings, Task
+from gitsleep.models import Answer, EpochResult, EpochSettings, Task
 from gitsleep.paths import examples_dir
 from gitsleep.tasks import load_skill_tasks
 
@@ -75,7 +77,7 @@ def floor_of(result: EpochResult, tasks: Sequence[Task]) -> Floor:
     return Floor(len(answers), len(judged), proposals)
 
 
-PHASES = ("baseline", "reflect", "proposals", "edit alone", "merge", "leave-one-out",
+PHASES = ("baseline", "reflect", "screen", "proposals", "edit alone", "merge", "leave-one-out",
           "delete evidence", "finish stopped", "train re-score", "final test", "other")
 
 
@@ -83,7 +85,8 @@ def phase_of(label: str) -> str:
     """Which step of the epoch a pass with this label belongs to (`Epoch`'s labels)."""
     if label == "baseline":
         return "baseline"
-    for part, phase in (("(the rest", "finish stopped"), ("without the delete", "delete evidence"),
+    for part, phase in (("screen on train", "screen"), ("(the rest", "finish stopped"),
+                        ("without the delete", "delete evidence"),
                         ("without:", "leave-one-out"), ("merged", "merge"),
                         ("alone", "edit alone"), ("proposal", "proposals")):
         if part in label:
@@ -479,3 +482,80 @@ def cost_model(rows: Sequence[CallsRow]) -> CostModel:
                    / trials) if trials else 1.0,
     )
 
+
+# -- thrifty nights (issue 30): screening on train before val ------------------------------
+
+
+@dataclass
+class ThriftyRow:
+    """One epoch run twice, `search: thorough` and `search: thrifty`."""
+
+    example: str
+    rounds: int
+    proposals: int
+    thorough_calls: int
+    thrifty_calls: int
+    skillopt_nightly: int  # modelled from the thorough epoch's rounds
+    screened: int  # proposals thrifty kept off val
+    same_decision: bool  # decision and documents equal
+    thorough_val: float | None
+    thrifty_val: float | None
+    thorough_test: float | None
+    thrifty_test: float | None
+    thorough_phase: dict[str, int] = field(default_factory=dict)
+    thrifty_phase: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def saved(self) -> float:
+        return 1.0 - self.thrifty_calls / self.thorough_calls if self.thorough_calls else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["calls_saved_share"] = round(self.saved, 4)
+        data["skillopt_over_thorough"] = round(self.skillopt_nightly / self.thorough_calls, 4)
+        data["skillopt_over_thrifty"] = round(self.skillopt_nightly / self.thrifty_calls, 4)
+        return data
+
+
+class NoisyOptimizer(OfflineBackend):
+    """The offline simulator, except that every proposal after a round's first proposes a
+    rule that fixes nothing (an answer closing line no check asks for): what a small real
+    optimizer often does (the real-model runs' `ignored` and `did_not_help` verdicts).
+    The first proposal is the simulator's own, so a round can still learn."""
+
+    def complete(self, call: ModelCall) -> Answer:
+        index = (call.seed or 0) % reflect.SEEDS_PER_ROUND % reflect.RETRY_SEED_SHIFT
+        if call.purpose != "propose" or index == 0:
+            return super().complete(call)
+        edit = {"op": "add", "content": f'Always include "Thanks for reading ({index})."',
+                "anchor": "", "rationale": "a closing line reads well"}
+        return Answer(json.dumps({"edits": [edit]}), None, 100, 30)
+
+
+def thrifty_section(
+    workloads: Sequence[tuple[Workload, Callable[[], Backend]]],
+    rounds: Sequence[int] = (1, 2, 3),
+) -> list[ThriftyRow]:
+    """Each workload at each round count with `search: thorough` and `search: thrifty`:
+    calls, SkillOpt-Sleep's modelled schedule over each, and whether the decisions, the
+    documents and the final val and held-out scores match."""
+    rows = []
+    for workload, factory in workloads:
+        thrifty = dataclasses.replace(
+            workload, settings=dataclasses.replace(workload.settings, search="thrifty"))
+        name = workload.name + ("" if factory is OfflineBackend else ", noisy optimizer")
+        for count in rounds:
+            full, full_result = measure_epoch(workload, count, backend_factory=factory)
+            lean, lean_result = measure_epoch(thrifty, count, backend_factory=factory)
+            rows.append(ThriftyRow(
+                example=name, rounds=count, proposals=workload.settings.proposals,
+                thorough_calls=full.calls, thrifty_calls=lean.calls,
+                skillopt_nightly=full.skillopt_nightly,
+                screened=sum(1 for t in lean_result.trials if t.screened),
+                same_decision=(full_result.decision, full_result.documents)
+                == (lean_result.decision, lean_result.documents),
+                thorough_val=full_result.val.candidate, thrifty_val=lean_result.val.candidate,
+                thorough_test=full_result.test.candidate, thrifty_test=lean_result.test.candidate,
+                thorough_phase=full.by_phase, thrifty_phase=lean.by_phase,
+            ))
+    return rows

@@ -41,7 +41,8 @@ from benchmarks import (
 from gitsleep.epoch import call_ceiling
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
-SECTIONS = ("calls", "rerun", "parallel", "overhead", "validate", "timeouts", "harvest")
+SECTIONS = ("calls", "thrifty", "rerun", "parallel", "overhead", "validate", "timeouts",
+            "harvest")
 
 # What the README promises, checked on every run.
 FLOOR_RATIO = 1.0
@@ -135,6 +136,48 @@ def run_calls(report: Report, quick: bool) -> list[bench_calls.CallsRow]:
     report.target("SO/ours with 3 proposals (worst epoch)", round(min(three), 4), ">= 1.00",
                   min(three) >= 1.0, timing=True)  # --quick's tiny splits say nothing of it
     return rows
+
+
+def run_thrifty(report: Report, quick: bool) -> list[bench_calls.ThriftyRow]:
+    """Issue 30: the same epochs with `search: thorough` and `search: thrifty`."""
+    sizes = (10, 6, 6) if quick else (100, 50, 50)
+    offline, noisy = bench_calls.OfflineBackend, bench_calls.NoisyOptimizer
+    demo, generated = bench_calls.demo_workload(), bench_calls.generated_workload(*sizes)
+    rows = bench_calls.thrifty_section([
+        (demo, offline), (generated, offline),
+        (bench_calls.generated_workload(*sizes, proposals=1), offline),
+        (demo, noisy), (generated, noisy),
+    ])
+    report.sections["thrifty"] = [r.as_dict() for r in rows]
+    report.section(
+        "1c. Thrifty nights: search thorough vs thrifty (screened on train first), same epochs",
+        table(["example", "rounds", "thorough calls", "thrifty calls", "saved", "screened out",
+               "SkillOpt nightly", "SO/thorough", "SO/thrifty", "same decision",
+               "val thorough", "val thrifty", "held-out thorough", "held-out thrifty"],
+              [[r.example, r.rounds, r.thorough_calls, r.thrifty_calls,
+                f"{r.saved:.0%}", r.screened, r.skillopt_nightly,
+                round(r.skillopt_nightly / r.thorough_calls, 2),
+                round(r.skillopt_nightly / r.thrifty_calls, 2), r.same_decision,
+                _score(r.thorough_val), _score(r.thrifty_val), _score(r.thorough_test),
+                _score(r.thrifty_test)] for r in rows]),
+    )
+    thorough = sum(r.thorough_calls for r in rows)
+    thrifty = sum(r.thrifty_calls for r in rows)
+    same = sum(1 for r in rows if r.same_decision)
+    lower = sum(1 for r in rows if (r.thrifty_test or 0.0) < (r.thorough_test or 0.0))
+    print(f"thrifty / thorough calls over {len(rows)} epochs: {thrifty}/{thorough} = "
+          f"{thrifty / thorough:.2f}; same decision and documents in {same}/{len(rows)}; "
+          f"held-out lower in {lower}", flush=True)
+    three = [r.skillopt_nightly / r.thrifty_calls for r in rows if r.proposals == 3]
+    report.target("SO/thrifty with 3 proposals (worst epoch)", round(min(three), 4), ">= 1.00",
+                  min(three) >= 1.0, timing=True)
+    report.target("thrifty held-out below thorough's (epochs)", lower, "0", lower == 0,
+                  timing=True)
+    return rows
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def run_rerun(report: Report, quick: bool) -> None:
@@ -358,6 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "calls" in chosen:
         rows = run_calls(report, args.quick)
         formula(report, rows)
+    if "thrifty" in chosen:
+        run_thrifty(report, args.quick)
     if "rerun" in chosen:
         run_rerun(report, args.quick)
     if "parallel" in chosen:

@@ -10,8 +10,9 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
@@ -43,6 +44,18 @@ def _rank(ordered: Sequence[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
+@dataclass
+class _Spend:
+    """Wall seconds and US dollars: what a call cost, or is estimated to."""
+
+    seconds: float = 0.0
+    usd: float = 0.0
+
+    def add(self, other: _Spend, sign: int = 1) -> None:
+        self.seconds += sign * other.seconds
+        self.usd += sign * other.usd
+
+
 class CallRunner:
     """Runs ModelCalls against a backend with caching, a budget and a worker pool."""
 
@@ -56,11 +69,21 @@ class CallRunner:
         workers: int = 4,
         on_call: Callable[[ModelCall, Answer], None] | None = None,
         on_start: Callable[[ModelCall], None] | None = None,
+        max_agent_minutes: float | None = None,
+        max_cost: float | None = None,
+        prices: Mapping[str, Mapping[str, float]] | None = None,
     ) -> None:
         self.backend = backend
         self.cache = cache if cache is not None else ResponseCache()
         self.max_calls = max_calls
         self.max_tokens = max_tokens
+        self.max_agent_minutes = max_agent_minutes
+        self.max_cost = max_cost
+        self.prices = dict(prices or {})
+        self._spent = _Spend()  # seconds and dollars of finished real calls
+        self._pending = _Spend()  # the estimates of the calls under way
+        # (model, purpose) -> the costliest finished call: the next one's estimate
+        self._costliest: dict[tuple[str, str], _Spend] = {}
         self.workers = max(1, workers)
         self.cost = Cost()
         self.errors: list[str] = []
@@ -70,22 +93,70 @@ class CallRunner:
         self._stopped: BaseException | None = None  # a fatal error: no further call starts
         self._seconds: dict[str, list[float]] = {}  # model -> each real call's latency
 
-    def _reserve(self) -> None:
+    def _reserve(self, request: ModelCall) -> _Spend:
+        """Count the call, or stop before it when any budget would be passed: every budget
+        is checked here, under one lock, before the call goes out. Returns the call's
+        estimate (held as pending until it finishes)."""
         with self._lock:
             if self._stopped is not None:
                 raise self._stopped
-            spent = self.cost.prompt_tokens + self.cost.completion_tokens
-            if self.cost.calls >= self.max_calls:
-                self._stopped = BudgetExhausted(
-                    f"budget.max_calls ({self.max_calls}) reached after {self.cost.calls} calls"
-                )
-                raise self._stopped
-            if spent >= self.max_tokens:
-                self._stopped = BudgetExhausted(
-                    f"budget.max_tokens ({self.max_tokens}) reached after {spent} tokens"
-                )
+            estimate = self._estimate(request)
+            why = self._over_budget(estimate)
+            if why is not None:
+                self._stopped = BudgetExhausted(why)
                 raise self._stopped
             self.cost.calls += 1
+            self._pending.add(estimate)
+            return estimate
+
+    def _estimate(self, request: ModelCall) -> _Spend:
+        """The costliest finished call of the same model and purpose (of the model when
+        none), or nothing before the first one: a call is never known in advance."""
+        known = self._costliest.get((request.model, request.purpose))
+        if known is None:
+            same = [v for (model, _), v in self._costliest.items() if model == request.model]
+            known = _Spend(max((v.seconds for v in same), default=0.0),
+                           max((v.usd for v in same), default=0.0))
+        return known
+
+    def _over_budget(self, estimate: _Spend) -> str | None:
+        """Why the next call may not start, or None. Called under the lock."""
+        calls = self.cost.calls
+        tokens = self.cost.prompt_tokens + self.cost.completion_tokens
+        if calls >= self.max_calls:
+            return f"budget.max_calls ({self.max_calls}) reached after {calls} calls"
+        if tokens >= self.max_tokens:
+            return f"budget.max_tokens ({self.max_tokens}) reached after {tokens} tokens"
+        if self.max_agent_minutes is not None:
+            cap = self.max_agent_minutes * 60.0
+            spent = self._spent.seconds
+            if spent >= cap or spent + self._pending.seconds + estimate.seconds > cap:
+                return (f"budget.max_agent_minutes ({self.max_agent_minutes:g}) would be passed "
+                        f"by the next call: {spent / 60:.2f} min spent in {calls} calls, the "
+                        f"next estimated at {estimate.seconds / 60:.2f} min (the longest such "
+                        "call so far)")
+        if self.max_cost is not None:
+            spent = self._spent.usd
+            if spent >= self.max_cost or spent + self._pending.usd + estimate.usd > self.max_cost:
+                return (f"budget.max_cost (${self.max_cost:g}) would be passed by the next "
+                        f"call: ${spent:.4f} spent in {calls} calls, the next estimated at "
+                        f"${estimate.usd:.4f} (the costliest such call so far)")
+        return None
+
+    def _usd(self, model: str, answer: Answer) -> float:
+        price = self.prices.get(model) or {}
+        return (answer.prompt_tokens * price.get("prompt", 0.0)
+                + answer.completion_tokens * price.get("completion", 0.0)) / 1e6
+
+    def agent_seconds(self) -> float:
+        """Wall seconds spent in finished real calls (as the backend measured them)."""
+        with self._lock:
+            return self._spent.seconds
+
+    def spent_usd(self) -> float:
+        """US dollars of the finished real calls at `prices` (0.0 without prices)."""
+        with self._lock:
+            return self._spent.usd
 
     def call(self, request: ModelCall) -> Answer:
         key = request.cache_key()
@@ -102,22 +173,34 @@ class CallRunner:
                 completion_tokens=hit.completion_tokens,
                 cached=True,
                 finish_reason=hit.finish_reason,
+                checks=hit.checks,  # a workspace answer's check outcomes (issue 26)
             )
         if self._stopped is not None:
             raise self._stopped
-        self._reserve()
-        if self.on_start is not None:
-            self.on_start(request)
+        estimate = self._reserve(request)
         started = time.perf_counter()
         try:
+            if self.on_start is not None:
+                self.on_start(request)
+            started = time.perf_counter()
             answer = self.backend.complete(request)
         except BaseException as exc:
             self._stopped = exc
+            with self._lock:
+                self._pending.add(estimate, -1)
+                self._spent.seconds += time.perf_counter() - started
             raise
         elapsed = time.perf_counter() - started
         if answer.text is not None:
             answer.text = _valid_unicode(answer.text)
         with self._lock:
+            actual = _Spend(answer.seconds if answer.seconds is not None else elapsed,
+                            self._usd(request.model, answer))
+            self._pending.add(estimate, -1)
+            self._spent.add(actual)
+            worst = self._costliest.setdefault((request.model, request.purpose), _Spend())
+            worst.seconds, worst.usd = max(worst.seconds, actual.seconds), max(worst.usd,
+                                                                               actual.usd)
             self.cost.prompt_tokens += answer.prompt_tokens
             self.cost.completion_tokens += answer.completion_tokens
             used = self.cost.by_model.setdefault(

@@ -152,6 +152,10 @@ class GateConfig(_Section):
 class BudgetConfig(_Section):
     max_calls: Annotated[int, Field(ge=1)] = EpochSettings.max_calls
     max_tokens: Annotated[int, Field(ge=1)] = EpochSettings.max_tokens
+    # in the user's own units (issue 30): wall minutes spent in model or agent calls, and
+    # US dollars at `prices`; both checked before each call, like max_calls
+    max_agent_minutes: Annotated[float, Field(gt=0.0)] | None = EpochSettings.max_agent_minutes
+    max_cost: Annotated[float, Field(gt=0.0)] | None = EpochSettings.max_cost
 
 
 class PrConfig(_Section):
@@ -356,6 +360,8 @@ class Config(_Section):
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     learned_block: LearnedBlockConfig = Field(default_factory=LearnedBlockConfig)
     rollouts: Annotated[int, Field(ge=1, le=10)] = EpochSettings.rollouts  # per train task
+    # thorough: every proposal is gated on val; thrifty: screened on train first (issue 30)
+    search: Literal["thorough", "thrifty"] = "thorough"
 
     _check_base_url = field_validator("base_url")(_http_url)
 
@@ -370,6 +376,15 @@ class Config(_Section):
         if "command" in self.backends() and self.agent is None:
             raise ValueError("a backend is `command` but there is no `agent:` section: add "
                              "`agent: codex` (a preset) or `agent: {command: [...]}`")
+        return self
+
+    @model_validator(mode="after")
+    def _cost_cap_needs_tokens(self) -> Config:
+        """An agent CLI reports no tokens: a money cap on its answers could not hold."""
+        if self.budget.max_cost is not None and self.backend == "command":
+            raise ValueError("budget.max_cost: an agent CLI (backend: command) reports no "
+                             "tokens, so its cost cannot be kept; cap it with "
+                             "budget.max_agent_minutes instead")
         return self
 
     @field_validator("model", "optimizer_model", "judge_model")
@@ -556,7 +571,27 @@ class Config(_Section):
             block_max_lines=self.learned_block.max_lines,
             block_max_chars=self.learned_block.max_chars,
             rollouts=self.rollouts,
+            **self._thrifty_settings(agent, optimizer, judge),
         )
+
+    def _thrifty_settings(self, *models: str) -> dict[str, Any]:
+        """The search and the budgets in minutes and money, only when set (issue 30); a
+        cost cap needs a price for every model that may be called."""
+        out: dict[str, Any] = {}
+        if self.search != EpochSettings.search:
+            out["search"] = self.search
+        if self.budget.max_agent_minutes is not None:
+            out["max_agent_minutes"] = self.budget.max_agent_minutes
+        if self.budget.max_cost is not None:
+            unpriced = sorted({m for m in models if m not in self.prices})
+            if unpriced:
+                raise UsageError(
+                    f"budget.max_cost: no price for model {unpriced[0]!r}: add it under "
+                    f"`prices:` ({unpriced[0]}: {{prompt: USD per 1M tokens, completion: "
+                    "...}}) or remove budget.max_cost")
+            out["max_cost"] = self.budget.max_cost
+            out["prices"] = {m: p.model_dump() for m, p in self.prices.items()}
+        return out
 
 
 # --- loading ---------------------------------------------------------------------------

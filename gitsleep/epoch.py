@@ -95,7 +95,13 @@ class Epoch:
             max_tokens=settings.max_tokens,
             workers=settings.workers,
             on_start=self._call_started,
+            max_agent_minutes=settings.max_agent_minutes,
+            max_cost=settings.max_cost,
+            prices=settings.prices,
         )
+        self.ceiling = call_ceiling(settings, tasks, documents.get("memory") is not None)
+        self.step = "the baseline"  # what runs now: a budget stop says what it skipped
+        self.screened = 0  # proposals `search: thrifty` kept off val
         self.result = EpochResult(
             skill=skill,
             decision="no_edits",
@@ -119,15 +125,16 @@ class Epoch:
 
     def score(self, split: Split, documents: Mapping[str, str | None], label: str,
               against: PassResult | None = None, bar: float | None = None,
-              near: PassResult | None = None) -> PassResult:
+              near: PassResult | None = None, only: list[Task] | None = None) -> PassResult:
         """Score a split; a candidate scored `against` the best stops once it cannot beat
         the gate, or (given a `bar`) once its val mean cannot reach the `bar`.
 
         `near`: the pass of a document this candidate differs from by one edit or so (the
         bundle a leave-one-out would replace): its weakest tasks are scored first, where
         the candidate most likely falls short too, so the pass stops sooner. The result
-        lists its tasks in the split's order whatever order they were scored in."""
-        count = len(self.split[split])
+        lists its tasks in the split's order whatever order they were scored in. `only`:
+        these tasks of the split, not all of them (the thrifty screen)."""
+        count = len(self.split[split] if only is None else only)
         tick = no_tick
         if self.steps is not None:
             tick = self.steps(f"{self.skill}: scoring {split} ({label})",
@@ -141,13 +148,16 @@ class Epoch:
                 return gate.cannot_win(against, done, rest, self.settings.gate) or (
                     bar is not None
                     and gate.best_reachable(against, done, rest) < bar - gate.STOP_MARGIN)
-        order = self.split[split]
+        order = self.split[split] if only is None else only
         if stop is not None and near is not None:
             order = _weakest_first(order, near)
+        self.step = f"scoring {split} ({label})"
+        hits = self.runner.cost.cache_hits
         result = replay.score_split(
             self.runner, order, documents, self.settings, label=label, split=split,
             on_answer=tick, stop=stop, chunk=self.settings.workers,
         )
+        self._say_cached(result, self.runner.cost.cache_hits - hits)
         if order is not self.split[split]:
             position = {t.id: i for i, t in enumerate(self.split[split])}
             result.tasks.sort(key=lambda t: position[t.task_id])
@@ -156,6 +166,16 @@ class Epoch:
         if note:  # answers that only echo the learned template: failed whatever the checks say
             self.progress(f"{self.skill}: {split} ({label}){note}")
         return result
+
+    def _say_cached(self, result: PassResult, hits: int) -> None:
+        """`val (baseline): 6/6, 6 from cache`: what the cache saved in this pass (said
+        only when it saved something)."""
+        if hits <= 0:
+            return
+        repeats = max(1, self.settings.gate.repeats)
+        done = sum(len(t.samples) for t in result.tasks)
+        self.progress(f"{self.skill}: {result.split} ({result.label}): {done}/"
+                      f"{result.planned * repeats}, {hits} from cache")
 
     def _call_started(self, call: ModelCall) -> None:
         """Say when an optimizer call goes out: it is the slow one, and it costs most."""
@@ -172,7 +192,9 @@ class Epoch:
         except BackendError as exc:
             self._abort(str(exc), 3)
         except BudgetExhausted as exc:
-            self._abort(f"{exc}; stopped before a decision", 6)
+            left = max(0, self.ceiling - self.runner.cost.calls)
+            self._abort(f"{exc}; stopped before a decision; skipped: {self.step} and the rest "
+                        f"of the epoch (at most {left} more calls)", 6)
         finally:
             self.result.cost = self.runner.cost
             self.result.cost.seconds = round(time.perf_counter() - started, 3)
@@ -277,6 +299,7 @@ class Epoch:
         document = self.current[target] or ""
         candidates: list[_Candidate] = []
         seen: set[str] = set()
+        screened_any = False  # a proposal screened out on train was tried all the same
         count = max(1, self.settings.proposals)
         for index, proposal in enumerate(self._propose(target, round_no, document, failures,
                                                        passes, contrasts or [], count)):
@@ -285,9 +308,15 @@ class Epoch:
             label = f"{target} round {round_no} proposal {index + 1}"
             # a later bundle must reach the best passing one so far to matter (item 2)
             leader = _leader(candidates)
+            screen = None
+            if self.settings.search == "thrifty":
+                screen = screening_tasks(reflect.slice_failures(failures, index, count),
+                                         passes, index)
+            screened = self.screened
             cand = self._try(target, round_no, index, proposal.edits, label, best_val, seen,
                              bar=None if leader is None else leader.trial.candidate,
-                             near=None if leader is None else leader.val)
+                             near=None if leader is None else leader.val, screen=screen)
+            screened_any = screened_any or self.screened > screened
             if cand is not None:
                 candidates.append(cand)
         round_proposals = self.result.proposals[-count:]
@@ -324,7 +353,7 @@ class Epoch:
             winner = self._prove_deletes(target, round_no, winner, best_val, seen, candidates,
                                          spare)
         self._book_losers(candidates, winner)
-        return winner, bool(candidates)
+        return winner, bool(candidates) or screened_any
 
     def _propose(
         self,
@@ -566,6 +595,7 @@ class Epoch:
         seen: set[str],
         bar: float | None = None,
         near: PassResult | None = None,
+        screen: list[TaskResult] | None = None,
     ) -> _Candidate | None:
         """Apply edits to a copy of the document and gate it on val (None: nothing to try).
 
@@ -601,6 +631,9 @@ class Epoch:
             self.progress(f"{self.skill}: {label}: {why}")
             return None
         trial_docs = {**self.current, target: new_text}
+        if screen and self._screened_out(target, round_no, index, label, applied, unmatched,
+                                         trial_docs, screen):
+            return None
         val = self.score("val", trial_docs, label, against=best_val,
                          bar=bar if len(applied) > 1 else None, near=near)
         trial = GateTrial(
@@ -622,6 +655,32 @@ class Epoch:
         self.progress(f"{self.skill}: {label}: {trial.reason}")
         size = abs(len(new_text) - len(document)) + sum(len(e.content) for e in applied)
         return _Candidate(trial, trial_docs, val, size)
+
+    def _screened_out(self, target: str, round_no: int, index: int, label: str,
+                      applied: list[Edit], unmatched: list[EditOutcome],
+                      trial_docs: dict[str, str | None], screen: list[TaskResult]) -> bool:
+        """`search: thrifty` (GEPA's minibatch): score the candidate on the train tasks in
+        `screen` (under the current documents they are already scored) and keep it off val
+        unless it beats them there. A screened-out lone edit is reported as rejected and
+        fed back to the optimizer, like a lone edit that lost on val."""
+        ids = {t.task_id for t in screen}
+        tasks = [t for t in self.split["train"] if t.id in ids]
+        after = self.score("train", trial_docs, f"{label}: screen on train", only=tasks)
+        passed, why = gate.screen(screen, after, keep=screen[-1].task_id
+                                  if screen[-1].hard == 1.0 else None)
+        if passed:
+            return False
+        self.screened += 1
+        reason = f"screened out on train, not scored on val: {why}"
+        trial = GateTrial(target=target, round=round_no, proposal=index, baseline=None,
+                          candidate=None, accepted=False, reason=reason, applied=applied,
+                          unmatched=unmatched, screened=True)
+        self.result.trials.append(trial)
+        self.progress(f"{self.skill}: {label}: {reason}")
+        if len(applied) == 1:
+            self.rejected.append(applied[0])
+            self.result.rejected.append(EditOutcome(applied[0], "rejected", reason))
+        return True
 
     def _judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
         """Fill in the gate's verdict on a fully scored candidate."""
@@ -671,8 +730,10 @@ class Epoch:
                         + ("" if r.pr_eligible else "; held-out did not improve, so no PR"))
         elif any_candidate:
             r.decision = "rejected"
-            r.reason = (f"{len(r.trials)} candidate(s) scored on val; none beat "
-                        f"{fmt_score(val.baseline)} (see gate trials)")
+            screened = (f", {self.screened} more screened out on train" if self.screened
+                        else "")
+            r.reason = (f"{len(r.trials) - self.screened} candidate(s) scored on val"
+                        f"{screened}; none beat {fmt_score(val.baseline)} (see gate trials)")
         else:
             r.decision = "no_edits"
             failing = sum(1 for t in base_train.tasks if t.hard is not None and t.hard < 1.0)
@@ -711,8 +772,66 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     proposals = max(1, settings.proposals)
     sampled = rollouts.extra_calls(settings, [t for t in tasks if t.split == "train"])
     per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train + sampled
+    if settings.search == "thrifty":  # each proposal's screen on a few train tasks
+        per_round += proposals * _screen_calls(settings, [t for t in tasks if t.split == "train"])
     targets = 2 if with_memory else 1
     return train + val + test + targets * settings.rounds * per_round + test
+
+
+SCREEN_FIXES = 3  # train failures a thrifty screen scores a proposal on (plus one passing task)
+
+
+def screening_tasks(shown: Sequence[TaskResult], passes: Sequence[TaskResult],
+                    index: int) -> list[TaskResult]:
+    """A proposal's screen: the first few failures it was shown (what it was meant to
+    fix) and, last, one passing train task it must not break (a different one for each
+    proposal, so a round covers several)."""
+    chosen = list(shown[:SCREEN_FIXES])
+    if passes:
+        chosen.append(passes[index % len(passes)])
+    return chosen
+
+
+def _screen_calls(settings: EpochSettings, train: Sequence[Task]) -> int:
+    """The most calls one thrifty screen makes: its costliest train tasks, x repeats."""
+    costs = sorted((2 if t.judge.kind == "rubric" else 1 for t in train), reverse=True)
+    return sum(costs[:SCREEN_FIXES + 1]) * max(1, settings.gate.repeats)
+
+
+def budget_note(settings: EpochSettings, tasks: Sequence[Task],
+                documents: Mapping[str, str | None], ceiling: int) -> str:
+    """The night's cost in the user's units, said before the first call ('' with no cap).
+
+    Money: every call of the ceiling at its token cap, prompts at about 4 characters a
+    token (an estimate: a model's own tokenizer decides). Minutes cannot be known before a
+    call is timed: the cap is stated, and each call is estimated at the longest of its kind
+    so far."""
+    parts: list[str] = []
+    if settings.max_agent_minutes is not None:
+        parts.append(f"agent minutes capped at {settings.max_agent_minutes:g} "
+                     "(budget.max_agent_minutes; a call estimated at the longest of its kind "
+                     "so far must fit)")
+    if settings.max_cost is not None:
+        document = sum(len(d or "") for d in documents.values())
+        prompts = [document + len(t.prompt) + len(t.system or "") for t in tasks]
+        answer_in = (sum(prompts) / len(prompts) if prompts else document) / 4
+        out_cap = settings.max_answer_tokens or 0
+        reflect_in = (document + sum(len(t.prompt) for t in tasks if t.split == "train")) / 4
+        reflect_out = settings.max_reflect_tokens or 0
+
+        def usd(model: str, prompt: float, completion: float) -> float:
+            price = settings.prices.get(model) or {}
+            return (prompt * price.get("prompt", 0.0)
+                    + completion * price.get("completion", 0.0)) / 1e6
+
+        targets = 2 if documents.get("memory") is not None else 1
+        reflects = min(ceiling, 2 * max(1, settings.proposals) * settings.rounds * targets)
+        most = ((ceiling - reflects) * usd(settings.model, answer_in, out_cap)
+                + reflects * usd(settings.optimizer_model, reflect_in, reflect_out))
+        uncapped = "" if out_cap and reflect_out else " (a token cap is off: not a bound)"
+        parts.append(f"estimated cost at most ${most:.4f} for {ceiling} calls at their token "
+                     f"caps{uncapped}; capped at ${settings.max_cost:g} (budget.max_cost)")
+    return "; ".join(parts)
 
 
 def _leader(candidates: Sequence[_Candidate]) -> _Candidate | None:

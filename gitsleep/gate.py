@@ -145,3 +145,27 @@ def best_reachable(
     count = len(values) + open_
     return (sum(v for v in values if v is not None) + open_ * MAX_TASK_VALUE) / count \
         if count else 0.0
+
+
+def screen(before: Sequence[TaskResult], after: PassResult,
+           keep: str | None = None) -> tuple[bool, str]:
+    """`search: thrifty`'s screen (GEPA's minibatch): does a candidate beat the current
+    documents on the few train tasks it was scored on? Strictly higher mean over the tasks
+    scored under both, and the task `keep` (one that passed) no lower. Nothing paired
+    (failed calls) passes: an error is never a score, so val decides."""
+    prior = {t.task_id: t.value for t in before}
+    pairs = [(t.task_id, prior[t.task_id], t.value) for t in after.tasks
+             if prior.get(t.task_id) is not None and t.value is not None]
+    if not pairs:
+        return True, "no train task scored under both documents"
+    old = sum(b for _, b, _ in pairs if b is not None) / len(pairs)
+    new = sum(a for _, _, a in pairs if a is not None) / len(pairs)
+    shown = f"train {old:.3f} -> {new:.3f} on {len(pairs)} task(s) it was meant to fix"
+    broken = [(tid, b, a) for tid, b, a in pairs if tid == keep and b is not None
+              and a is not None and a < b]
+    if broken:
+        tid, b, a = broken[0]
+        return False, f"{shown}, but it breaks {tid} ({b:.3f} -> {a:.3f})"
+    if not improves(old, new, 0.0):
+        return False, f"{shown}: no better"
+    return True, f"{shown}: better"

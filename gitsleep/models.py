@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard, get_args
 
@@ -267,6 +268,9 @@ class GateTrial:
     # early stopping: scoring ended after this many val tasks because the candidate could
     # no longer beat the gate; it lost, and `candidate` is None (it has no full val mean)
     stopped_after: int | None = None
+    # `search: thrifty`: it did not beat the current documents on the train tasks it was
+    # meant to fix, so it was never scored on val (`candidate` is None)
+    screened: bool = False
 
 
 @dataclass
@@ -405,3 +409,10 @@ class EpochSettings:
     # stop scoring a candidate on val once it provably cannot beat the gate (off only to
     # show, in the benchmark and tests, that decisions are the same without it)
     early_stop: bool = True
+    # thorough: every proposal is gated on val; thrifty: a proposal goes to val only when
+    # it beats the current documents on a few train tasks it was meant to fix (issue 30)
+    search: str = "thorough"
+    max_agent_minutes: float | None = None  # wall minutes in model calls (None: no cap)
+    max_cost: float | None = None  # USD at `prices` (None: no cap)
+    # {model: {"prompt": USD per 1M tokens, "completion": ...}}; only a cost cap needs it
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from gitsleep import __version__, gate, record, repo_paths, report
 from gitsleep.config import SkillConfig
-from gitsleep.epoch import call_ceiling, run_epoch
+from gitsleep.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
 from gitsleep.models import EpochResult, SplitSummary, Task
 from gitsleep.record import NOTES_REF, Digests
@@ -59,6 +59,9 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               f"{min(ceiling, settings.max_calls)} model calls (ceiling {ceiling}, "
               f"budget.max_calls {settings.max_calls}; cache hits are free), backend "
               f"{backend.name}{' (simulated)' if backend.simulated else ''}")
+    budget = budget_note(settings, tasks, documents, min(ceiling, settings.max_calls))
+    if budget:  # minutes and money (issue 30), before the first call and in --dry-run
+        setup.say(f"{skill.name}: budget: {budget}")
     return run_epoch(tasks, documents, settings, backend, skill=skill.name,
                      cache=make_cache(setup), progress=setup.say,
                      redact=setup.redactor.redact,

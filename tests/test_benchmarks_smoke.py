@@ -181,10 +181,20 @@ def test_quick_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "latest.json"
     assert run.main(["--quick", "--output", str(out)]) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert set(data["sections"]) == {"calls", "formula", "rerun", "parallel", "overhead",
-                                     "validate", "timeouts", "harvest"}
+    assert set(data["sections"]) == {"calls", "formula", "thrifty", "rerun", "parallel",
+                                     "overhead", "validate", "timeouts", "harvest"}
     assert all(row["calls_over_floor"] == 1.0 for row in data["sections"]["calls"])
+    assert all(row["same_decision"] for row in data["sections"]["thrifty"])
     assert all(t["met"] for t in data["targets"] if not t["timing"])
+
+
+def test_the_thrifty_section_screens_a_noisy_optimizers_proposals_off_val() -> None:
+    workload = bench_calls.generated_workload(12, 8, 6)
+    rows = bench_calls.thrifty_section([(workload, bench_calls.NoisyOptimizer)], rounds=(1,))
+    row = rows[0]
+    assert row.screened == 4  # proposals 2 and 3 fix nothing, for the skill and the memory
+    assert row.same_decision and row.thrifty_calls < row.thorough_calls
+    assert row.thrifty_phase.get("screen", 0) > 0 and "screen" not in row.thorough_phase
 
 
 def test_the_calls_section_compares_with_a_run_without_early_stopping() -> None:

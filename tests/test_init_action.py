@@ -44,8 +44,9 @@ def test_init_fills_the_action_repository_and_the_comment_matches(
     assert (tmp_path / ".gitsleep.yml").read_text().startswith(
         "# yaml-language-server: $schema=https://raw.githubusercontent.com/acme/gitsleep/"
         f"{TAG}/schemas/gitsleep-config.schema.json\n")
-    assert (f"  4. in {WORKFLOW} (twice) and in the `$schema` line of .gitsleep.yml, replace "
-            "COMMIT_SHA with the full SHA of the gitsleep commit to run") in result.out
+    assert (f"  4. in {WORKFLOW} (twice), .github/workflows/gitsleep-review.yml (once) and in "
+            "the `$schema` line of .gitsleep.yml, replace COMMIT_SHA with the full SHA of the "
+            "gitsleep commit to run") in result.out
     assert "  5. add the repository secret OPENAI_API_KEY" in result.out
     assert "  6. commit the files" in result.out
 

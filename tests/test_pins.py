@@ -80,6 +80,9 @@ def test_init_from_a_plain_directory_marks_the_placeholder_and_warns_once(
     assert "git+https://github.com/acme/gitsleep@COMMIT_SHA" in text
     assert "v0.1.0" not in text  # no tag that does not exist
     assert "replace COMMIT_SHA" in result.out
+    # every file init pinned is named in the step that says what to replace
+    assert (f"in {WORKFLOW} (twice), .github/workflows/gitsleep-review.yml (once) and in the "
+            "`$schema` line of .gitsleep.yml") in result.out
 
 
 def test_action_ref_names_the_commit_or_a_tag_everywhere(

@@ -272,7 +272,8 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
                "one epoch with the offline simulator, nothing committed")
     click.echo("  3. replace the example skill and tasks with your own, then in .gitsleep.yml set "
                "`backend: openai` and `model:`, and export OPENAI_API_KEY")
-    steps = workflow_steps(written.get(repo / WORKFLOW_PATH), action_repo, action_ref)
+    steps = workflow_steps(written.get(repo / WORKFLOW_PATH), action_repo, action_ref,
+                           review=written.get(repo / REVIEW_WORKFLOW_PATH) in WROTE)
     for number, step in enumerate(steps, 4):
         click.echo(f"  {number}. {step}")
     click.echo(pre_commit_snippet(action_repo, action_ref))
@@ -293,23 +294,29 @@ def pre_commit_snippet(action_repo: str | None, ref: str | None) -> str:
             "        - id: gitsleep-learned-block")
 
 
+WROTE = ("created", "replaced")
+
+
 def workflow_steps(outcome: str | None, action_repo: str | None,
-                   ref: str | None = None) -> list[str]:
-    """What is left before the nightly workflow runs, given what init did with it."""
+                   ref: str | None = None, *, review: bool = False) -> list[str]:
+    """What is left before the nightly workflow runs, given what init did with it (and
+    whether it wrote the review workflow, which holds the same pin once)."""
     if outcome is None:
         return ["commit the files (this install has no workflow template: copy "
                 "examples/workflows/gitsleep-nightly.yml from gitsleep's repository)"]
     if outcome == "exists, kept":
         return [f"commit the files; {WORKFLOW_PATH} was kept as it was"]
+    files = f"{WORKFLOW_PATH} (twice), {REVIEW_WORKFLOW_PATH} (once)" if review else \
+        f"{WORKFLOW_PATH} (twice)"
     if action_repo and ref:
-        pin = (f"in {WORKFLOW_PATH}, the action is {action_repo}@{ref}, the commit this "
+        pin = (f"in {files}, the action is {action_repo}@{ref}, the commit this "
                "gitsleep was installed from (or --action-ref)")
     else:
         left = " and ".join(f"replace {name} with {what}" for name, known, what in (
             ("OWNER", action_repo, "the account that publishes gitsleep"),
             (PLACEHOLDER_REF, ref, "the full SHA of the gitsleep commit to run"))
             if not known)
-        pin = (f"in {WORKFLOW_PATH} (twice) and in the `$schema` line of .gitsleep.yml, "
+        pin = (f"in {files} and in the `$schema` line of .gitsleep.yml, "
                f"{left} (`gitsleep init --action-repo owner/gitsleep --action-ref <sha>` "
                "fills them in)")
     return [pin,
