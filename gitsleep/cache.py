@@ -14,8 +14,25 @@ import os
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 from gitsleep.models import Answer
+
+
+def _checks(raw: Any) -> tuple[tuple[int, bool, str], ...] | None:
+    """A workspace answer's check outcomes as stored; a ValueError when they are not
+    [index, passed, reason] triples (the entry is then a miss, never half-read)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ValueError("checks must be a list")
+    outcomes = []
+    for item in raw:
+        if (not isinstance(item, list) or len(item) != 3 or type(item[0]) is not int
+                or not isinstance(item[1], bool) or not isinstance(item[2], str)):
+            raise ValueError("a check outcome must be [index, passed, reason]")
+        outcomes.append((item[0], item[1], item[2]))
+    return tuple(outcomes)
 
 
 class ResponseCache:
@@ -51,6 +68,7 @@ class ResponseCache:
                 prompt_tokens=int(data.get("prompt_tokens", 0)),
                 completion_tokens=int(data.get("completion_tokens", 0)),
                 finish_reason=data.get("finish_reason") or None,
+                checks=_checks(data.get("checks")),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or unreadable: a miss, never an error
@@ -66,6 +84,7 @@ class ResponseCache:
             prompt_tokens=answer.prompt_tokens,
             completion_tokens=answer.completion_tokens,
             finish_reason=answer.finish_reason,
+            checks=answer.checks,
         )
         with self._lock:
             self._memory[key] = stored
@@ -74,12 +93,14 @@ class ResponseCache:
         path = self._path(key)
         if path is None:
             return
-        payload = {
+        payload: dict[str, Any] = {
             "text": answer.text,
             "prompt_tokens": answer.prompt_tokens,
             "completion_tokens": answer.completion_tokens,
             "finish_reason": answer.finish_reason,
         }
+        if answer.checks is not None:  # a workspace answer: how its checks came out
+            payload["checks"] = [list(outcome) for outcome in answer.checks]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")

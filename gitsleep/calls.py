@@ -173,6 +173,7 @@ class CallRunner:
                 completion_tokens=hit.completion_tokens,
                 cached=True,
                 finish_reason=hit.finish_reason,
+                checks=hit.checks,  # a workspace answer's check outcomes (issue 26)
             )
         if self._stopped is not None:
             raise self._stopped

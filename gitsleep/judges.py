@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from gitsleep import command_check, honesty
 from gitsleep.backends.base import ModelCall
 from gitsleep.check_ops import OPS, command_argv
-from gitsleep.models import Check, Judge, SampleResult, Score
+from gitsleep.models import Answer, Check, Judge, SampleResult, Score
 from gitsleep.numbers import loads_json
 from gitsleep.redact import clip
 
@@ -36,14 +36,19 @@ def check_passes(check: Check, answer: str) -> tuple[bool, str]:
     return spec.judge(answer, check.text)
 
 
-def score_rule(checks: tuple[Check, ...], answer: str) -> Score:
-    """hard = 1 iff every check passes; soft = the fraction that pass."""
+def score_rule(checks: tuple[Check, ...], answer: str,
+               workspace: Mapping[int, tuple[bool, str]] | None = None) -> Score:
+    """hard = 1 iff every check passes; soft = the fraction that pass.
+
+    `workspace`: for a workspace task, the outcomes of its workspace and command checks
+    as the backend judged them in the workspace after the agent ran, by check index."""
     if not checks:
         return Score(0.0, 0.0, "judge has no checks")
     failed: list[Check] = []
     notes: list[str] = []
-    for check in checks:
-        ok, problem = check_passes(check, answer)
+    for index, check in enumerate(checks):
+        ok, problem = (_workspace_outcome(check, index, workspace) if workspace is not None
+                       and _judged_in_workspace(check) else check_passes(check, answer))
         if not ok:
             failed.append(check)
             notes.append(check.label() + (f" [{problem}]" if problem else ""))
@@ -52,6 +57,19 @@ def score_rule(checks: tuple[Check, ...], answer: str) -> Score:
     if not failed:
         return Score(1.0, 1.0, f"all {len(checks)} checks passed")
     return Score(0.0, soft, "failed: " + "; ".join(notes), tuple(failed))
+
+
+def _judged_in_workspace(check: Check) -> bool:
+    spec = OPS.get(check.op)
+    return spec is not None and (spec.reads == "workspace" or spec.runs_program)
+
+
+def _workspace_outcome(check: Check, index: int,
+                       workspace: Mapping[int, tuple[bool, str]]) -> tuple[bool, str]:
+    """A workspace check's outcome as the backend judged it; one it did not judge fails
+    with a reason (never a command run outside the workspace, never a pass)."""
+    return workspace.get(index, (False, "not judged in the workspace (the backend gave no "
+                                        "outcome for this check)"))
 
 
 def _words(text: str) -> list[str]:
@@ -90,16 +108,27 @@ def with_integrity(score: Score, answer: str, templates: Sequence[str]) -> Score
                  f"{score.reason})", score.failed)
 
 
+def workspace_outcomes(answer: Answer, workspace_task: bool
+                       ) -> dict[int, tuple[bool, str]] | None:
+    """The check outcomes to score a workspace task's answer with (empty when the backend
+    gave none: its workspace checks then fail with a reason); None for a text task."""
+    if not workspace_task:
+        return None
+    return {index: (passed, reason) for index, passed, reason in answer.checks or ()}
+
+
 def integrity_failures(samples: Iterable[SampleResult]) -> int:
     """How many scored answers failed for integrity (see `with_integrity`)."""
     return sum(1 for s in samples
                if s.score is not None and s.score.reason.startswith(INTEGRITY_PREFIX))
 
 
-def score_local(judge: Judge, answer: str) -> Score | None:
-    """Score with a rule or exact judge; None for rubric judges (they need a model)."""
+def score_local(judge: Judge, answer: str,
+                workspace: Mapping[int, tuple[bool, str]] | None = None) -> Score | None:
+    """Score with a rule or exact judge; None for rubric judges (they need a model).
+    `workspace`: a workspace task's check outcomes (see `score_rule`)."""
     if judge.kind == "rule":
-        return score_rule(judge.checks, answer)
+        return score_rule(judge.checks, answer, workspace)
     if judge.kind == "exact":
         return score_exact(judge.answer or "", answer)
     return None

@@ -84,6 +84,10 @@ class Task:
     line: int | None = None  # 1-based line in that file when known
     review: str | None = None  # "pending": harvested, not yet read by a person (left out of runs)
     workspace: str | None = None  # a repository folder the agent works in (issue 26)
+    # where a run reads the workspace from: the git tree id of `workspace` at the commit
+    # the tasks were read at, and the checkout whose object store holds it (set on load)
+    workspace_tree: str | None = None
+    workspace_repo: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,9 @@ class Answer:
     finish_reason: str | None = None  # "length": cut off by the token cap
     seconds: float | None = None  # wall time of the call, when the backend measures it
     tokens_known: bool = True  # False: the backend could not report tokens (an agent CLI)
+    # a workspace task's checks judged in the workspace after the agent ran, by the check's
+    # index in the judge: (index, passed, reason); None when the call had no workspace
+    checks: tuple[tuple[int, bool, str], ...] | None = None
 
     @property
     def ok(self) -> bool:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from gitsleep import documents as docs
 from gitsleep import judges
+from gitsleep import workspace as workspaces
 from gitsleep.backends.base import ModelCall
 from gitsleep.calls import CallRunner, Tick, no_tick
 from gitsleep.errors import BackendError, UsageError
@@ -68,7 +69,8 @@ def answer_call(
         max_tokens=max_tokens,
         # named too, so an agent CLI can install each document where its agent reads it
         context={"documents": docs, "skill": documents.get("skill"),
-                 "memory": documents.get("memory")},
+                 "memory": documents.get("memory"),
+                 **workspaces.call_context(task)},  # a workspace task: its folder, checks
     )
 
 
@@ -132,6 +134,9 @@ def score_split(
     Raises BackendError when more than `max_error_rate` of the pass's calls failed:
     a night of errors must never read as a night of zeros.
     """
+    for task in tasks:  # before any call: only an agent CLI can work in a folder
+        if task.workspace and not runner.backend.workspaces:
+            raise UsageError(workspaces.backend_problem(task, runner.backend.name))
     started = time.perf_counter()
     step = len(tasks) if stop is None or chunk <= 0 else chunk
     results: list[TaskResult] = []
@@ -187,7 +192,10 @@ def _score_tasks(
             continue
         text = answer.text or ""
         # An answer cut at the cap is scored as it is (see the README) and marked.
-        samples.append(SampleResult(s, text, None, judges.score_local(task.judge, text),
+        # a workspace task: its workspace and command checks as the backend judged them
+        outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
+        samples.append(SampleResult(s, text, None,
+                                    judges.score_local(task.judge, text, outcomes),
                                     finish_reason=answer.finish_reason))
         if task.judge.kind == "rubric":
             rubric_jobs.append(i)

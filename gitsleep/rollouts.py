@@ -63,8 +63,9 @@ def sample(
     for (task, k), answer in zip(jobs, runner.map(calls), strict=True):
         if answer.ok:
             text = answer.text or ""
-            out[task.id].append(
-                SampleResult(SEED_BASE + k, text, None, judges.score_local(task.judge, text)))
+            outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
+            out[task.id].append(SampleResult(SEED_BASE + k, text, None,
+                                             judges.score_local(task.judge, text, outcomes)))
     return out
 
 

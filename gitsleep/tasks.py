@@ -740,25 +740,13 @@ def _check_workspaces(repo_root: Path, tasks: list[Task], problems: list[Problem
                                         f"{name}: workspace {task.workspace!r} {problem}"))
                 continue
             folder = repo_root / task.workspace
-        sound = True
         for number, check in enumerate(task.judge.checks, start=1):
             argv = command_argv(check.text) if OPS[check.op].arg_shape == "argv" else None
             if argv is not None:
                 problem = program_problem(argv, folder)
                 if problem:
-                    sound = False
                     problems.append(Problem(task.source, task.line, "GS133", ERROR,
                                             f"{name}: check {number}: command {problem}"))
-        if folder is not None and sound:
-            # Parsed and checked, but no backend copies the folder in and judges it after
-            # the agent yet: run as a text task, its command would see an empty folder and
-            # its file checks would fail. Said, not scored (issue 26, the agent wiring).
-            problems.append(Problem(
-                task.source, task.line, "GS136", ERROR,
-                f"{name}: workspace tasks are validated but not run yet: no backend copies "
-                "the workspace in and judges it after the agent (coming with the agent "
-                'wiring of issue 26); remove "workspace" and its workspace checks to run '
-                "the task as a text task"))
 
 
 def _inside(repo_root: Path, relative: str) -> bool:
@@ -781,7 +769,8 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
         more = (f" (and {len(errors) - 1} more: run `gitsleep validate`)"
                 if len(errors) > 1 else "")
         raise UsageError(f"{first.location()}: {first.message}{more}")
-    ready = [t for t in tasks if t.review != PENDING]
+    # a workspace is read from git at HEAD (the base commit's worktree in consolidate)
+    ready = workspaces.resolve(repo_root, [t for t in tasks if t.review != PENDING])
     pending = len(tasks) - len(ready)
     if pending:
         if not any(t.split == "val" for t in ready):

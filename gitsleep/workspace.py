@@ -30,7 +30,7 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -40,7 +40,7 @@ from gitsleep.gitrun import last_line, safe_git
 from gitsleep.patterns import search_untrusted
 
 if TYPE_CHECKING:
-    from gitsleep.models import Check
+    from gitsleep.models import Check, Task
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
 MAX_READ_BYTES = 4 * 1024 * 1024  # what `file_contains` reads of one file
@@ -226,6 +226,13 @@ def materialise(repo: Path, commit: str, folder: str, dest: Path) -> str:
     its tree id. Nothing is written when the folder is refused."""
     name = normal_folder(folder)
     tree = tree_id(repo, commit, name)
+    materialise_tree(repo, tree, name, dest)
+    return tree
+
+
+def materialise_tree(repo: Path, tree: str, name: str, dest: Path) -> None:
+    """Write the git tree `tree` (the folder `name`, for messages) into `dest`, which must
+    not exist yet; see `materialise`."""
     entries = _entries(repo, tree, name)
     blobs = _Blobs(repo)
     try:
@@ -262,7 +269,6 @@ def materialise(repo: Path, commit: str, folder: str, dest: Path) -> str:
             raise
     finally:
         blobs.close()
-    return tree
 
 
 # --- one cache per run, one copy per call --------------------------------------------------
@@ -306,9 +312,25 @@ class WorkspaceCache:
             self._trees[tree] = found
             return found
 
+    def prepare_tree(self, repo: Path, tree: str, folder: str) -> Tree:
+        """The pristine copy of the git tree `tree` (resolved on load, see `resolve`)."""
+        with self._lock:
+            hit = self._trees.get(tree)
+            if hit is not None:
+                return hit
+            path = self._root() / tree
+            if not path.is_dir():
+                materialise_tree(repo, tree, folder, path)
+                self.reads += 1
+            found = Tree(tree, path)
+            self._trees[tree] = found
+            return found
+
     def copy(self, tree: Tree, dest: Path) -> Path:
-        """A private copy of the tree at `dest` (which must not exist) for one call."""
-        shutil.copytree(tree.path, dest, symlinks=True, copy_function=clone_file)
+        """A private copy of the tree at `dest` for one call (an existing empty folder is
+        filled: the agent's temporary workspace)."""
+        shutil.copytree(tree.path, dest, symlinks=True, copy_function=clone_file,
+                        dirs_exist_ok=True)
         return dest
 
     def cleanup(self) -> None:
@@ -470,3 +492,69 @@ def judge_checks(
         else:
             outcomes[index] = (False, f"no workspace judge for {check.op}")
     return outcomes
+
+
+# --- tasks and calls -------------------------------------------------------------------------
+
+
+def resolve(repo_root: Path, tasks: Sequence[Task]) -> list[Task]:
+    """The tasks with each workspace pinned to its git tree at the checkout's HEAD (the
+    base commit's worktree for consolidate, HEAD for eval): read from git, so a fixture
+    edited but not committed is not what the agent gets. A UsageError (exit 2, before any
+    call) when the folder is not committed there."""
+    from dataclasses import replace
+
+    if not any(t.workspace for t in tasks):
+        return list(tasks)
+    head = _git(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
+    if head.returncode != 0:
+        raise UsageError(f"{repo_root}: workspace tasks read their folder from git, and this "
+                         "checkout has no commit: commit the task files and fixtures")
+    commit = head.stdout.decode().strip()
+    trees: dict[str, str] = {}
+    out = []
+    for task in tasks:
+        if task.workspace:
+            if task.workspace not in trees:
+                try:
+                    trees[task.workspace] = tree_id(repo_root, commit, task.workspace)
+                except UsageError as exc:
+                    where = f"{task.source}:{task.line}" if task.line else task.source
+                    raise UsageError(f"{where}: task {task.id!r}: {exc}") from None
+            task = replace(task, workspace_tree=trees[task.workspace],
+                           workspace_repo=str(repo_root))
+        out.append(task)
+    return out
+
+
+def call_context(task: Task) -> dict[str, Any]:
+    """What an answer call of a workspace task carries for the backend that runs the agent:
+    where to read the folder, and the task's checks (judged there after the agent ran);
+    empty for a text task."""
+    if not task.workspace or not task.workspace_tree:
+        return {}
+    return {"workspace": {
+        "folder": task.workspace, "tree": task.workspace_tree, "repo": task.workspace_repo,
+        "checks": [[c.op, c.arg] for c in task.judge.checks]}}
+
+
+def context_commands(context: Mapping[str, Any]) -> list[list[str]]:
+    """The check commands of a workspace call's context (for its cache key)."""
+    from gitsleep.check_ops import OPS, command_argv
+
+    commands = []
+    for op, arg in context.get("checks", ()):
+        spec = OPS.get(op)
+        argv = command_argv(str(arg)) if spec is not None and spec.runs_program else None
+        if argv is not None:
+            commands.append(argv)
+    return commands
+
+
+def backend_problem(task: Task, backend: str, *, located: bool = True) -> str:
+    """Why `backend` cannot answer a workspace task: one line naming the task (and, when
+    `located`, its file and line) and the fix."""
+    where = (f"{task.source}:{task.line}: " if task.line else f"{task.source}: ") if located else ""
+    return (f"{where}task {task.id!r} has a workspace, and the {backend} backend answers "
+            "with text only: workspace tasks need `backend: command` (an agent CLI that works "
+            'in the folder); set it, or remove "workspace" and the workspace checks')

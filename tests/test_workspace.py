@@ -193,3 +193,19 @@ def test_judge_checks_runs_every_workspace_check_over_the_folder(tmp_path: Path)
     assert outcomes[4] == (True, "")
     assert outcomes[5][0] is False
     assert outcomes[6][0] is False and "2 files changed" in outcomes[6][1]
+
+
+def test_the_cache_keeps_a_workspace_answers_check_outcomes(tmp_path: Path) -> None:
+    """A cached answer of a workspace task must be judged as its workspace was: the
+    outcomes travel with the answer (the workspace itself is gone)."""
+    from gitsleep.cache import ResponseCache
+    from gitsleep.models import Answer
+
+    outcomes = ((1, True, ""), (3, False, "exited 1: 2 failed"))
+    ResponseCache(tmp_path).put("ab" * 32, Answer(text="done", checks=outcomes))
+    ResponseCache(tmp_path).put("cd" * 32, Answer(text="plain"))
+    assert ResponseCache(tmp_path).get("ab" * 32).checks == outcomes
+    assert ResponseCache(tmp_path).get("cd" * 32).checks is None
+    broken = next((tmp_path / "ab").glob("*.json"))
+    broken.write_text(broken.read_text().replace('"exited 1', '3, "x'), encoding="utf-8")
+    assert ResponseCache(tmp_path).get("ab" * 32) is None  # unreadable: a miss, never a guess

@@ -72,7 +72,7 @@ def test_a_workspace_task_and_the_four_ops_parse(repo: Path) -> None:
         {"op": "file_exists", "arg": "docs/watch.md"},
         {"op": "changed_files_max", "arg": 3},
         workspace="./evals/fx/"))
-    assert [p.code for p in problems if p.is_error] == ["GS136"]  # sound, not runnable yet
+    assert errors(problems) == []
     (task,) = tasks
     assert task.workspace == "evals/fx"
     args = [c.arg for c in task.judge.checks]
@@ -252,18 +252,6 @@ def test_validate_refuses_a_check_program_not_on_path(
     assert run_cli(capsys, "--repo", str(repo), "eval").code == 2
 
 
-def test_a_sound_workspace_task_is_refused_until_the_agent_wiring_lands(repo: Path) -> None:
-    """Honest, not silent: a workspace task would otherwise run as a text task, its command
-    in an empty folder and its file checks failing. One line says so, before any call."""
-    _, problems = check(repo, record("cl-01", {"op": "file_exists", "arg": "docs/watch.md"},
-                                     workspace="evals/fx"))
-    message = only_error(problems, "GS136")
-    assert "task 'cl-01'" in message and "not run yet" in message
-    assert 'remove "workspace"' in message
-    with pytest.raises(UsageError, match="GS136|not run yet"):
-        load_skill_tasks(repo, skill())
-
-
 def test_validate_lists_every_command_a_night_would_run(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tests.support.cli import run_cli
@@ -298,3 +286,20 @@ def test_the_offline_optimizer_proposes_nothing_for_a_failed_command() -> None:
     from gitsleep.backends.offline import directive_for
 
     assert directive_for("command", json.dumps(["pytest", "-q"])) is None
+
+
+def test_a_workspace_answer_is_scored_from_its_outcomes_and_its_text() -> None:
+    from gitsleep.judges import score_local
+    from gitsleep.models import Check, Judge
+
+    judge = Judge("rule", (Check("contains", "entry"),
+                           Check("command", json.dumps(["false"])),
+                           Check("file_exists", "docs/watch.md")))
+    score = score_local(judge, "Added the entry.", {1: (True, ""), 2: (False, "docs/watch.md "
+                                                                          "does not exist")})
+    assert (score.hard, round(score.soft, 3)) == (0.0, 0.667)
+    assert "docs/watch.md does not exist" in score.reason
+    # an outcome the backend did not give is a failed check with a reason, never a run of
+    # the command in a scratch folder and never a pass
+    missing = score_local(judge, "Added the entry.", {})
+    assert missing.soft == 1 / 3 and "not judged in the workspace" in missing.reason

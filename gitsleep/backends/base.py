@@ -62,6 +62,9 @@ class Backend(ABC):
 
     name: str = "base"
     simulated: bool = False
+    # answers a workspace task in its folder (an agent CLI that edits files) and judges the
+    # folder's checks after the agent ran; only such a backend may answer one (issue 26)
+    workspaces: bool = False
 
     @abstractmethod
     def complete(self, call: ModelCall) -> Answer:

@@ -38,13 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from gitsleep import workspace as task_workspace
 from gitsleep.backends import agent_procs
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.presets import ANSWER_FILE
 from gitsleep.config import FORGE_TOKEN_RE
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.markdown import clip, one_line
-from gitsleep.models import Answer
+from gitsleep.models import Answer, Check
 from gitsleep.redact import Redactor
 
 STDERR_TAIL_BYTES = 4096
@@ -112,6 +113,10 @@ class AgentRun:
     seconds: float = 0.0
     workspace: str = ""
     refused: str = ""  # why the task could not be handed to the agent (never started)
+    # a workspace task: its checks judged in the workspace after the agent ran (index,
+    # passed, reason), and the files the agent changed; None for a text task
+    checks: tuple[tuple[int, bool, str], ...] | None = None
+    changed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -293,6 +298,7 @@ class CommandBackend(Backend):
     """Answers calls by running an agent CLI; see the module docstring for the rules."""
 
     name = "command"
+    workspaces = True  # runs a workspace task in a copy of its folder (issue 26)
 
     def __init__(
         self,
@@ -323,6 +329,7 @@ class CommandBackend(Backend):
         self._running: dict[str, int] = {}  # marker -> root pid of the calls under way
         self._running_lock = threading.Lock()
         self._interrupted = threading.Event()
+        self._workspaces = task_workspace.WorkspaceCache()  # each folder read once a run
 
     def _track(self, marker: str, pid: int, running: bool) -> None:
         with self._running_lock:
@@ -340,6 +347,7 @@ class CommandBackend(Backend):
         """Kill the agents still running (an epoch that stopped early, Ctrl-C): they live
         in their own sessions, so nothing else would stop them."""
         self._kill_running()
+        self._workspaces.cleanup()  # the workspace folders read for this run
 
     def interrupt(self) -> None:
         """Ctrl-C or a signal: kill the agents under way now and start no run or retry."""
@@ -390,6 +398,11 @@ class CommandBackend(Backend):
         files = sorted(self.installed_files(call).items())
         payload = json.dumps([list(spec.command), spec.prompt, spec.answer, list(spec.env),
                               self.version(), files], ensure_ascii=False)
+        workspace = _workspace_of(call)
+        if workspace is not None:  # the fixture's tree and the check commands: a cached
+            # answer carries its checks' outcomes, valid for these only (issue 26)
+            payload += task_workspace.workspace_key(str(workspace.get("tree")),
+                                                task_workspace.context_commands(workspace))
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     # -- what the agent sees -----------------------------------------------------------
@@ -434,13 +447,20 @@ class CommandBackend(Backend):
                 "the task contains a NUL character, which no program argument can hold; "
                 "set agent.prompt: stdin or remove the NUL from the task"))
         workspace = Path(tempfile.mkdtemp(prefix="gitsleep-agent-"))
+        task_folder = _workspace_of(call)
         try:
+            if task_folder is not None:  # the task's folder as committed, then the skill
+                tree = self._workspaces.prepare_tree(
+                    Path(str(task_folder["repo"])), str(task_folder["tree"]),
+                    str(task_folder["folder"]))
+                self._workspaces.copy(tree, workspace)
             installed = self.installed_files(call)
             for relative, text in installed.items():
                 path = _inside(workspace, relative)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
             run = AgentRun(argv=argv, files=sorted(installed), workspace=str(workspace))
+            before = task_workspace.snapshot(workspace) if task_folder is not None else None
             try:
                 (run.exit_code, run.timed_out, run.overflow, run.stdout, run.stderr_tail,
                  run.seconds) = run_process(
@@ -460,6 +480,8 @@ class CommandBackend(Backend):
                     with path.open("rb") as fh:
                         run.answer = fh.read(spec.max_output_bytes + 1)
                     run.overflow = run.overflow or len(run.answer) > spec.max_output_bytes
+            if task_folder is not None and before is not None:
+                self._judge_workspace(run, workspace, before, task_folder)
             return run
         finally:
             if not keep_workspace:
@@ -513,7 +535,37 @@ class CommandBackend(Backend):
                                  stdout_is_answer=self.spec.answer_file is None)
         prompt_tokens, completion_tokens = tokens or (0, 0)
         return Answer(text=text.strip(), prompt_tokens=prompt_tokens,
-                      completion_tokens=completion_tokens, tokens_known=tokens is not None), False
+                      completion_tokens=completion_tokens, tokens_known=tokens is not None,
+                      checks=run.checks), False
+
+    def _judge_workspace(self, run: AgentRun, workspace: Path, before: task_workspace.Snapshot,
+                         task_folder: Mapping[str, object]) -> None:
+        """After a run that can become an answer: what the agent changed, and the task's
+        workspace and command checks judged in the folder (the answer in a file outside
+        it, named by $GITSLEEP_ANSWER). A check program that cannot start raises
+        CheckCannotRun (exit 3)."""
+        if run.refused or run.overflow or run.timed_out or run.exit_code != 0:
+            return  # a failed call: never scored, so nothing to judge
+        text = decode_text(run.answer)
+        if text is None or not text.strip():
+            return
+        answer_file = self.spec.answer_file
+        after = task_workspace.snapshot(workspace)
+        run.changed = [p for p in task_workspace.changed_files(before, after)
+                       if answer_file is None or workspace_path(p) != workspace_path(answer_file)]
+        raw = task_folder.get("checks")
+        checks = tuple(Check(op, arg) for op, arg in raw) if isinstance(raw, list) else ()
+        scratch = Path(tempfile.mkdtemp(prefix="gitsleep-answer-"))
+        try:
+            answer_path = scratch / "answer.txt"
+            answer_path.write_text(text.strip(), encoding="utf-8")
+            outcomes = task_workspace.judge_checks(workspace, checks, run.changed,
+                                               answer_file=answer_path,
+                                               redact=self.redactor.redact,
+                                               kill_grace=self.spec.kill_grace)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        run.checks = tuple((index, ok, why) for index, (ok, why) in sorted(outcomes.items()))
 
     def _check_fatal(self, run: AgentRun) -> None:
         if run.exit_code in (126, 127):  # what shells and env(1) say for these
@@ -540,6 +592,13 @@ class CommandBackend(Backend):
     def _line(self, text: str) -> str:
         """Redacted, one line, short: safe for diagnostics, logs and commits."""
         return clip(" ".join(one_line(self.redactor.redact(text)).split()), MESSAGE_MAX_CHARS)
+
+
+def _workspace_of(call: ModelCall) -> Mapping[str, object] | None:
+    """The task folder an answer call carries (see `workspace.call_context`), or None."""
+    context = call.context or {}
+    found = context.get("workspace") if call.purpose == "answer" else None
+    return found if isinstance(found, Mapping) else None
 
 
 def agent_environment(env: Mapping[str, str], spec: AgentSpec) -> dict[str, str]:

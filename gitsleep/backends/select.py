@@ -29,6 +29,8 @@ class RoutedBackend(Backend):
         self.backends = unique
         self.name = "+".join(b.name for b in unique)
         self.simulated = any(b.simulated for b in unique)
+        answering = self.by_purpose.get("answer")
+        self.workspaces = answering is not None and answering.workspaces
 
     def _for(self, purpose: str) -> Backend:
         backend = self.by_purpose.get(purpose)

@@ -45,6 +45,7 @@ from gitsleep.problems import (
 from gitsleep.redact import Redactor
 from gitsleep.report import SMALL_SPLIT, small_splits
 from gitsleep.tasks import check_skill_tasks
+from gitsleep.workspace import backend_problem as workspace_backend_problem
 
 FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DEFAULT_BLOCK_LIMITS = (40, 4000)  # max_lines, max_chars when there is no config
@@ -114,6 +115,7 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
         problems.extend(task_problems)
         problems.extend(presence_problems(tasks))  # rules the checks cannot see through
         report.commands.extend(night_commands(skill.name, tasks))  # what a night would run
+        problems.extend(workspace_backend_problems(config, env, tasks))
         for entry in skill.tasks:
             if entry.path not in seen_task_files:
                 seen_task_files.add(entry.path)
@@ -126,6 +128,23 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
     report.problems = list(dict.fromkeys(problems))  # a file shared by skills reports once
     report.files = len(seen_docs) + len(seen_task_files)
     return report
+
+
+def workspace_backend_problems(config: Config, env: Mapping[str, str],
+                               tasks: list[Task]) -> list[Problem]:
+    """GS136 for each workspace task when the backend that answers (GITSLEEP_BACKEND
+    applied) cannot work in a folder: only an agent CLI (`backend: command`) can."""
+    if not any(t.workspace for t in tasks):
+        return []
+    try:
+        answering = apply_overrides(config, env).backends()[0]
+    except UsageError:
+        return []  # GS005 already says why the config cannot run
+    if answering == "command":
+        return []
+    return [Problem(t.source, t.line, "GS136", ERROR,
+                    workspace_backend_problem(t, answering, located=False))
+            for t in tasks if t.workspace]
 
 
 # --- paths that alias or lead out ----------------------------------------------------------
