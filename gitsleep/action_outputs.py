@@ -25,18 +25,28 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gitsleep.errors import (
+    EXIT_BACKEND,
+    EXIT_BUDGET,
+    EXIT_GIT,
+    EXIT_LOCKED,
+    EXIT_PROBLEMS,
+    EXIT_USAGE,
+)
+from gitsleep.outcome import PrResult, Scores, SkillSummary
+
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 OUTPUT_NAMES = (
     "decision", "val-baseline", "val-candidate", "test-baseline", "test-candidate",
     "pr-operation", "pr-number", "pr-url", "commit",
 )
 EXIT_MEANINGS = {
-    1: "problems found",
-    2: "bad usage, config or input",
-    3: "model backend failure; nothing committed",
-    4: "git or forge failure; local work kept",
-    5: "another gitsleep run holds the lock for this skill",
-    6: "budget exhausted before a decision; nothing committed",
+    EXIT_PROBLEMS: "problems found",
+    EXIT_USAGE: "bad usage, config or input",
+    EXIT_BACKEND: "model backend failure; nothing committed",
+    EXIT_GIT: "git or forge failure; local work kept",
+    EXIT_LOCKED: "another gitsleep run holds the lock for this skill",
+    EXIT_BUDGET: "budget exhausted before a decision; nothing committed",
 }
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -88,7 +98,7 @@ def load_results(results_dir: Path) -> list[dict[str, Any]]:
     return results
 
 
-def _score(value: Any) -> str:
+def _score(value: float | int | None) -> str:
     """A score as text, rounded to 3 decimals (never 0.20000000000000004)."""
     if value is None:
         return ""
@@ -97,22 +107,24 @@ def _score(value: Any) -> str:
     return str(value)
 
 
-def outputs_for(results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """The step outputs: the first skill's values, and all results as `results`."""
-    first: Mapping[str, Any] = results[0] if results else {}
-    val, test = first.get("val") or {}, first.get("test") or {}
-    pr = first.get("pr") or {}
+def outputs_for(results: Sequence[SkillSummary],
+                raw: Sequence[Mapping[str, Any]] = ()) -> dict[str, str]:
+    """The step outputs: the first skill's values, and all results as `results` (the
+    files' JSON as saved, floats rounded)."""
+    first = results[0] if results else None
+    if first is None:
+        first = SkillSummary(skill="", decision="", pr=PrResult(operation=""))
     outputs = {
-        "decision": str(first.get("decision") or ""),
-        "val-baseline": _score(val.get("baseline")),
-        "val-candidate": _score(val.get("candidate")),
-        "test-baseline": _score(test.get("baseline")),
-        "test-candidate": _score(test.get("candidate")),
-        "pr-operation": str(pr.get("operation") or ("none" if first else "")),
-        "pr-number": _score(pr.get("number")),
-        "pr-url": str(pr.get("url") or ""),
-        "commit": str(first.get("commit") or ""),
-        "results": json.dumps([_rounded(r) for r in results], separators=(",", ":")),
+        "decision": first.decision,
+        "val-baseline": _score(first.val.baseline),
+        "val-candidate": _score(first.val.candidate),
+        "test-baseline": _score(first.test.baseline),
+        "test-candidate": _score(first.test.candidate),
+        "pr-operation": first.pr.operation,
+        "pr-number": _score(first.pr.number),
+        "pr-url": first.pr.url or "",
+        "commit": first.commit or "",
+        "results": json.dumps([_rounded(r) for r in raw], separators=(",", ":")),
     }
     return outputs
 
@@ -148,44 +160,41 @@ def _cell(value: Any) -> str:
     return " ".join(str(value).split()).replace("<", "&lt;").replace("|", "\\|")
 
 
-def _split_cell(split: Mapping[str, Any] | None) -> str:
-    if not split or not split.get("n"):
+def _split_cell(split: Scores) -> str:
+    if not split.n:
         return "no tasks"
-    baseline, candidate = split.get("baseline"), split.get("candidate")
-    if baseline is None:
-        return f"n={split['n']}"
-    after = "—" if candidate is None else f"{float(candidate):.3f}"
-    return f"{float(baseline):.3f} → {after} (n={split['n']})"
+    if split.baseline is None:
+        return f"n={split.n}"
+    after = "—" if split.candidate is None else f"{split.candidate:.3f}"
+    return f"{split.baseline:.3f} → {after} (n={split.n})"
 
 
-def _pr_cell(pr: Mapping[str, Any] | None) -> str:
-    pr = pr or {}
-    operation = _cell(pr.get("operation") or "none")
-    number, url = pr.get("number"), pr.get("url")
-    if number and isinstance(url, str) and url.startswith(("https://", "http://")):
-        return f"{operation} [#{int(number)}]({url.replace(')', '%29')})"
-    return f"{operation} #{int(number)}" if number else operation
+def _pr_cell(pr: PrResult) -> str:
+    operation = _cell(pr.operation or "none")
+    number, url = pr.number, pr.url
+    if number and url and url.startswith(("https://", "http://")):
+        return f"{operation} [#{number}]({url.replace(')', '%29')})"
+    return f"{operation} #{number}" if number else operation
 
 
-def history_charts(results: Sequence[Mapping[str, Any]], repo: Path) -> dict[str, str]:
+def history_charts(results: Sequence[SkillSummary], repo: Path) -> dict[str, str]:
     """skill -> a Mermaid chart of held-out per epoch, for skills with 2 or more epochs."""
     from gitsleep import history, report
 
     charts: dict[str, str] = {}
     for result in results:
-        skill, branch = result.get("skill"), result.get("branch")
-        if not isinstance(skill, str) or not isinstance(branch, str):
+        if result.branch is None or not result.skill:
             continue
-        epochs = history.read_epochs(repo, base="HEAD", branch_refs=[f"refs/heads/{branch}"],
-                                     skills=[skill], details=False)  # trailers, not notes
-        chart = report.held_out_chart(history.held_out_points(epochs),
-                                      str(result.get("metric") or ""))
+        epochs = history.read_epochs(repo, base="HEAD",
+                                     branch_refs=[f"refs/heads/{result.branch}"],
+                                     skills=[result.skill], details=False)  # trailers only
+        chart = report.held_out_chart(history.held_out_points(epochs), result.metric)
         if chart:
-            charts[skill] = chart
+            charts[result.skill] = chart
     return charts
 
 
-def summary_markdown(results: Sequence[Mapping[str, Any]], exit_code: int,
+def summary_markdown(results: Sequence[SkillSummary], exit_code: int,
                      problem: str = "", charts: Mapping[str, str] | None = None) -> str:
     """The Markdown written to $GITHUB_STEP_SUMMARY: one table row per skill."""
     lines = ["## gitsleep", ""]
@@ -203,24 +212,23 @@ def summary_markdown(results: Sequence[Mapping[str, Any]], exit_code: int,
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for result in results:
-        commit = str(result.get("commit") or "")
+        commit = result.commit or ""
         lines.append(
-            f"| {_cell(result.get('skill', '?'))} | {_cell(result.get('decision', '?'))}"
-            f"{' _(offline)_' if result.get('simulated') else ''} "
-            f"| {_split_cell(result.get('val'))} | {_split_cell(result.get('test'))} "
-            f"| {_pr_cell(result.get('pr'))} | {f'`{_cell(commit[:12])}`' if commit else '—'} |"
+            f"| {_cell(result.skill)} | {_cell(result.decision or '?')}"
+            f"{' _(offline)_' if result.simulated else ''} "
+            f"| {_split_cell(result.val)} | {_split_cell(result.test)} "
+            f"| {_pr_cell(result.pr)} | {f'`{_cell(commit[:12])}`' if commit else '—'} |"
         )
     lines.append("")
     for result in results:
-        skill = f"**{_cell(result.get('skill', '?'))}**"
-        if result.get("reason"):
-            lines.append(f"- {skill}: {_cell(result['reason'])}")
-        pr = result.get("pr") or {}
-        if (pr.get("operation") or "none") == "none" and pr.get("reason"):
-            lines.append(f"- {skill}: no pull request: {_cell(pr['reason'])}")
+        skill = f"**{_cell(result.skill)}**"
+        if result.reason:
+            lines.append(f"- {skill}: {_cell(result.reason)}")
+        if (result.pr.operation or "none") == "none" and result.pr.reason:
+            lines.append(f"- {skill}: no pull request: {_cell(result.pr.reason)}")
     for skill, chart in (charts or {}).items():
         lines += ["", f"### {_cell(skill)}: held-out per epoch", "", chart]
-    if any(r.get("simulated") for r in results):
+    if any(r.simulated for r in results):
         lines += ["", "> [!WARNING]", "> Rows marked _(offline)_ were scored by gitsleep's "
                   "offline simulator (`backend: offline`), not a real model: their scores say "
                   "nothing about a real model."]
@@ -244,9 +252,10 @@ def publish(results_dir: Path, exit_code: int, env: Mapping[str, str]) -> int:
         results = load_results(results_dir)
     except (ValueError, OSError) as exc:
         results, problem = [], str(exc)
-    _append(env.get("GITHUB_OUTPUT"), github_output_lines(outputs_for(results)))
-    charts = history_charts(results, Path.cwd())
-    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(results, exit_code, problem,
+    summaries = [SkillSummary.from_json(r) for r in results]  # typed past this edge
+    _append(env.get("GITHUB_OUTPUT"), github_output_lines(outputs_for(summaries, results)))
+    charts = history_charts(summaries, Path.cwd())
+    _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(summaries, exit_code, problem,
                                                              charts))
     if problem:
         print(f"::error title=gitsleep::cannot read the consolidate results: {problem}")

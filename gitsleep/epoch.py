@@ -27,7 +27,7 @@ from gitsleep import documents as docs
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
 from gitsleep.calls import CallRunner, StepHook, no_tick
-from gitsleep.errors import BackendError, BudgetExhausted, UsageError
+from gitsleep.errors import EXIT_BACKEND, EXIT_BUDGET, BackendError, BudgetExhausted, UsageError
 from gitsleep.models import (
     Edit,
     EditOutcome,
@@ -190,11 +190,11 @@ class Epoch:
         try:
             self._run()
         except BackendError as exc:
-            self._abort(str(exc), 3)
+            self._abort(str(exc), EXIT_BACKEND)
         except BudgetExhausted as exc:
             left = max(0, self.ceiling - self.runner.cost.calls)
             self._abort(f"{exc}; stopped before a decision; skipped: {self.step} and the rest "
-                        f"of the epoch (at most {left} more calls)", 6)
+                        f"of the epoch (at most {left} more calls)", EXIT_BUDGET)
         finally:
             self.result.cost = self.runner.cost
             self.result.cost.seconds = round(time.perf_counter() - started, 3)

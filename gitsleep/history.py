@@ -29,13 +29,13 @@ from gitsleep.config import SKILL_NAME_RE
 from gitsleep.gitrun import git_out, safe_git
 from gitsleep.hostile_text import INVISIBLE
 from gitsleep.numbers import loads_json
+from gitsleep.outcome import NoteFacts
 from gitsleep.record import NOTES_REF
 from gitsleep.scores import rounded
 
 _FIELD, _RECORD = "\x1f", "\x1e"
 MAX_NOTE_BYTES = 8 << 20  # a diagnostics note is tens of KB; a larger one is not gitsleep's
 _MAX_LABEL = 40  # characters of a decision or metric shown in `log`
-_MAX_DIGITS = 9  # an edit count longer than this is not one gitsleep wrote
 
 
 @dataclass
@@ -50,7 +50,7 @@ class Epoch:
     metric: str
     val: tuple[float | None, float | None]
     test: tuple[float | None, float | None]
-    applied: int | None = None  # edits applied (from the note or the message)
+    applied: int | None = None  # edits applied, from the note (None: no readable note)
     calls: int | None = None
     usd: float | None = None
     trailers: dict[str, str] = field(default_factory=dict)
@@ -86,14 +86,6 @@ def held_out_points(epochs: list[Epoch]) -> list[tuple[str, float]]:
     for number, epoch in enumerate(scored, 1):
         points.append((f"#{number} {utc_minute(epoch.date)[5:10]}", epoch.test[1] or 0.0))
     return points
-
-
-def _applied_from_message(body: str) -> int | None:
-    for line in body.splitlines():
-        if line.startswith("Applied edits (") and line.endswith("):"):
-            count = line[len("Applied edits ("):-2]
-            return int(count) if count.isdigit() and len(count) <= _MAX_DIGITS else None
-    return 0 if body else None
 
 
 # -- reading git in a fixed number of processes --------------------------------------------
@@ -173,16 +165,17 @@ def _notes(repo: Path) -> dict[str, str]:
 
 
 def _commits(repo: Path, *revs: str, stdin: bytes | None = None
-             ) -> list[tuple[str, str, dict[str, str], str]]:
-    """(sha, committer date, Gitsleep-* trailers, message) of each commit `git log` lists."""
-    fmt = _FIELD.join(["%H", "%cI", "%(trailers:only,unfold)", "%B"]) + _RECORD
+             ) -> list[tuple[str, str, dict[str, str]]]:
+    """(sha, committer date, Gitsleep-* trailers) of each commit `git log` lists: the
+    trailers only, never the message's prose."""
+    fmt = _FIELD.join(["%H", "%cI", "%(trailers:only,unfold)"]) + _RECORD
     out = _text(_git_bytes(repo, "log", "--no-color", f"--format={fmt}", *revs, stdin=stdin))
     found = []
     for entry in out.split(_RECORD):
         parts = entry.strip("\n").split(_FIELD)
-        if len(parts) == 4:
-            sha, date, trailer_text, body = parts
-            found.append((sha, date, record.ours(record.parse_lines(trailer_text)), body))
+        if len(parts) == 3:
+            sha, date, trailer_text = parts
+            found.append((sha, date, record.ours(record.parse_lines(trailer_text))))
     return found
 
 
@@ -212,24 +205,6 @@ def _label(value: object, default: str) -> str:
         return default
     text = " ".join(INVISIBLE.sub("", value).split())
     return md.clip(text, _MAX_LABEL) if text else default
-
-
-def _score(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _count(value: object) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 10**12:
-        return None
-    return value
-
-
-def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key)
-    return value if isinstance(value, dict) else {}
 
 
 def _finite(pair: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
@@ -284,21 +259,21 @@ def read_history(repo: Path, *, base: str, branch_refs: list[str],
     on_base = set(_text(_git_bytes(repo, "rev-list", f"--grep=^{record.SKILL}: ", base,
                                    "--")).split())
     notes = _notes(repo)
-    found: dict[str, tuple[str, str, str, dict[str, str], str]] = {}  # sha -> its record
+    found: dict[str, tuple[str, str, str, dict[str, str]]] = {}  # sha -> its record
     odd: list[str] = []
     seen: set[str] = set()
 
-    def keep(sha: str, date: str, where: str, trailers: dict[str, str], body: str) -> None:
+    def keep(sha: str, date: str, where: str, trailers: dict[str, str]) -> None:
         seen.add(sha)
         skill = _skill_name(trailers.get(record.SKILL))
         if skill is None:
             odd.append(sha)
         elif wanted(skill):
-            found[sha] = (skill, date, where, trailers, body)
+            found[sha] = (skill, date, where, trailers)
 
-    for sha, date, trailers, body in _commits(repo, f"--grep=^{record.SKILL}: ", base,
+    for sha, date, trailers in _commits(repo, f"--grep=^{record.SKILL}: ", base,
                                               *branch_refs, "--"):
-        keep(sha, date, "base" if sha in on_base else "branch", trailers, body)
+        keep(sha, date, "base" if sha in on_base else "branch", trailers)
     # annotated objects not on the base or a branch: a superseded epoch's commit, a commit
     # that is gone (only its note is left), or something that is not an epoch at all
     others = [name for name in notes if name not in seen]
@@ -306,12 +281,12 @@ def read_history(repo: Path, *, base: str, branch_refs: list[str],
     present = [name for name in others if types.get(name) == "commit"]
     epoch_commits: set[str] = set()
     if present:
-        for sha, date, trailers, body in _commits(
+        for sha, date, trailers in _commits(
                 repo, "--no-walk=unsorted", "--stdin", "--",
                 stdin="".join(f"{sha}\n" for sha in present).encode()):
             if record.SKILL in trailers:
                 epoch_commits.add(sha)
-                keep(sha, date, "superseded", trailers, body)
+                keep(sha, date, "superseded", trailers)
     gone = [name for name in others if types.get(name) == "missing"]
     unreadable = [name for name in others
                   if name not in epoch_commits and name not in gone and name not in odd]
@@ -323,20 +298,20 @@ def read_history(repo: Path, *, base: str, branch_refs: list[str],
     blobs = _blobs(repo, [notes[sha] for sha in found if sha in notes and needs_note(sha)]
                    + [notes[sha] for sha in gone])
     epochs: list[Epoch] = []
-    for sha, (skill, date, where, trailers, body) in found.items():
+    for sha, (skill, date, where, trailers) in found.items():
         note = None
         if sha in notes and needs_note(sha):
             note = diagnostics_note(blobs.get(notes[sha]))
             if note is None:
                 unreadable.append(sha)
-        epochs.append(_epoch(skill, sha, date, where, trailers, note, body))
+        epochs.append(_epoch(skill, sha, date, where, trailers, note))
     for sha in gone:  # only the note is left: it says which skill
         note = diagnostics_note(blobs.get(notes[sha]))
-        named = _skill_name(note.get("skill")) if note is not None else None
+        named = _skill_name(NoteFacts.from_json(note).skill) if note is not None else None
         if note is None or named is None:
             unreadable.append(sha)
         elif wanted(named):
-            epochs.append(_epoch(named, sha, "", "superseded", {}, note, ""))
+            epochs.append(_epoch(named, sha, "", "superseded", {}, note))
     return History(_ordered(repo, epochs), sorted(set(unreadable)), odd)
 
 
@@ -363,30 +338,18 @@ def _ordered(repo: Path, epochs: list[Epoch]) -> list[Epoch]:
 
 
 def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str],
-           note: dict[str, Any] | None, body: str) -> Epoch:
-    """An epoch from its trailers (what the commit says) and its note (every field checked:
-    a note is JSON anyone could have pushed)."""
-    note = note or {}
-    splits = _section(note, "splits")
-
-    def from_note(name: str) -> tuple[float | None, float | None]:
-        split = _section(splits, name)
-        return _score(split.get("baseline")), _score(split.get("candidate"))
-
-    val = (_finite(record.scores(trailers, record.VAL)) if record.VAL in trailers
-           else from_note("val"))
+           note: dict[str, Any] | None) -> Epoch:
+    """An epoch from its trailers (what the commit says) and its note's structure (every
+    field checked: a note is JSON anyone could have pushed). The commit message's prose is
+    never read: an epoch without a readable note shows its edit count as unknown."""
+    facts = NoteFacts.from_json(note or {})
+    val = _finite(record.scores(trailers, record.VAL)) if record.VAL in trailers else facts.val
     test = (_finite(record.scores(trailers, record.TEST)) if record.TEST in trailers
-            else from_note("test"))
-    applied_list = _section(note, "edits").get("applied")
-    applied = len(applied_list) if isinstance(applied_list, list) else (
-        _applied_from_message(body))
-    usd = _score(_section(note, "extra").get("estimated_usd"))
+            else facts.test)
     return Epoch(
         skill=skill, commit=sha, date=date, where=where,
-        decision=_label(trailers.get(record.DECISION) or note.get("decision"), "?"),
-        metric=_label(trailers.get(record.METRIC) or note.get("metric"), ""),
-        val=val, test=test, applied=applied,
-        calls=_count(_section(note, "cost").get("calls")),
-        usd=usd if usd is not None and usd >= 0 else None,
+        decision=_label(trailers.get(record.DECISION) or facts.decision, "?"),
+        metric=_label(trailers.get(record.METRIC) or facts.metric, ""),
+        val=val, test=test, applied=facts.applied, calls=facts.calls, usd=facts.usd,
         trailers=trailers,
     )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitsleep import gate
 from gitsleep import markdown as md
 from gitsleep.gitrun import run_git
 from gitsleep.models import EpochResult
@@ -121,6 +122,13 @@ def deciding_scores(trailers: Mapping[str, str]) -> tuple[float, float] | None:
         if before is not None and after is not None:
             return before, after
     return None
+
+
+def recorded_improvement(trailers: Mapping[str, str], min_delta: float) -> bool:
+    """Whether a recorded epoch asks for a pull request: its deciding scores pass the
+    gate's one rule (`gate.improves`), as the epoch's own `pr_eligible` did."""
+    found = deciding_scores(trailers)
+    return found is not None and gate.improves(*found, min_delta)
 
 
 # -- what makes a recorded epoch current --------------------------------------------------

@@ -16,6 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +35,23 @@ from gitsleep.models import (
     TaskResult,
     to_dict,
 )
+from gitsleep.outcome import (
+    PR_BODY_LIMIT,
+    CostSummary,
+    Edits,
+    PrResult,
+    Scores,
+    SkillSummary,
+    opens_pr,
+)
 from gitsleep.record import trailer_values
 from gitsleep.redact import Redactor
-from gitsleep.scores import fmt_change, fmt_score, rounded
+from gitsleep.scores import fmt_change, fmt_score
 
 DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
 DIAGNOSTICS_VERSION = 1
 RESPONSE_HEAD_CHARS = 500
 _HEAD_WINDOW = 8192  # redacted beyond the head, so a secret across the cut is still whole
-PR_BODY_LIMIT = 65536
 SPLIT_NAMES = {"train": "train", "val": "val", "test": "held-out"}
 COMMIT_TASK_LINES = 50  # per split: the rest is in diagnostics.json
 _STATUS_ORDER = {"regressed": 0, "improved": 1, "missing": 2, "unchanged": 3}
@@ -127,18 +136,6 @@ def task_changes(result: EpochResult, split: Split) -> list[TaskDelta]:
         for t in after.tasks
     ]
     return sorted(rows, key=lambda d: _STATUS_ORDER.get(d.status, 9))
-
-
-def _outcome_dict(outcome: EditOutcome) -> dict[str, str]:
-    edit = outcome.edit
-    return {
-        "op": edit.op,
-        "content": edit.content,
-        "anchor": edit.anchor,
-        "rationale": edit.rationale,
-        "target": edit.target,
-        "reason": outcome.reason,
-    }
 
 
 def _block_lines(text: str) -> list[str]:
@@ -365,11 +362,7 @@ def diagnostics(
             }
             for target, (before, after) in result.documents.items()
         },
-        "edits": {
-            "applied": [_outcome_dict(o) for o in result.applied],
-            "rejected": [_outcome_dict(o) for o in result.rejected],
-            "unmatched": [_outcome_dict(o) for o in result.unmatched],
-        },
+        "edits": Edits.of(result).to_json(),
         "passes": [
             {
                 "label": p.label,
@@ -720,13 +713,13 @@ def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> st
     return " ".join(md.one_line(redactor.redact(text)).split())
 
 
-def no_pr_reason(result: EpochResult, pr: Mapping[str, Any]) -> str:
+def no_pr_reason(result: EpochResult, pr: PrResult) -> str:
     """Why no pull request was opened or updated, in a few words."""
     if result.decision != "accepted":
         return f"the epoch was {result.decision.replace('_', ' ')}: nothing to review"
-    if pr.get("reason"):
-        return str(pr["reason"])
-    if not result.pr_eligible:
+    if pr.reason:
+        return pr.reason
+    if not opens_pr(result):
         split = "val" if result.decided_by == "val" else "held-out"
         return f"{split} did not improve"
     return "not requested"
@@ -737,49 +730,20 @@ def json_summary(
     *,
     branch: str | None,
     commit: str | None,
-    pr: Mapping[str, Any],
+    pr: PrResult,
     diagnostics_path: str | Path | None,
     redactor: Redactor | None = None,
-) -> dict[str, Any]:
-    """The `consolidate --json` object of the interface contract, redacted."""
-
-    def scores(summary: SplitSummary) -> dict[str, Any]:
-        return {"baseline": rounded(summary.baseline), "candidate": rounded(summary.candidate),
-                "n": summary.n}
-
+) -> SkillSummary:
+    """The `consolidate --json` record of the interface contract, redacted."""
     cost = result.cost
-    data: dict[str, Any] = {
-        "skill": result.skill,
-        "decision": result.decision,
-        "reason": result.reason,
-        "metric": result.metric,
-        "val": scores(result.val),
-        "test": scores(result.test),
-        "edits": {
-            "applied": [_outcome_dict(o) for o in result.applied],
-            "rejected": [_outcome_dict(o) for o in result.rejected],
-            "unmatched": [_outcome_dict(o) for o in result.unmatched],
-        },
-        "branch": branch,
-        "commit": commit,
-        "pr": {
-            "operation": pr.get("operation") or "none",
-            "number": pr.get("number"),
-            "url": pr.get("url"),
-            **({"reason": no_pr_reason(result, pr)} if (pr.get("operation") or "none") == "none"
-               else {}),
-        },
-        "cost": {
-            "calls": cost.calls,
-            "cache_hits": cost.cache_hits,
-            "prompt_tokens": cost.prompt_tokens,
-            "completion_tokens": cost.completion_tokens,
-            "seconds": round(cost.seconds, 3),
-            "by_model": model_costs(cost),
-        },
-        "diagnostics": str(diagnostics_path) if diagnostics_path is not None else None,
-    }
-    if result.backend == "offline":  # an addition to the contract's keys, only when true
-        data["simulated"] = True
-    redacted: dict[str, Any] = _default_redactor(redactor).redact_obj(to_dict(data))
-    return redacted
+    summary = SkillSummary(
+        skill=result.skill, decision=result.decision, reason=result.reason,
+        metric=result.metric, val=Scores.of(result.val), test=Scores.of(result.test),
+        edits=Edits.of(result), branch=branch, commit=commit,
+        pr=replace(pr, reason=no_pr_reason(result, pr)) if pr.operation == "none" else pr,
+        cost=CostSummary(cost.calls, cost.cache_hits, cost.prompt_tokens,
+                         cost.completion_tokens, cost.seconds, model_costs(cost)),
+        diagnostics=str(diagnostics_path) if diagnostics_path is not None else None,
+        simulated=result.backend == "offline",
+    )
+    return summary.redacted(_default_redactor(redactor))

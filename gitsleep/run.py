@@ -15,11 +15,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from gitsleep import __version__, gate, record, repo_paths, report
+from gitsleep import __version__, record, repo_paths, report
 from gitsleep.config import SkillConfig
 from gitsleep.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
 from gitsleep.models import EpochResult, SplitSummary, Task
+from gitsleep.outcome import PrResult, SkillSummary, opens_pr
 from gitsleep.record import NOTES_REF, Digests
 from gitsleep.setup import Setup, make_backend, make_cache, read_inputs
 
@@ -32,7 +33,7 @@ class SkillOutcome:
     """What one skill's run produced, for the CLI to print and turn into an exit code."""
 
     skill: str
-    summary: dict[str, Any]
+    summary: SkillSummary
     exit_code: int = 0
     result: EpochResult | None = None
     commit_message: str | None = None
@@ -95,7 +96,7 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillO
     result = epoch_for(setup, skill, tasks, documents)
     path, _ = write_report(setup, result, output_dir, {"dry_run": True})
     summary = report.json_summary(result, branch=None, commit=None,
-                                  pr={"operation": "none", "reason": "dry run"},
+                                  pr=PrResult(reason="dry run"),
                                   diagnostics_path=path, redactor=setup.redactor)
     return SkillOutcome(skill.name, summary, result.abort_code, result,
                         pr_body=report.pr_body(result, rerun=rerun_command(skill.name),
@@ -148,8 +149,8 @@ def plan_recovery(setup: Setup, repo: Any, state: Any, digests: Digests, remote:
                      and not gitops.remote_has_note(repo, remote, commit))
     action: Action = "epoch"
     if recorded:
-        unfinished = push_branch or add_note or _pr_missing(setup, repo, remote, branch, state,
-                                                            options)
+        unfinished = push_branch or add_note or push_note or _pr_missing(
+            setup, repo, remote, branch, state, options)
         action = "finish" if unfinished else "up to date"
     return Recovery(action, push, push_branch, add_note, push_note)
 
@@ -194,8 +195,6 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             extra = {"base": base.sha, "branch": branch, **digests.trailers()}
             path, data = write_report(setup, result, options.output_dir, extra)
             message = report.commit_message(result, digests.trailers(), setup.redactor)
-            outcome = SkillOutcome(skill.name, {}, result.abort_code, result,
-                                   commit_message=message)
             if plan.action == "finish":
                 commit = state.last_gitsleep_commit
                 if plan.add_note and commit:
@@ -214,11 +213,12 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             error = gitops.push_notes(repo, remote, NOTES_REF)
             if error is not None:
                 setup.say(f"{skill.name}: notes push failed: {error}")
-        pr = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote, repo,
-                      options, pushed=pushed, outcome=outcome)
-    outcome.summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
-                                          diagnostics_path=path, redactor=setup.redactor)
-    return outcome
+        pr, body = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote,
+                            repo, options, pushed=pushed)
+    summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
+                                  diagnostics_path=path, redactor=setup.redactor)
+    return SkillOutcome(skill.name, summary, result.abort_code, result,
+                        commit_message=message, pr_body=body)
 
 
 def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str,
@@ -237,21 +237,12 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
     return commit
 
 
-def _trailer_improved(trailers: Mapping[str, str], min_delta: float) -> bool:
-    """Whether the recorded epoch would open a PR: held-out, else val, strictly improved."""
-    scores = record.deciding_scores(trailers)
-    if scores is None:
-        return False
-    before, after = scores
-    return gate.improves(before, after, min_delta)
-
-
 def _pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state: Any,
                 options: GitOptions) -> bool:
     """An improving recorded epoch whose PR was never opened (a run killed before it)."""
     if options.pr is False or options.push is False or remote is None:
         return False
-    if not _trailer_improved(state.last_trailers, setup.config.gate.min_delta):
+    if not record.recorded_improvement(state.last_trailers, setup.config.gate.min_delta):
         return False
     from gitsleep.publish_sequence import forge_for
 
@@ -292,14 +283,12 @@ def _up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
     )
     summary = report.json_summary(recorded_result, branch=branch,
                                   commit=state.last_gitsleep_commit,
-                                  pr={"operation": "none", "reason": "up to date: its pull "
-                                      "request, if one was opened, is unchanged"},
+                                  pr=PrResult(reason="up to date: its pull request, if one "
+                                              "was opened, is unchanged"),
                                   diagnostics_path=None, redactor=setup.redactor)
     # This run decided nothing and applied nothing: it says so rather than repeating the
     # recorded epoch's decision next to empty edit lists (the scores are the recorded ones).
-    return SkillOutcome(skill.name, {**summary, "decision": "up_to_date",
-                                     "recorded_decision": recorded_result.decision,
-                                     "up_to_date": True})
+    return SkillOutcome(skill.name, summary.as_up_to_date())
 
 
 def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
@@ -314,15 +303,15 @@ def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
 
 def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
              base_name: str, remote: str | None, repo: Any, options: GitOptions, *,
-             pushed: bool, outcome: SkillOutcome) -> dict[str, Any]:
-    """Create, update or close the skill's PR per the rules; never without a push."""
-    none = {"operation": "none", "number": None, "url": None}
+             pushed: bool) -> tuple[PrResult, str | None]:
+    """Create, update or close the skill's PR per the rules; never without a push.
+    Returns what was done and the body it was given (None when none was rendered)."""
     if options.pr is False or options.push is False:
-        return {**none, "reason": "--no-pr" if options.pr is False else "--no-push"}
+        return PrResult(reason="--no-pr" if options.pr is False else "--no-push"), None
     if result.decision == "aborted":
-        return none
+        return PrResult(), None
     if remote is None:
-        return {**none, "reason": "the repository has no remote to push to"}
+        return PrResult(reason="the repository has no remote to push to"), None
     from gitsleep import forge
     from gitsleep.publish_sequence import forge_for
 
@@ -331,20 +320,18 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
         if options.pr:
             raise UsageError(f"--pr cannot open a pull request: {why_not}")
         setup.say(f"{skill.name}: no pull request: {why_not}")
-        return {**none, "reason": why_not}
-    improved = result.pr_eligible and result.decision == "accepted"
+        return PrResult(reason=why_not), None
     body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor,
                           chart=_history_chart(setup, skill, branch, base_name, result.metric))
-    outcome.pr_body = body
     pr_cfg = setup.config.pr
     try:
         done = forge.sync_pull_request(
             hub, head=branch, base=pr_cfg.base or base_name, title=report.pr_title(result),
-            body=body, labels=list(pr_cfg.labels), draft=pr_cfg.draft, improved=improved,
+            body=body, labels=list(pr_cfg.labels), draft=pr_cfg.draft, improved=opens_pr(result),
             branch_changed=pushed, close_reason=result.reason, redact=setup.redactor.redact,
         )
     except GitsleepError:
         raise
     except Exception as exc:  # noqa: BLE001 - a forge library error must be one line
         raise GitError(f"GitHub API error: {setup.redactor.redact(str(exc))[:300]}") from None
-    return done.to_json()
+    return PrResult(done.operation, done.number, done.url), body

@@ -33,6 +33,7 @@ from gitsleep.models import (
     TaskDelta,
     TaskResult,
 )
+from gitsleep.outcome import PrResult
 from gitsleep.redact import Redactor, secrets_from_env
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -475,9 +476,9 @@ def test_markdown_helpers_keep_untrusted_text_literal() -> None:
 def test_json_summary_has_exactly_the_contract_keys() -> None:
     data = report.json_summary(
         make_result(), branch="gitsleep/brief-writer", commit=SHA,
-        pr={"operation": "created", "number": 7, "url": "http://127.0.0.1/pr/7"},
+        pr=PrResult("created", 7, "http://127.0.0.1/pr/7"),
         diagnostics_path=Path(".gitsleep/runs/x/diagnostics.json"), redactor=Redactor(),
-    )
+    ).to_json()
     assert list(data) == ["skill", "decision", "reason", "metric", "val", "test", "edits",
                           "branch", "commit", "pr", "cost", "diagnostics"]
     assert data["val"] == {"baseline": 0.25, "candidate": 0.917, "n": 3}
@@ -494,8 +495,8 @@ def test_json_summary_has_exactly_the_contract_keys() -> None:
                                          "p50_s": 1.2, "p95_s": 3.4}}}
     assert data["diagnostics"] == ".gitsleep/runs/x/diagnostics.json"
     json.dumps(data)
-    empty = report.json_summary(make_result(), branch=None, commit=None, pr={},
-                                diagnostics_path=None, redactor=Redactor())
+    empty = report.json_summary(make_result(), branch=None, commit=None, pr=PrResult(),
+                                diagnostics_path=None, redactor=Redactor()).to_json()
     # gitsleep's one addition to `pr`: why there is none
     assert empty["pr"] == {"operation": "none", "number": None, "url": None,
                            "reason": "not requested"}
@@ -532,8 +533,8 @@ def rendered(result: EpochResult, redactor: Redactor) -> dict[str, Any]:
         "pr": report.pr_body(result, rerun="", redactor=redactor, diff_hint=result.reason),
         "title": report.pr_title(result),
         "diagnostics": report.diagnostics(result, {"note": result.reason}, redactor=redactor),
-        "json": report.json_summary(result, branch=None, commit=None, pr={},
-                                    diagnostics_path=None, redactor=redactor),
+        "json": report.json_summary(result, branch=None, commit=None, pr=PrResult(),
+                                    diagnostics_path=None, redactor=redactor).to_json(),
         "line": report.summary_line(result, redactor=redactor),
     }
 

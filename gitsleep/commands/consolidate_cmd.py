@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -61,31 +62,31 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             continue
         unused = [] if dry_run else uncommitted(setup.repo, skill)
         if unused:
-            outcome.summary["uncommitted"] = unused
+            outcome.summary = replace(outcome.summary, uncommitted=tuple(unused))
         outcomes.append(outcome)
         codes.append(outcome.exit_code)
         end_progress(setup)
         if not as_json:
             s = outcome.summary
             # An aborted epoch is a failure (exit 3 or 6): its line goes with the errors.
-            err = s["decision"] == "aborted"
+            err = s.decision == "aborted"
             dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
-            decision = "up to date" if s.get("up_to_date") else s["decision"]
-            click.echo(visible(f"{s['skill']}: {decision}: {s['reason']}{dry}"), err=err)
+            decision = "up to date" if s.up_to_date else s.decision
+            click.echo(visible(f"{s.skill}: {decision}: {s.reason}{dry}"), err=err)
             if outcome.result is not None and report.small_sample_note(outcome.result):
                 click.echo(f"  warning: {report.small_sample_note(outcome.result)}", err=err)
             if unused:
                 click.echo(f"  not used: uncommitted changes to {', '.join(unused)}; "
                            "consolidate reads the committed base, so commit them to include "
                            "them (or try them first with --dry-run)", err=err)
-            if s.get("commit"):
-                click.echo(f"  commit {s['commit']} on {s['branch']}", err=err)
-            if s.get("pr", {}).get("operation") not in (None, "none"):
-                click.echo(f"  pull request {s['pr']['operation']}: {s['pr']['url']}", err=err)
-            if s.get("diagnostics"):
-                click.echo(f"  diagnostics: {s['diagnostics']}", err=err)
+            if s.commit:
+                click.echo(f"  commit {s.commit} on {s.branch}", err=err)
+            if s.pr.operation != "none":
+                click.echo(f"  pull request {s.pr.operation}: {s.pr.url}", err=err)
+            if s.diagnostics:
+                click.echo(f"  diagnostics: {s.diagnostics}", err=err)
     if as_json:
-        summaries = [o.summary for o in outcomes]
+        summaries = [o.summary.to_json() for o in outcomes]
         print_json(summaries[0] if len(summaries) == 1 and len(chosen) == 1 else summaries)
     exit_with(worst_exit(codes))
 

@@ -18,6 +18,7 @@ import git
 
 from gitsleep import report, run
 from gitsleep.commands.common import print_json
+from gitsleep.outcome import Scores, opens_pr
 from gitsleep.paths import examples_dir
 from gitsleep.scores import fmt_change
 from gitsleep.setup import Setup
@@ -60,7 +61,7 @@ def command(ctx: click.Context, keep: bool, as_json: bool) -> None:
         outcome = run.consolidate(setup, skill, run.GitOptions(pr=False,
                                   output_dir=where / "diagnostics"))
         if as_json:
-            print_json(outcome.summary)
+            print_json(outcome.summary.to_json())
             return
         _print(outcome, setup)
         if keep:
@@ -77,26 +78,26 @@ def command(ctx: click.Context, keep: bool, as_json: bool) -> None:
 def _print(outcome: run.SkillOutcome, setup: Setup) -> None:
     s, result = outcome.summary, outcome.result
     rule = "=" * 72
-    click.echo(f"{rule}\ngitsleep demo: skill '{s['skill']}' with the offline simulator "
+    click.echo(f"{rule}\ngitsleep demo: skill '{s.skill}' with the offline simulator "
                "(no model, no key, no network)\n{rule}".replace("{rule}", rule))
-    click.echo(f"decision: {s['decision']} - {s['reason']}")
-    click.echo(f"val:      {_pair(s['val'])}   held-out: {_pair(s['test'])}")
-    if report.metric_note(s["metric"]):
-        click.echo(f"          ({report.metric_note(s['metric']).replace('`', '')})")
-    for edit in s["edits"]["applied"]:
-        click.echo(f"  applied:  {edit['content']}")
-    for edit in s["edits"]["rejected"]:
-        click.echo(f"  rejected: {edit['content']}  ({edit.get('reason', '')})")
-    click.echo(f"cost:     {s['cost']['calls']} simulated model calls, "
-               f"{s['cost']['cache_hits']} cache hits")
-    click.echo(f"\nbranch:   {s['branch']} at {s['commit']} (pushed to a local bare origin)")
+    click.echo(f"decision: {s.decision} - {s.reason}")
+    click.echo(f"val:      {_pair(s.val)}   held-out: {_pair(s.test)}")
+    if report.metric_note(s.metric):
+        click.echo(f"          ({report.metric_note(s.metric).replace('`', '')})")
+    for edit in s.edits.applied:
+        click.echo(f"  applied:  {edit.content}")
+    for edit in s.edits.rejected:
+        click.echo(f"  rejected: {edit.content}  ({edit.reason})")
+    click.echo(f"cost:     {s.cost.calls} simulated model calls, "
+               f"{s.cost.cache_hits} cache hits")
+    click.echo(f"\nbranch:   {s.branch} at {s.commit} (pushed to a local bare origin)")
     click.echo(f"\n{rule}\nCommit message\n{rule}\n{outcome.commit_message or '(no commit)'}")
     if result is not None:
-        body = report.pr_body(result, rerun=run.rerun_command(s["skill"]),
+        body = report.pr_body(result, rerun=run.rerun_command(s.skill),
                               redactor=setup.redactor)
-        verb = "would open" if result.pr_eligible else "would NOT open (held-out did not improve)"
+        verb = "would open" if opens_pr(result) else "would NOT open (held-out did not improve)"
         click.echo(f"{rule}\nPull request it {verb}: {report.pr_title(result)}\n{rule}\n{body}")
 
 
-def _pair(scores: dict) -> str:
-    return f"{fmt_change(scores['baseline'], scores['candidate'])} (n={scores['n']})"
+def _pair(scores: Scores) -> str:
+    return f"{fmt_change(scores.baseline, scores.candidate)} (n={scores.n})"

@@ -1,0 +1,87 @@
+"""One typed record of a night (issue 28): written once, read back the same by every reader.
+
+The `--json` summary, the Action's outputs and `log` read `gitsleep.outcome`'s records; a
+record read from JSON anyone could have written has wrong fields as unknown, never an
+exception; `log` reads a note's structure and the trailers, never the commit's prose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gitsleep import history, report
+from gitsleep.outcome import NoteFacts, PrResult, SkillSummary, opens_pr
+from gitsleep.redact import Redactor
+from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.test_report import SHA, make_result
+
+
+def test_the_json_summary_reads_back_as_the_same_record() -> None:
+    summary = report.json_summary(make_result(), branch="gitsleep/brief-writer", commit=SHA,
+                                  pr=PrResult("created", 7, "https://x/pull/7"),
+                                  diagnostics_path=Path("d.json"), redactor=Redactor())
+    again = SkillSummary.from_json(json.loads(json.dumps(summary.to_json())))
+    assert again == summary
+    assert again.to_json() == summary.to_json()
+    assert (again.pr.number, again.val.n, len(again.edits.applied)) == (7, 3, 1)
+
+
+def test_an_up_to_date_run_says_so_and_keeps_the_recorded_decision() -> None:
+    summary = report.json_summary(make_result(), branch="b", commit=SHA, pr=PrResult(),
+                                  diagnostics_path=None, redactor=Redactor()).as_up_to_date()
+    data = summary.to_json()
+    assert (data["decision"], data["recorded_decision"], data["up_to_date"]) == (
+        "up_to_date", "accepted", True)
+    assert SkillSummary.from_json(data) == summary
+
+
+@pytest.mark.parametrize("forged", [
+    {},
+    {"skill": 7, "decision": ["accepted"], "val": "0.5", "test": {"baseline": "x", "n": -1}},
+    {"skill": "s", "edits": {"applied": [None, 3, {"op": 5}]}, "pr": {"number": True},
+     "cost": {"calls": 10**20, "seconds": float("nan"), "by_model": {"m": {"calls": "x"}}}},
+    {"skill": "s", "val": {"baseline": 10**400, "candidate": float("inf"), "n": 2}},
+])
+def test_a_summary_from_json_anyone_wrote_reads_wrong_fields_as_unknown(
+        forged: dict[str, object]) -> None:
+    summary = SkillSummary.from_json(forged)
+    json.dumps(summary.to_json())  # always serialisable again
+    assert summary.val.baseline is None and summary.test.baseline is None
+    assert summary.pr.number is None and summary.cost.calls == 0
+
+
+def test_note_facts_read_only_checked_fields() -> None:
+    facts = NoteFacts.from_json({"skill": "s", "decision": 3, "edits": {"applied": [{}, {}]},
+                                 "splits": {"val": {"baseline": 0.5, "candidate": True}},
+                                 "cost": {"calls": 4}, "extra": {"estimated_usd": -1}})
+    assert facts == NoteFacts(skill="s", val=(0.5, None), applied=2, calls=4)
+
+
+def test_the_pull_request_rule_is_the_epochs_decision() -> None:
+    accepted = make_result()
+    accepted.pr_eligible = True
+    assert opens_pr(accepted)
+    accepted.pr_eligible = False  # held-out did not improve: the gate said no
+    assert not opens_pr(accepted)
+    rejected = make_result(decision="rejected")
+    rejected.pr_eligible = True
+    assert not opens_pr(rejected)
+
+
+def test_log_never_reads_the_commit_messages_prose(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A renamed heading in the message cannot change what `log` shows: without a note
+    the edit count is unknown, whatever the message says."""
+    isolate_git(monkeypatch, tmp_path)
+    work, _ = make_repo(tmp_path)
+    commit_files(work, {"x.txt": "x\n"},
+                 "gitsleep(example-skill): val 0.1 -> 0.2\n\nApplied edits (3):\n  - one\n\n"
+                 "Gitsleep-Skill: example-skill\nGitsleep-Decision: accepted\n"
+                 "Gitsleep-Val: 0.100 -> 0.200\nGitsleep-Test: 0.300 -> 0.400")
+    epochs = history.read_epochs(work, base="HEAD", branch_refs=[])
+    assert [(e.skill, e.decision, e.val, e.test, e.applied) for e in epochs] == [
+        ("example-skill", "accepted", (0.1, 0.2), (0.3, 0.4), None)]
+    assert git(work, "log", "-1", "--format=%s").startswith("gitsleep(example-skill)")
