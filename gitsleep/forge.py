@@ -32,11 +32,12 @@ from urllib3 import Retry
 
 from gitsleep.deadline import DeadlineAdapter
 from gitsleep.errors import GitError
+from gitsleep.outcome import PR_BODY_LIMIT
 
 DEFAULT_API_URL = "https://api.github.com"
 REQUEST_TIMEOUT = 30  # seconds for one whole GitHub API request, not per read (PyGithub: an int)
 # GitHub rejects longer pull request bodies (create-pull-request truncates at the same size).
-MAX_BODY_CHARS = 65_536
+MAX_BODY_CHARS = PR_BODY_LIMIT  # one limit: report.pr_body fits under it too
 TRUNCATION_NOTE = (
     "\n\n---\n*This description was truncated to GitHub's 65,536-character limit; "
     "the full report is in the run's diagnostics.json and the commit's git note.*\n"
