@@ -444,7 +444,7 @@ def changed_files_max(changed: Sequence[str], bound: int, shown: int = 10) -> tu
     if len(changed) <= bound:
         return True, ""
     names = ", ".join(changed[:shown]) + (", ..." if len(changed) > shown else "")
-    return False, f"{len(changed)} files changed, at most {bound} allowed: {names}"
+    return False, f"{len(changed)} file(s) changed, at most {bound} allowed: {names}"
 
 
 def workspace_key(tree: str | None, commands: Iterable[Sequence[str]]) -> str:

@@ -143,7 +143,7 @@ def test_file_checks_never_follow_a_link_out_of_the_workspace(tmp_path: Path) ->
 def test_changed_files_max_counts_the_agents_changes(tmp_path: Path) -> None:
     assert workspace.changed_files_max(["a", "b"], 2) == (True, "")
     ok, why = workspace.changed_files_max(["a", "b", "c"], 2)
-    assert not ok and "3 files changed" in why and "at most 2" in why and "a, b, c" in why
+    assert not ok and "3 file(s) changed" in why and "at most 2" in why and "a, b, c" in why
 
 
 def test_workspace_key_names_the_tree_and_the_check_commands() -> None:
@@ -192,7 +192,7 @@ def test_judge_checks_runs_every_workspace_check_over_the_folder(tmp_path: Path)
     assert outcomes[3][0] is False and "does not exist" in outcomes[3][1]
     assert outcomes[4] == (True, "")
     assert outcomes[5][0] is False
-    assert outcomes[6][0] is False and "2 files changed" in outcomes[6][1]
+    assert outcomes[6][0] is False and "2 file(s) changed" in outcomes[6][1]
 
 
 def test_the_cache_keeps_a_workspace_answers_check_outcomes(tmp_path: Path) -> None:

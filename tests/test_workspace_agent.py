@@ -138,3 +138,30 @@ def test_a_dry_run_night_over_workspace_tasks_finishes(
     result = run_cli(capsys, "--repo", str(repo), "consolidate", "--dry-run", "--json")
     assert result.code == 0, result.err
     assert "Traceback" not in result.err
+
+
+def test_every_workspace_copy_and_the_run_cache_are_deleted(
+        repo: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    seen = tmp_path / "seen.txt"
+    # the check records the folder it ran in: a workspace copy under the scratch folder
+    record = f"import os; open({str(seen)!r}, 'a').write(os.getcwd() + '\\n')"
+    (repo / "evals/tasks.jsonl").write_text(
+        task("v1", "val", {"op": "command", "arg": [PY, "-c", record]},
+             {"op": "file_contains", "arg": {"path": "CHANGELOG.md", "text": "--watch"}})
+        + task("v2", "val", {"op": "changed_files_max", "arg": 0}))
+    git(repo, "commit", "-qam", "tasks")
+    result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val", "--json")
+    assert result.code == 0, result.err
+    rows = scores(result.out)
+    assert rows["v1"]["hard"] == 1.0
+    assert rows["v2"]["reason"] == (
+        "failed: changed_files_max 0 [1 file(s) changed, at most 0 allowed: CHANGELOG.md]")
+    ran_in = Path(seen.read_text().strip())
+    assert ran_in.is_relative_to(scratch) and not ran_in.exists()
+    assert list(scratch.iterdir()) == []  # workspaces, the tree cache, answer files: gone
