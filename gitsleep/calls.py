@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
 from gitsleep.errors import BudgetExhausted
-from gitsleep.models import Answer, Cost
+from gitsleep.models import Answer, Cost, EpochSettings
 
 Tick = Callable[[], None]  # one unit of a pass is done
 StepHook = Callable[[str, int], Tick]  # (label, total) -> tick: the edge's progress display
@@ -92,6 +92,18 @@ class CallRunner:
         self._lock = threading.Lock()
         self._stopped: BaseException | None = None  # a fatal error: no further call starts
         self._seconds: dict[str, list[float]] = {}  # model -> each real call's latency
+
+    @classmethod
+    def for_settings(cls, backend: Backend, settings: EpochSettings, *,
+                     cache: ResponseCache | None = None, workers: int | None = None,
+                     on_start: Callable[[ModelCall], None] | None = None) -> CallRunner:
+        """A runner that keeps every budget of the settings (calls, tokens, agent minutes,
+        money): each command that spends calls builds its runner here, so none forgets one."""
+        return cls(backend, cache=cache, max_calls=settings.max_calls,
+                   max_tokens=settings.max_tokens,
+                   workers=settings.workers if workers is None else workers,
+                   on_start=on_start, max_agent_minutes=settings.max_agent_minutes,
+                   max_cost=settings.max_cost, prices=settings.prices)
 
     def _reserve(self, request: ModelCall) -> _Spend:
         """Count the call, or stop before it when any budget would be passed: every budget

@@ -88,17 +88,8 @@ class Epoch:
                              "tasks (label some tasks `split: val` or use `split: auto`)")
         self.original = dict(documents)
         self.current = dict(documents)
-        self.runner = CallRunner(
-            backend,
-            cache=cache,
-            max_calls=settings.max_calls,
-            max_tokens=settings.max_tokens,
-            workers=settings.workers,
-            on_start=self._call_started,
-            max_agent_minutes=settings.max_agent_minutes,
-            max_cost=settings.max_cost,
-            prices=settings.prices,
-        )
+        self.runner = CallRunner.for_settings(backend, settings, cache=cache,
+                                              on_start=self._call_started)
         self.ceiling = call_ceiling(settings, tasks, documents.get("memory") is not None)
         self.step = "the baseline"  # what runs now: a budget stop says what it skipped
         self.screened = 0  # proposals `search: thrifty` kept off val

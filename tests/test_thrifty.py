@@ -305,3 +305,30 @@ def test_a_cost_budget_stops_a_real_run_with_exit_6_and_commits_nothing(
     assert "estimated cost at most" in result.err  # the estimate, before the first call
     assert git(origin, "branch", "--list", BRANCH) == ""
     assert git(work, "branch", "--list", BRANCH) == ""
+
+
+def test_eval_keeps_the_cost_budget_too(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every command that spends calls keeps every budget (one constructor builds them)."""
+    work, _ = repo
+    monkeypatch.setenv("GITSLEEP_E2E_KEY", KEY)
+
+    def model(request: dict[str, Any]) -> str:
+        system = [m["content"] for m in request["messages"] if m["role"] == "system"]
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        return simulate_answer(system, user)
+
+    with FakeOpenAIServer(responder=model) as server:
+        path = work / ".gitsleep.yml"
+        cfg = yaml.safe_load(path.read_text())
+        cfg.update(backend="openai", model="agent-model", optimizer_model="agent-model",
+                   base_url=server.base_url, api_key_env="GITSLEEP_E2E_KEY", timeout=5,
+                   max_retries=0, workers=1, budget={"max_cost": 0.01},
+                   prices={"agent-model": {"prompt": 100.0, "completion": 100.0}})
+        path.write_text(yaml.safe_dump(cfg))
+        result = run_cli(capsys, "--repo", str(work), "eval", "--split", "val")
+        requests = server.request_count
+    assert result.code == 6, result.err
+    assert "budget.max_cost" in result.err
+    assert 0 < requests < 6

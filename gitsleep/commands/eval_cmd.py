@@ -39,9 +39,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     settings = setup.config.epoch_settings(roles=("judge",) if rubric else ())
     for skill, tasks, documents in inputs:
         purposes = ("answer", "judge") if rubric else ("answer",)
-        runner = CallRunner(make_backend(setup, skill.name, purposes), cache=make_cache(setup),
-                            max_calls=settings.max_calls, max_tokens=settings.max_tokens,
-                            workers=settings.workers)
+        runner = CallRunner.for_settings(make_backend(setup, skill.name, purposes), settings,
+                                         cache=make_cache(setup))
         try:
             for name in splits:
                 in_split = [t for t in tasks if t.split == name]
