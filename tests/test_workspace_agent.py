@@ -165,3 +165,19 @@ def test_every_workspace_copy_and_the_run_cache_are_deleted(
     ran_in = Path(seen.read_text().strip())
     assert ran_in.is_relative_to(scratch) and not ran_in.exists()
     assert list(scratch.iterdir()) == []  # workspaces, the tree cache, answer files: gone
+
+
+def test_a_workspace_check_that_cannot_start_stops_the_run_exit_3(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A check program found at validation but unable to start (a bad interpreter line)
+    stops the night like a broken agent: never a zero for the skill."""
+    (repo / "evals/fx/check.sh").write_text("#!/nonexistent/interpreter\n")
+    (repo / "evals/fx/check.sh").chmod(0o755)
+    (repo / "evals/tasks.jsonl").write_text(
+        task("v1", "val", {"op": "command", "arg": ["./check.sh"]}))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "check script")
+    assert run_cli(capsys, "--repo", str(repo), "validate").code == 0
+    result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val")
+    assert result.code == 3, result.err
+    assert "check command './check.sh' not found" in result.err
