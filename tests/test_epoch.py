@@ -649,7 +649,7 @@ def test_the_proposals_of_a_round_are_asked_at_once_and_come_back_in_order() -> 
 
 
 def test_the_pr_rule_asks_the_gate_its_one_improves_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitsleep import gate, run
+    from gitsleep import gate, record
 
     asked: list[tuple[float, float, float]] = []
 
@@ -661,5 +661,5 @@ def test_the_pr_rule_asks_the_gate_its_one_improves_rule(monkeypatch: pytest.Mon
     result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, settings(),
                        OfflineBackend(), skill="brief-writer")
     assert result.decision == "rejected" and not result.pr_eligible
-    assert not run._trailer_improved({"Gitsleep-Test": "0.250 -> 1.000"}, 0.0)
+    assert not record.recorded_improvement({"Gitsleep-Test": "0.250 -> 1.000"}, 0.0)
     assert (0.25, 1.0, 0.0) in asked
