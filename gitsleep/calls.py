@@ -44,6 +44,11 @@ def _rank(ordered: Sequence[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
+def _duration(seconds: float) -> str:
+    """Minutes with two decimals, or seconds below a minute (so a tiny cap reads right)."""
+    return f"{seconds / 60:.2f} min" if seconds >= 60 else f"{seconds:.3g} s"
+
+
 @dataclass
 class _Spend:
     """Wall seconds and US dollars: what a call cost, or is estimated to."""
@@ -144,8 +149,8 @@ class CallRunner:
             spent = self._spent.seconds
             if spent >= cap or spent + self._pending.seconds + estimate.seconds > cap:
                 return (f"budget.max_agent_minutes ({self.max_agent_minutes:g}) would be passed "
-                        f"by the next call: {spent / 60:.2f} min spent in {calls} calls, the "
-                        f"next estimated at {estimate.seconds / 60:.2f} min (the longest such "
+                        f"by the next call: {_duration(spent)} spent in {calls} calls, the "
+                        f"next estimated at {_duration(estimate.seconds)} (the longest such "
                         "call so far)")
         if self.max_cost is not None:
             spent = self._spent.usd

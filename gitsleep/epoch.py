@@ -263,6 +263,7 @@ class Epoch:
         if train.version not in self.contrasts:
             self.progress(f"{self.skill}: sampling {self.settings.rollouts - 1} more answer(s) "
                           f"per train task")
+            self.step = "the rollouts"
             sampled = rollouts.sample(self.runner, self.split["train"], self.current,
                                       self.settings)
             self.result.passes.append(PassResult(
@@ -370,6 +371,7 @@ class Epoch:
                 index=index, contrasts=contrasts, redact=self.redact,
             )
 
+        self.step = f"the {target} round {round_no} proposals"
         workers = min(max(1, self.settings.workers), count)
         if workers == 1:
             return [one(index) for index in range(count)]
@@ -406,6 +408,7 @@ class Epoch:
         done = {t.task_id for t in cand.val.tasks}
         rest = [t for t in self.split["val"] if t.id not in done]
         label = f"{cand.val.label} (the rest, to compare the losers)"
+        self.step = f"scoring val ({label})"
         more = replay.score_split(self.runner, rest, cand.documents, self.settings,
                                   label=label, split="val")
         self.result.passes.append(more)

@@ -332,3 +332,14 @@ def test_eval_keeps_the_cost_budget_too(
     assert result.code == 6, result.err
     assert "budget.max_cost" in result.err
     assert 0 < requests < 6
+
+
+def test_a_budget_stop_names_the_step_it_skipped() -> None:
+    """Six baseline answers take 3 minutes; the optimizer call, estimated at the longest
+    call of its model so far, would pass 3.4: the reason names the proposals it skipped."""
+    result = run_epoch(alpha_beta_tasks(), {"skill": SKILL, "memory": None},
+                       settings(max_agent_minutes=3.4, workers=1), Timed(seconds=30.0),
+                       skill="s")
+    assert result.abort_code == 6 and result.cost.calls == 6
+    assert "the next estimated at 0.50 min" in result.reason
+    assert "skipped: the skill round 1 proposals and the rest of the epoch" in result.reason
