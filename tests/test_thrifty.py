@@ -341,5 +341,5 @@ def test_a_budget_stop_names_the_step_it_skipped() -> None:
                        settings(max_agent_minutes=3.4, workers=1), Timed(seconds=30.0),
                        skill="s")
     assert result.abort_code == 6 and result.cost.calls == 6
-    assert "the next estimated at 0.50 min" in result.reason
+    assert "3.00 min spent in 6 calls, the next estimated at 30 s" in result.reason
     assert "skipped: the skill round 1 proposals and the rest of the epoch" in result.reason
