@@ -204,12 +204,12 @@ def open_repo(path: Path | str) -> git.Repo:
         raise UsageError(
             f"{path} is not inside a git repository (run `git init`, or pass --repo)"
         ) from None
-    if not repo.head.is_valid():
+    harden(repo.git)
+    if ref_sha(repo, "HEAD") is None:
         raise UsageError(
             f"the git repository at {repo.working_dir} has no commits yet: "
             "commit your skill documents first"
         )
-    harden(repo.git)
     return repo
 
 
@@ -220,10 +220,11 @@ def resolve_base(repo: git.Repo, base: str | None) -> BaseRef:
     uses its commit. A name that is not a commit here is a UsageError naming it.
     """
     if base is None:
-        sha = repo.head.commit.hexsha
-        if repo.head.is_detached:
+        sha = run_git(repo.git, "rev-parse", "--verify", "HEAD^{commit}").strip()
+        status, head, _ = try_git(repo.git, "symbolic-ref", "--quiet", "HEAD")
+        if status != 0 or not head.startswith("refs/heads/"):  # detached
             return BaseRef(name=sha, sha=sha)
-        branch = repo.active_branch.name
+        branch = head.strip().removeprefix("refs/heads/")
         return BaseRef(name=branch, sha=sha, branch=branch)
     if not base.strip() or base.startswith("-"):
         raise UsageError(f"--base {base!r} is not a valid git revision")

@@ -1,4 +1,4 @@
-"""Running git safely: every gitsleep git command goes through here.
+"""Running git safely: every gitsleep git command goes through here (`git_run`).
 
 gitsleep's own git commands run no program the repository configures (`SAFE_CONFIG`, given
 to every git call as `-c` and, for GitPython's own calls, through `GIT_CONFIG_COUNT`): no
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,24 +43,58 @@ def last_line(text: str | bytes | None) -> str:
     return lines[-1] if lines else "no message from git"
 
 
-def try_git(
-    runner: git.Git, *args: str, config: dict[str, str] | None = None, strip: bool = True
-) -> tuple[int, str, str]:
-    """Run `git <args>`; return (status, stdout, stderr) without raising.
+@dataclass(frozen=True)
+class GitRun:
+    """What one git process did: its exit status and its raw output."""
 
-    Every gitsleep git command runs with `SAFE_CONFIG` (see the module docstring).
-    `strip=False` keeps stdout's final newline (GitPython drops it by default).
+    status: int
+    out: bytes
+    err: bytes
+
+
+def git_run(
+    cwd: str | os.PathLike[str] | None,
+    *args: str,
+    config: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> GitRun:
+    """The one way gitsleep runs git: `git -c SAFE_CONFIG... ARGS` in `cwd`, never raising.
+
+    `env` adds to this process's environment; no input reads the null device, so git never
+    waits on a terminal; a `timeout` that passes kills git and reads as status -1.
     """
     command = ["git"]
     for key, value in {**SAFE_CONFIG, **(config or {})}.items():
         command += ["-c", f"{key}={value}"]
-    status, out, err = runner.execute(
-        [*command, *args],
-        with_extended_output=True,
-        with_exceptions=False,
-        strip_newline_in_stdout=strip,
-    )
-    return int(status or 0), str(out), str(err)
+    try:
+        done = subprocess.run(  # noqa: S603 - git with arguments, never a shell
+            [*command, *args], cwd=cwd, capture_output=True, check=False, timeout=timeout,
+            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+            env={**os.environ, **env} if env else None)
+    except subprocess.TimeoutExpired:
+        return GitRun(-1, b"", f"git timed out after {timeout} s".encode())
+    return GitRun(done.returncode, done.stdout, done.stderr)
+
+
+def _decoded(data: bytes, strip: bool) -> str:
+    text = data.decode("utf-8", "surrogateescape")
+    return text[:-1] if strip and text.endswith("\n") else text
+
+
+def try_git(
+    runner: git.Git, *args: str, config: dict[str, str] | None = None, strip: bool = True
+) -> tuple[int, str, str]:
+    """Run `git <args>` where `runner` points (its directory and environment); return
+    (status, stdout, stderr) without raising.
+
+    Like GitPython, in the C locale (git's messages in English) and, with `strip`, without
+    stdout's final newline. Every call gets `SAFE_CONFIG` (see the module docstring).
+    """
+    done = git_run(runner.working_dir, *args, config=config,
+                   env={"LANGUAGE": "C", "LC_ALL": "C", **runner.environment()})
+    return done.status, _decoded(done.out, strip), _decoded(done.err, True)
 
 
 def harden(runner: git.Git) -> git.Git:
@@ -108,6 +144,11 @@ def safe_git(*args: str) -> list[str]:
 
 def git_out(repo: Path, *args: str) -> str:
     """stdout of `git ARGS` in `repo`, or "" when git fails (a missing ref, no notes)."""
-    done = subprocess.run(safe_git(*args), cwd=repo, capture_output=True, text=True,
-                          check=False)
-    return done.stdout if done.returncode == 0 else ""
+    return git_bytes(repo, *args).decode("utf-8", "replace")
+
+
+def git_bytes(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    """stdout of `git ARGS` in `repo` as bytes (b"" when git fails): commit messages, notes
+    and files are whatever someone wrote, not necessarily UTF-8."""
+    done = git_run(repo, *args, stdin=stdin)
+    return done.out if done.status == 0 else b""

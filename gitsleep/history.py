@@ -16,7 +16,6 @@ processes (`git log`, `git notes list`, `git cat-file --batch`), not one per epo
 from __future__ import annotations
 
 import math
-import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,7 +25,8 @@ from typing import Any
 from gitsleep import markdown as md
 from gitsleep import record
 from gitsleep.config import SKILL_NAME_RE
-from gitsleep.gitrun import git_out, safe_git
+from gitsleep.gitrun import git_bytes as _git_bytes
+from gitsleep.gitrun import git_out
 from gitsleep.hostile_text import INVISIBLE
 from gitsleep.numbers import loads_json
 from gitsleep.outcome import NoteFacts
@@ -89,14 +89,6 @@ def held_out_points(epochs: list[Epoch]) -> list[tuple[str, float]]:
 
 
 # -- reading git in a fixed number of processes --------------------------------------------
-
-
-def _git_bytes(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    """stdout of `git ARGS` as bytes ("" when git fails): commit messages and notes are
-    whatever someone wrote, not necessarily UTF-8."""
-    done = subprocess.run(safe_git(*args), cwd=repo, input=stdin, capture_output=True,
-                          check=False)
-    return done.stdout if done.returncode == 0 else b""
 
 
 def _text(data: bytes) -> str:

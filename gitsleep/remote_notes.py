@@ -9,11 +9,9 @@ this clone's own notes ref, its branches and the remote are never changed.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
-from gitsleep.gitrun import git_out, safe_git
+from gitsleep.gitrun import git_out, git_run
 from gitsleep.record import NOTES_REF
 
 FETCH_TIMEOUT = 60  # seconds: `status` and `log` must not hang on an unreachable remote
@@ -48,12 +46,7 @@ def fetch(repo: Path, remote: str | None = None) -> bool:
     remote = remote or default_remote(repo)
     if not remote:
         return False
-    try:
-        done = subprocess.run(
-            safe_git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
-                     f"+{NOTES_REF}:{tracking_ref(remote)}"),
-            cwd=repo, capture_output=True, text=True, check=False, timeout=FETCH_TIMEOUT,
-            stdin=subprocess.DEVNULL, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
-    except subprocess.TimeoutExpired:
-        return False
-    return done.returncode == 0
+    done = git_run(repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
+                   f"+{NOTES_REF}:{tracking_ref(remote)}", timeout=FETCH_TIMEOUT,
+                   env={"GIT_TERMINAL_PROMPT": "0"})
+    return done.status == 0

@@ -1,7 +1,7 @@
 """`gitsleep review`, the edges: the base read from git at REF, which skills a change
 touched, the pull request the run is for, and its one comment kept up to date.
 
-The base side is read with `git cat-file --filters REF:./path` (through `gitrun.safe_git`:
+The base side is read with `git cat-file --filters REF:./path` (through `gitrun.git_run`:
 no hook or program of the repository runs; clean/smudge filters apply, as for a
 checkout): nothing is checked out, so the user's tree, index and HEAD stay as they are.
 The head side is the working tree, as `gitsleep eval` reads it (in CI, the checked-out
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from gitsleep.errors import (
     GitError,
     UsageError,
 )
-from gitsleep.gitrun import git_out, safe_git
+from gitsleep.gitrun import git_out, git_run
 from gitsleep.setup import Setup, make_backend, make_cache, read_inputs
 
 SHALLOW_FIX = ("fetch it (`git fetch origin <ref>`, or `git fetch --unshallow`; in GitHub "
@@ -103,9 +102,8 @@ def resolve_ref(root: Path, ref: str) -> str:
 def read_at(root: Path, sha: str, relative: str) -> bytes | None:
     """A file's bytes at commit `sha` (path relative to `root`), or None when it is not a
     file there. Clean/smudge filters apply, as for a checkout."""
-    done = subprocess.run(safe_git("cat-file", "--filters", f"{sha}:./{relative}"), cwd=root,
-                          capture_output=True, check=False)
-    return done.stdout if done.returncode == 0 else None
+    done = git_run(root, "cat-file", "--filters", f"{sha}:./{relative}")
+    return done.out if done.status == 0 else None
 
 
 def read_here(root: Path, relative: str) -> bytes | None:

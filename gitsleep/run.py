@@ -19,6 +19,7 @@ from gitsleep import __version__, record, repo_paths, report
 from gitsleep.config import SkillConfig
 from gitsleep.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.errors import GitError, GitsleepError, UsageError
+from gitsleep.gitrun import run_git
 from gitsleep.models import EpochResult, SplitSummary, Task
 from gitsleep.outcome import PrResult, SkillSummary, opens_pr
 from gitsleep.record import NOTES_REF, Digests
@@ -254,7 +255,7 @@ def _pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state:
 
 def require_tracked(repo: Any, base_sha: str, relative: str) -> None:
     """A document must be committed at the base: gitsleep commits on top of it."""
-    if not repo.git.ls_tree("--name-only", base_sha, "--", relative).strip():
+    if not run_git(repo.git, "ls-tree", "--name-only", base_sha, "--", relative).strip():
         raise UsageError(f"{relative}: not tracked by git at the base commit {base_sha[:12]}; "
                          "commit it first (git add + git commit)")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from gitsleep.commands.common import (
 )
 from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
-from gitsleep.gitrun import safe_git
+from gitsleep.gitrun import git_run
 from gitsleep.terminal import visible
 
 
@@ -95,13 +94,12 @@ def uncommitted(repo: Path, skill: SkillConfig) -> list[str]:
     """The skill's documents and task files with changes git has not committed.
 
     `--no-optional-locks` keeps `git status` from refreshing the user's index, and
-    `safe_git` keeps it from running the repository's fsmonitor or hooks.
+    `git_run` keeps it from running the repository's fsmonitor or hooks.
     """
     paths = [p for p in (skill.skill, skill.memory) if p] + [t.path for t in skill.tasks]
-    done = subprocess.run(
-        safe_git("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all",
-                 "--", *paths), cwd=repo, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    done = git_run(repo, "--no-optional-locks", "status", "--porcelain", "-z",
+                   "--untracked-files=all", "--", *paths)
+    if done.status != 0:
         return []
-    entries = [e for e in done.stdout.split("\0") if e]
+    entries = [e for e in done.out.decode("utf-8", "replace").split("\0") if e]
     return sorted({e[3:] for e in entries if len(e) > 3 and e[2] == " "})

@@ -18,6 +18,7 @@ import git
 
 from gitsleep import report, run
 from gitsleep.commands.common import print_json
+from gitsleep.gitrun import run_git
 from gitsleep.outcome import Scores, opens_pr
 from gitsleep.paths import examples_dir
 from gitsleep.scores import fmt_change
@@ -30,17 +31,18 @@ def make_demo_repo(where: Path) -> Path:
     """A fresh repository holding the example, one commit on `main`, and a bare origin."""
     repo_dir = where / "repo"
     shutil.copytree(examples_dir() / EXAMPLE, repo_dir)
-    repo = git.Repo.init(repo_dir, initial_branch="main")
-    with repo.config_writer() as cfg:
-        cfg.set_value("user", "name", "gitsleep demo")
-        cfg.set_value("user", "email", "demo@gitsleep.invalid")
-        cfg.set_value("commit", "gpgsign", "false")
-    repo.git.add(A=True)
-    repo.git.commit("-m", "Add the brief-writer skill and its tasks", "--no-verify")
     origin = where / "origin.git"
-    git.Repo.init(origin, bare=True, initial_branch="main")
-    repo.create_remote("origin", str(origin))
-    repo.git.push("origin", "main")
+    runner = git.Git(str(repo_dir))  # every call through gitrun, with its safe settings
+    run_git(runner, "init", "--quiet", "--initial-branch=main")
+    for key, value in (("user.name", "gitsleep demo"), ("user.email", "demo@gitsleep.invalid"),
+                       ("commit.gpgsign", "false")):
+        run_git(runner, "config", key, value)
+    run_git(runner, "add", "--all")
+    run_git(runner, "commit", "--quiet", "--no-verify", "-m",
+            "Add the brief-writer skill and its tasks")
+    run_git(runner, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
+    run_git(runner, "remote", "add", "origin", str(origin))
+    run_git(runner, "push", "--quiet", "origin", "main")
     return repo_dir
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import click
 from gitsleep import paths, repo_paths
 from gitsleep.config import config_path
 from gitsleep.errors import UsageError
+from gitsleep.gitrun import git_out
 
 SKILL_PATH = "skills/example-skill/SKILL.md"
 TASKS_PATH = "evals/example-skill/tasks.jsonl"
@@ -104,9 +104,8 @@ def installed_from() -> str | None:
 
 def origin_repo(folder: Path) -> str | None:
     """`owner/name` of the GitHub `origin` of the git checkout holding `folder`, if any."""
-    done = subprocess.run(["git", "-C", str(folder), "remote", "get-url", "origin"],
-                          capture_output=True, text=True, check=False)
-    return github_repo(done.stdout) if done.returncode == 0 else None
+    url = git_out(folder, "remote", "get-url", "origin")  # gitrun's safe settings, as every call
+    return github_repo(url) if url else None
 
 
 def fill_workflow(content: bytes, action_repo: str | None, ref: str | None = None) -> bytes:

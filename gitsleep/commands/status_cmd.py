@@ -11,6 +11,7 @@ import click
 from gitsleep import gitops, record, remote_notes
 from gitsleep.commands.common import print_json, setup_from
 from gitsleep.config import SkillConfig
+from gitsleep.gitrun import git_run
 from gitsleep.setup import Setup, read_inputs
 from gitsleep.terminal import visible
 
@@ -19,11 +20,10 @@ def _export(repo: Any, sha: str, skill: SkillConfig, dest: Path) -> bool:
     """Write the skill's documents and task files as they are at `sha` into `dest`."""
     paths = [p for p in (skill.skill, skill.memory) if p] + [t.path for t in skill.tasks]
     for relative in paths:
-        try:
-            data = repo.git.show(f"{sha}:{relative}", stdout_as_string=False,
-                                strip_newline_in_stdout=False)
-        except Exception:  # noqa: BLE001 - a file missing at the base: not up to date
+        done = git_run(repo.working_dir, "show", f"{sha}:{relative}")
+        if done.status != 0:  # a file missing at the base: not up to date
             return False
+        data = done.out
         target = dest / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
