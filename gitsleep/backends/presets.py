@@ -8,6 +8,10 @@ not a preset, use `prompt: "option:--message"`.
 Each preset runs the agent non-interactively in the per-call workspace, with the skill
 installed where that agent reads instructions. `model:` in .gitsleep.yml, when set, is
 passed with the agent's own model flag. Keys written under `agent:` win over the preset.
+
+A task with a workspace (issue 26) is a change to files, so for it the preset runs the
+agent in its own write mode (`WRITE_MODES`), and only for it: a text task keeps the
+read-only argv. With your own `agent.command` the argv runs as written for every task.
 """
 
 from __future__ import annotations
@@ -70,6 +74,32 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model_at": 2,
     },
 }
+
+
+# preset -> (flags of the read-only argv replaced, flags put in their place or appended):
+# the agent's own documented mode for editing files in its working folder.
+WRITE_MODES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # `codex exec --sandbox workspace-write`: writes inside the working folder only
+    "codex": (("--sandbox", "read-only"), ("--sandbox", "workspace-write")),
+    # Claude Code's permission mode that accepts file edits without asking
+    "claude": ((), ("--permission-mode", "acceptEdits")),
+    # Gemini CLI: file edits approved automatically, shell commands still asked for
+    "gemini": ((), ("--approval-mode", "auto_edit")),
+    # opencode allows edits by its default permissions and `llm` cannot edit files:
+    # both run as for a text task
+}
+
+
+def write_command(preset: str, command: list[str]) -> list[str]:
+    """The preset's argv in the agent's write mode (see `WRITE_MODES`): the read-only
+    flags replaced where the argv has them, else the write flags appended."""
+    if preset not in WRITE_MODES:
+        return list(command)
+    old, new = WRITE_MODES[preset]
+    for at in range(len(command) - len(old) + 1 if old else 0):
+        if tuple(command[at:at + len(old)]) == old:
+            return [*command[:at], *new, *command[at + len(old):]]
+    return [*command, *new]
 
 
 def preset_command(preset: str, model: str | None) -> list[str]:
