@@ -155,7 +155,7 @@ def make_backend(setup: Setup, skill: str = "",
                  purposes: tuple[str, ...] = ("answer", "propose", "judge")) -> Backend:
     """The configured backend for the kinds of call a command makes (imported lazily:
     the openai client is slow to import)."""
-    from gitsleep.backends.select import backend_from_config
+    from gitsleep.backend_settings import backend_from_config
 
     return backend_from_config(setup.config, setup.env, skill, purposes)
 

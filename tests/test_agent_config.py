@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from gitsleep.backend_settings import backend_from_config
 from gitsleep.backends.command import CommandBackend
 from gitsleep.backends.presets import PRESETS
-from gitsleep.backends.select import RoutedBackend, backend_from_config
+from gitsleep.backends.select import RoutedBackend
 from gitsleep.config import load_config
 from gitsleep.errors import UsageError
 from tests.support.cli import run_cli

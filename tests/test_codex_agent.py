@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gitsleep.backends.select import backend_from_config
+from gitsleep.backend_settings import backend_from_config
 from gitsleep.config import load_config
 from gitsleep.models import Judge, Task
 from gitsleep.replay import answer_call

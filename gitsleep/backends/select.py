@@ -1,4 +1,4 @@
-"""The backend an epoch uses, built from the config: one, or one per kind of call.
+"""The backend an epoch uses, built from plain settings: one, or one per kind of call.
 
 With `backend: command` the agent CLI answers tasks while `optimizer_backend` and
 `judge_backend` (openai by default) propose edits and judge rubrics; the epoch still
@@ -8,13 +8,16 @@ sees one `Backend`, which sends each call to the one its purpose names.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from gitsleep.backends import create_backend
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.models import Answer
+
+if TYPE_CHECKING:
+    from gitsleep.backends.command import AgentSpec
 
 PURPOSE_ORDER = ("answer", "propose", "judge")
 
@@ -53,38 +56,36 @@ class RoutedBackend(Backend):
             backend.interrupt()
 
 
-def resolve_env(
-    agent_env: Mapping[str, str], env: Mapping[str, str]
-) -> tuple[tuple[str, str], ...]:
-    """`agent.env` with `$NAME` references read from the environment (exit 2 if unset)."""
-    from gitsleep.config import env_reference
+@dataclass(frozen=True)
+class BackendSettings:
+    """What building an epoch's backends needs, as plain values.
 
-    resolved = []
-    for name, value in agent_env.items():
-        ref = env_reference(value)
-        if ref is not None:
-            if ref not in env:
-                raise UsageError(f"agent.env.{name} names ${ref}, which is not set: export "
-                                 f"{ref} or change agent.env in .gitsleep.yml")
-            value = env[ref]
-        resolved.append((name, value))
-    return tuple(resolved)
+    The caller reads them from its configuration (`gitsleep.backend_settings`); the
+    backends never import the config module. `names` are the backends of the answer,
+    propose and judge calls; `agent` (its env already resolved) is needed only when one of
+    the names a command uses is `command`.
+    """
 
-
-def command_backend(config: Any, env: Mapping[str, str], skill: str) -> Backend:
-    from gitsleep.backends.command import CommandBackend
-
-    spec = config.agent_spec(skill)
-    assert config.agent is not None  # agent_spec raised otherwise
-    spec = replace(spec, env=resolve_env(config.agent.env, env))
-    return CommandBackend(spec, env=env)
+    names: tuple[str, str, str] = ("offline", "offline", "offline")
+    api_key_env: str = "OPENAI_API_KEY"
+    base_url: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 4
+    azure: Mapping[str, Any] | None = None
+    agent: AgentSpec | None = None
 
 
-def backend_from_config(
-    config: Any, env: Mapping[str, str], skill: str,
+def needs_agent(names: tuple[str, str, str], purposes: tuple[str, ...]) -> bool:
+    """Whether the calls of `purposes` go to the agent CLI (`command`) at all."""
+    return any(name == "command" for purpose, name in
+               zip(PURPOSE_ORDER, names, strict=True) if purpose in purposes)
+
+
+def backend_from_settings(
+    settings: BackendSettings, env: Mapping[str, str],
     purposes: tuple[str, ...] = PURPOSE_ORDER,
 ) -> Backend:
-    """The epoch's backend for `config` (a gitsleep.config.Config) and one skill.
+    """The epoch's backend: one, or one per kind of call.
 
     Only the backends of `purposes` are built: `eval` makes no `propose` call, so an
     openai optimizer it never uses must not demand an API key.
@@ -94,17 +95,21 @@ def backend_from_config(
     def one(name: str) -> Backend:
         if name not in built:
             if name == "command":
-                built[name] = command_backend(config, env, skill)
+                from gitsleep.backends.command import CommandBackend
+
+                if settings.agent is None:
+                    raise UsageError("a `command` backend needs an `agent:` section")
+                built[name] = CommandBackend(settings.agent, env=env)
             else:
                 built[name] = create_backend(
-                    name, env=env, api_key_env=config.api_key_env, base_url=config.base_url,
-                    timeout=config.timeout, max_retries=config.max_retries,
-                    azure=config.azure.model_dump() if config.azure else None,
+                    name, env=env, api_key_env=settings.api_key_env,
+                    base_url=settings.base_url, timeout=settings.timeout,
+                    max_retries=settings.max_retries, azure=settings.azure,
                 )
         return built[name]
 
-    names = config.backends()
-    by_purpose = {purpose: one(name) for purpose, name in zip(PURPOSE_ORDER, names, strict=True)
+    by_purpose = {purpose: one(name)
+                  for purpose, name in zip(PURPOSE_ORDER, settings.names, strict=True)
                   if purpose in purposes}
     if len(built) == 1 and len(by_purpose) == len(PURPOSE_ORDER):
         return next(iter(built.values()))

@@ -1,0 +1,63 @@
+"""The backends' plain settings, read from the config: the one place that knows both.
+
+`gitsleep.backends` takes a `BackendSettings` and never imports the config module; this
+edge fills one in from a loaded `Config` (resolving `agent.env`'s `$NAME` references from
+the environment) and builds the backend a command needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gitsleep.backends.select import (
+    PURPOSE_ORDER,
+    BackendSettings,
+    backend_from_settings,
+    needs_agent,
+)
+from gitsleep.config import env_reference
+from gitsleep.errors import UsageError
+
+if TYPE_CHECKING:
+    from gitsleep.backends.base import Backend
+    from gitsleep.config import Config
+
+
+def resolve_env(
+    agent_env: Mapping[str, str], env: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """`agent.env` with `$NAME` references read from the environment (exit 2 if unset)."""
+    resolved = []
+    for name, value in agent_env.items():
+        ref = env_reference(value)
+        if ref is not None:
+            if ref not in env:
+                raise UsageError(f"agent.env.{name} names ${ref}, which is not set: export "
+                                 f"{ref} or change agent.env in .gitsleep.yml")
+            value = env[ref]
+        resolved.append((name, value))
+    return tuple(resolved)
+
+
+def backend_settings(config: Config, env: Mapping[str, str], skill: str,
+                     purposes: tuple[str, ...] = PURPOSE_ORDER) -> BackendSettings:
+    """The settings for `config` and one skill; the agent's only when `purposes` use it."""
+    names = config.backends()
+    agent = None
+    if needs_agent(names, purposes):
+        spec = config.agent_spec(skill)
+        assert config.agent is not None  # agent_spec raised otherwise
+        agent = replace(spec, env=resolve_env(config.agent.env, env))
+    return BackendSettings(
+        names=names, api_key_env=config.api_key_env, base_url=config.base_url,
+        timeout=config.timeout, max_retries=config.max_retries,
+        azure=config.azure.model_dump() if config.azure else None, agent=agent,
+    )
+
+
+def backend_from_config(config: Config, env: Mapping[str, str], skill: str,
+                        purposes: tuple[str, ...] = PURPOSE_ORDER) -> Backend:
+    """The epoch's backend for `config` and one skill (only the backends of `purposes`)."""
+    return backend_from_settings(backend_settings(config, env, skill, purposes), env, purposes)

@@ -1,0 +1,50 @@
+"""Backends built from plain settings (issue 28): `gitsleep.backends` never reads the config.
+
+The caller (`gitsleep.backend_settings`, from a loaded config) fills in a `BackendSettings`;
+a test, a benchmark or another front end can build the same backends without a config file.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from gitsleep.backends.command import AgentSpec, CommandBackend
+from gitsleep.backends.select import BackendSettings, RoutedBackend, backend_from_settings
+from gitsleep.errors import UsageError
+
+SELECT = Path(__file__).resolve().parents[1] / "gitsleep" / "backends" / "select.py"
+
+
+def test_offline_from_default_settings() -> None:
+    backend = backend_from_settings(BackendSettings(), {})
+    assert (backend.name, backend.simulated) == ("offline", True)
+
+
+def test_an_agent_answers_and_the_simulator_proposes_without_any_config() -> None:
+    settings = BackendSettings(names=("command", "offline", "offline"),
+                               agent=AgentSpec(command=("cat",)))
+    backend = backend_from_settings(settings, {"PATH": "/usr/bin:/bin"})
+    try:
+        assert isinstance(backend, RoutedBackend)
+        assert isinstance(backend.by_purpose["answer"], CommandBackend)
+        assert backend.by_purpose["propose"].name == "offline"
+    finally:
+        backend.close()
+
+
+def test_only_the_purposes_asked_for_are_built() -> None:
+    settings = BackendSettings(names=("offline", "command", "command"))  # no agent given
+    assert set(backend_from_settings(settings, {}, ("answer",)).by_purpose) == {"answer"}
+    with pytest.raises(UsageError, match="agent"):
+        backend_from_settings(settings, {})
+
+
+def test_the_backend_selector_imports_nothing_of_the_config() -> None:
+    tree = ast.parse(SELECT.read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names}
+    assert not {name for name in imported if name and name.startswith("gitsleep.config")}
