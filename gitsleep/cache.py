@@ -69,6 +69,7 @@ class ResponseCache:
                 completion_tokens=int(data.get("completion_tokens", 0)),
                 finish_reason=data.get("finish_reason") or None,
                 checks=_checks(data.get("checks")),
+                diff=data["diff"] if isinstance(data.get("diff"), str) else None,
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or unreadable: a miss, never an error
@@ -85,6 +86,7 @@ class ResponseCache:
             completion_tokens=answer.completion_tokens,
             finish_reason=answer.finish_reason,
             checks=answer.checks,
+            diff=answer.diff,
         )
         with self._lock:
             self._memory[key] = stored
@@ -101,6 +103,8 @@ class ResponseCache:
         }
         if answer.checks is not None:  # a workspace answer: how its checks came out
             payload["checks"] = [list(outcome) for outcome in answer.checks]
+        if answer.diff is not None:  # and what the agent changed, for reflection
+            payload["diff"] = answer.diff
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")

@@ -191,6 +191,7 @@ class CallRunner:
                 cached=True,
                 finish_reason=hit.finish_reason,
                 checks=hit.checks,  # a workspace answer's check outcomes (issue 26)
+                diff=hit.diff,  # and the agent's change, for reflection
             )
         if self._stopped is not None:
             raise self._stopped

@@ -115,6 +115,8 @@ class Answer:
     # a workspace task's checks judged in the workspace after the agent ran, by the check's
     # index in the judge: (index, passed, reason); None when the call had no workspace
     checks: tuple[tuple[int, bool, str], ...] | None = None
+    # a workspace task: the agent's change as a unified diff, redacted and clipped
+    diff: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -171,6 +173,7 @@ class SampleResult:
     error: str | None
     score: Score | None  # None when the call failed
     finish_reason: str | None = None  # "length": the answer was cut at max_answer_tokens
+    diff: str | None = None  # a workspace task: what the agent changed (for reflection)
 
 
 @dataclass

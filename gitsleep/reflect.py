@@ -85,11 +85,15 @@ def failing_checks(failures: Sequence[TaskResult]) -> Counter[Check]:
 
 
 def _task_block(result: TaskResult, prompt: str, *, with_reason: bool) -> list[str]:
-    """A task and the agent's first scored answer, fenced as data."""
+    """A task and the agent's first scored answer, fenced as data; for a failing
+    workspace task also the diff the agent made (already redacted and clipped) and,
+    through the judge's reason, the failing checks' output tails (issue 26)."""
     sample = next((s for s in result.samples if s.score is not None), None)
     answer = (sample.answer or "")[:ANSWER_HEAD] if sample else ""
     lines = [f"<<<TASK {result.task_id}", prompt, "TASK>>>",
              "<<<AGENT_ANSWER", answer, "AGENT_ANSWER>>>"]
+    if with_reason and sample is not None and sample.diff:  # a workspace task: the work
+        lines += ["<<<AGENT_DIFF", sample.diff.rstrip("\n"), "AGENT_DIFF>>>"]
     if with_reason:
         lines.append(f"Judge: {sample.score.reason if sample and sample.score else 'no score'}")
     return [*lines, ""]

@@ -196,7 +196,7 @@ def _score_tasks(
         outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
         samples.append(SampleResult(s, text, None,
                                     judges.score_local(task.judge, text, outcomes),
-                                    finish_reason=answer.finish_reason))
+                                    finish_reason=answer.finish_reason, diff=answer.diff))
         if task.judge.kind == "rubric":
             rubric_jobs.append(i)
     if rubric_jobs:

@@ -21,6 +21,7 @@ This module knows nothing of click or the forge; it raises UsageError for bad in
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
 MAX_READ_BYTES = 4 * 1024 * 1024  # what `file_contains` reads of one file
+DIFF_MAX_CHARS = 2000  # the agent's diff as the optimizer sees it, per failing task
+DIFF_FILE_BYTES = 64 * 1024  # what the diff reads of one file
+DIFF_CLIPPED = "... (diff clipped)"
 # Caches tools write when the agent or a check runs them: never counted as changes.
 IGNORED_PARTS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 _MODES = {"100644": 0o644, "100755": 0o755}
@@ -390,6 +394,58 @@ def snapshot(folder: Path) -> Snapshot:
 def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
     """Paths added, removed or changed between two snapshots, sorted."""
     return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+def _side(root: Path, relative: str, overlay: Mapping[str, bytes]) -> bytes | str | None:
+    """One side of a file's diff: its bytes (the head), a link's target as text, or None
+    when it is absent. `overlay` wins: what was installed over the fixture."""
+    if relative in overlay:
+        return overlay[relative][:DIFF_FILE_BYTES]
+    path = root / relative
+    if path.is_symlink():
+        return f"symlink -> {os.readlink(path)}\n"
+    if not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        return fh.read(DIFF_FILE_BYTES)
+
+
+def unified_diff(
+    before: Path,
+    after: Path,
+    changed: Sequence[str],
+    *,
+    overlay: Mapping[str, bytes] | None = None,
+    redact: Callable[[str], str] | None = None,
+    limit: int = DIFF_MAX_CHARS,
+) -> str:
+    """The agent's change as a unified diff of the `changed` paths between the folder it
+    got (`before`, the pristine fixture, with `overlay` installed over it) and the folder it
+    left (`after`): what the optimizer reads of a failing workspace task. Redacted whole
+    first, then clipped to `limit` at a line end, so a cut never leaves part of a secret."""
+    parts: list[str] = []
+    for relative in changed:
+        old = _side(before, relative, overlay or {})
+        new = _side(after, relative, {})
+        if isinstance(old, bytes) and b"\0" in old or isinstance(new, bytes) and b"\0" in new:
+            parts.append(f"Binary file {relative} changed\n")
+            continue
+        old_text = old.decode("utf-8", "replace") if isinstance(old, bytes) else old
+        new_text = new.decode("utf-8", "replace") if isinstance(new, bytes) else new
+        lines = difflib.unified_diff(
+            (old_text or "").splitlines(keepends=True), (new_text or "").splitlines(keepends=True),
+            fromfile=f"a/{relative}" if old is not None else "/dev/null",
+            tofile=f"b/{relative}" if new is not None else "/dev/null")
+        for line in lines:
+            parts.append(line if line.endswith("\n") else line + "\n")
+    text = "".join(parts)
+    if redact is not None:
+        text = redact(text)
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - len(DIFF_CLIPPED))
+    cut = text.rfind("\n", 0, room)
+    return text[: cut + 1 if cut >= 0 else room] + DIFF_CLIPPED
 
 
 # --- the workspace check ops ---------------------------------------------------------------

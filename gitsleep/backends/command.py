@@ -119,6 +119,7 @@ class AgentRun:
     # passed, reason), and the files the agent changed; None for a text task
     checks: tuple[tuple[int, bool, str], ...] | None = None
     changed: list[str] = field(default_factory=list)
+    diff: str | None = None  # the agent's change, redacted and clipped (for reflection)
 
 
 @dataclass
@@ -451,6 +452,7 @@ class CommandBackend(Backend):
                 "the task contains a NUL character, which no program argument can hold; "
                 "set agent.prompt: stdin or remove the NUL from the task"))
         workspace = Path(tempfile.mkdtemp(prefix="gitsleep-agent-"))
+        tree: task_workspace.Tree | None = None
         try:
             if task_folder is not None:  # the task's folder as committed, then the skill
                 tree = self._workspaces.prepare_tree(
@@ -483,8 +485,12 @@ class CommandBackend(Backend):
                     with path.open("rb") as fh:
                         run.answer = fh.read(spec.max_output_bytes + 1)
                     run.overflow = run.overflow or len(run.answer) > spec.max_output_bytes
-            if task_folder is not None and before is not None:
+            if task_folder is not None and before is not None and tree is not None:
                 self._judge_workspace(run, workspace, before, task_folder)
+                if run.checks is not None:  # what the agent changed, as the optimizer sees it
+                    run.diff = task_workspace.unified_diff(
+                        tree.path, workspace, run.changed, redact=self.redactor.redact,
+                        overlay={k: v.encode("utf-8") for k, v in installed.items()})
             return run
         finally:
             if not keep_workspace:
@@ -539,7 +545,7 @@ class CommandBackend(Backend):
         prompt_tokens, completion_tokens = tokens or (0, 0)
         return Answer(text=text.strip(), prompt_tokens=prompt_tokens,
                       completion_tokens=completion_tokens, tokens_known=tokens is not None,
-                      checks=run.checks), False
+                      checks=run.checks, diff=run.diff), False
 
     def _judge_workspace(self, run: AgentRun, workspace: Path, before: task_workspace.Snapshot,
                          task_folder: Mapping[str, object]) -> None:
