@@ -432,10 +432,13 @@ def unified_diff(
             continue
         old_text = old.decode("utf-8", "replace") if isinstance(old, bytes) else old
         new_text = new.decode("utf-8", "replace") if isinstance(new, bytes) else new
-        lines = difflib.unified_diff(
+        names = (f"a/{relative}" if old is not None else "/dev/null",
+                 f"b/{relative}" if new is not None else "/dev/null")
+        lines = list(difflib.unified_diff(
             (old_text or "").splitlines(keepends=True), (new_text or "").splitlines(keepends=True),
-            fromfile=f"a/{relative}" if old is not None else "/dev/null",
-            tofile=f"b/{relative}" if new is not None else "/dev/null")
+            fromfile=names[0], tofile=names[1]))
+        if not lines:  # an empty file added or removed, or only its mode changed
+            lines = [f"--- {names[0]}\n", f"+++ {names[1]}\n"]
         for line in lines:
             parts.append(line if line.endswith("\n") else line + "\n")
     text = "".join(parts)
@@ -613,4 +616,5 @@ def backend_problem(task: Task, backend: str, *, located: bool = True) -> str:
     where = (f"{task.source}:{task.line}: " if task.line else f"{task.source}: ") if located else ""
     return (f"{where}task {task.id!r} has a workspace, and the {backend} backend answers "
             "with text only: workspace tasks need `backend: command` (an agent CLI that works "
-            'in the folder); set it, or remove "workspace" and the workspace checks')
+            "in the folder) or `backend: offline` (the simulator); set one, or remove "
+            '"workspace" and the workspace checks')

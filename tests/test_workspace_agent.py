@@ -116,16 +116,19 @@ def test_an_uncommitted_workspace_folder_stops_before_any_call(
 
 
 def test_a_backend_that_cannot_work_in_a_folder_is_refused_before_any_call(
-        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # a model API answers with text only (the offline simulator works in folders since h12)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     config = repo / ".gitsleep.yml"
-    config.write_text(config.read_text().replace("backend: command\n", "backend: offline\n", 1))
-    git(repo, "commit", "-qam", "offline")
+    config.write_text(config.read_text().replace(
+        "backend: command\n", "backend: openai\nmodel: m\nbase_url: http://127.0.0.1:9/v1\n", 1))
+    git(repo, "commit", "-qam", "openai")
     validate = run_cli(capsys, "--repo", str(repo), "validate")
     assert validate.code == 1 and "GS136" in validate.out
     assert "backend: command" in validate.out
     result = run_cli(capsys, "--repo", str(repo), "eval", "--split", "val")
     assert result.code == 2 and "Traceback" not in result.err
-    assert ("evals/tasks.jsonl:1: task 'v1' has a workspace, and the offline backend answers "
+    assert ("evals/tasks.jsonl:1: task 'v1' has a workspace, and the openai backend answers "
             "with text only: workspace tasks need `backend: command`") in result.err
     assert not (repo / ".gitsleep/cache").exists() or not any(
         (repo / ".gitsleep/cache").rglob("*.json"))  # no call was made

@@ -4,20 +4,33 @@ It exists for `gitsleep demo`, the test suite and trying gitsleep without a key.
 through exactly the same code path as a real backend; only `complete` is simulated, and
 every result it produces says so (`simulated = True`, model name `offline`). The rules
 it follows are in `shared/spec/offline-backend.md` and the README.
+
+A workspace task (issue 26) is answered in a copy of its folder, as an agent CLI would:
+the skill document is installed as AGENTS.md, the simulated agent carries out the file
+directives (`Always create "<path>"`, `Always add "<text>" to "<path>"`) literally, in
+document order and only inside the folder, and the task's workspace and command checks
+are judged there afterwards, exactly as for `backend: command`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sys
+import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from gitsleep import workspace as task_workspace
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.models import Answer
+from gitsleep.models import Answer, Check
 from gitsleep.numbers import whole_number
+from gitsleep.redact import Redactor
 from gitsleep.regex_literal import literal_for_regex
 
 _Q = r"[\"'](.+?)[\"']"
@@ -29,6 +42,12 @@ DIRECTIVES = [
     ("limit", re.compile(r"\bkeep answers under (\d+) characters\b", re.IGNORECASE)),
     ("heading", re.compile(r"\buse the heading [\"'](#+ .+?)[\"']", re.IGNORECASE)),
 ]
+# What the simulated agent does in a workspace (never in the text answer): in document order.
+FILE_DIRECTIVES = [
+    ("add", re.compile(rf"\balways add {_Q} to {_Q}", re.IGNORECASE)),
+    ("create", re.compile(rf"\balways create {_Q}", re.IGNORECASE)),
+]
+AGENT_FILE = "AGENTS.md"  # where the simulated agent's skill document is installed
 
 
 @dataclass
@@ -68,6 +87,42 @@ def read_directives(documents: list[str]) -> _Plan:
                     plan.headings.append((order, value))
                 break
     return plan
+
+
+def read_file_directives(documents: list[str]) -> list[tuple[str, str, str]]:
+    """(kind, path, text) of each file directive, in document order."""
+    found = []
+    for doc in documents:
+        for line in doc.splitlines():
+            for kind, pattern in FILE_DIRECTIVES:
+                m = pattern.search(line)
+                if m:
+                    found.append((kind, m.group(2), m.group(1)) if kind == "add"
+                                 else (kind, m.group(1), ""))
+                    break
+    return found
+
+
+def simulate_work(folder: Path, documents: list[str]) -> None:
+    """Carry out the documents' file directives in `folder`, literally: `create` makes the
+    file when it is missing (empty), `add` appends the text as a line (creating the file).
+    A path that leaves the folder, or names a folder, is not touched."""
+    for kind, relative, text in read_file_directives(documents):
+        path = folder / relative
+        try:
+            inside = path.resolve().is_relative_to(folder.resolve())
+        except (OSError, RuntimeError):
+            inside = False
+        if not inside or path.is_dir() or not relative.strip():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "create":
+            path.touch(exist_ok=True)
+            continue
+        with path.open("a", encoding="utf-8") as fh:
+            current = path.stat().st_size
+            needs_break = current and not path.read_bytes().endswith(b"\n")
+            fh.write(("\n" if needs_break else "") + text + "\n")
 
 
 def generic_body(prompt: str) -> list[str]:
@@ -116,9 +171,40 @@ def _include_a_match(pattern: str) -> str | None:
     return f'Always include "{literal}"' if literal else None
 
 
+def _quoted(text: str) -> str | None:
+    """`"text"`, or `'text'` when it holds a double quote; None when it holds both."""
+    if '"' not in text:
+        return f'"{text}"'
+    return f"'{text}'" if "'" not in text else None
+
+
+def _add_to_file(arg: str) -> str | None:
+    """`Always add "<text>" to "<path>"` for a failed `file_contains` (a regex gives the
+    literal it matches, as for `regex`); None when no directive can say it."""
+    from gitsleep.check_ops import file_text_arg
+
+    try:
+        path, kind, value = file_text_arg(arg)
+    except (ValueError, KeyError, TypeError):
+        return None
+    text = literal_for_regex(value) if kind == "regex" else value
+    if not text or "\n" in text:
+        return None
+    quoted_text, quoted_path = _quoted(text), _quoted(path)
+    if quoted_text is None or quoted_path is None:
+        return None
+    return f"Always add {quoted_text} to {quoted_path}"
+
+
+def _create_file(path: str) -> str | None:
+    quoted = _quoted(path)
+    return None if quoted is None else f"Always create {quoted}"
+
+
 # The spec's table "failed check -> proposed directive", one row per op that gets an edit
-# (min_chars, no_refusal and equals get none). Its words are the simulator's own: they are
-# the directives `simulate_answer` obeys, not `check_text.describe_check`'s.
+# (min_chars, no_refusal, equals, command and changed_files_max get none). Its words are
+# the simulator's own: they are the directives `simulate_answer` (and, in a workspace,
+# `simulate_work`) obeys, not `check_text.describe_check`'s.
 PROPOSED: dict[str, Callable[[str], str | None]] = {
     "contains": lambda text: f'Always include "{text}"',
     "section_present": lambda text: f'Use the heading "## {text}"',
@@ -126,6 +212,8 @@ PROPOSED: dict[str, Callable[[str], str | None]] = {
     "not_contains": lambda text: f'Never say "{text}"',
     "max_chars": lambda text: f"Keep answers under {text} characters",
     "regex": _include_a_match,
+    "file_exists": _create_file,  # workspace tasks (issue 26)
+    "file_contains": _add_to_file,
 }
 
 
@@ -184,6 +272,23 @@ class OfflineBackend(Backend):
 
     name = "offline"
     simulated = True
+    workspaces = True  # simulates an agent in a copy of a workspace task's folder
+
+    def __init__(self) -> None:
+        self._workspaces = task_workspace.WorkspaceCache()  # each folder read once a run
+        self._redactor: Redactor | None = None
+
+    def close(self) -> None:
+        self._workspaces.cleanup()
+
+    def cache_salt(self, call: ModelCall) -> str:
+        """A workspace answer carries its checks' outcomes: valid for this fixture tree and
+        these check commands only (as for `backend: command`)."""
+        found = _workspace_of(call)
+        if found is None:
+            return ""
+        return task_workspace.workspace_key(str(found.get("tree")),
+                                            task_workspace.context_commands(found))
 
     def complete(self, call: ModelCall) -> Answer:
         context = dict(call.context or {})
@@ -193,6 +298,9 @@ class OfflineBackend(Backend):
                 documents = [c for role, c in call.messages if role == "system"]
             prompt = "\n".join(c for role, c in call.messages if role == "user")
             text = simulate_answer(list(documents), prompt)
+            found = _workspace_of(call)
+            if found is not None:
+                return self._in_workspace(call, found, list(documents), text)
         elif call.purpose == "propose":
             text = simulate_proposal(context)
         elif call.purpose == "judge":
@@ -201,3 +309,45 @@ class OfflineBackend(Backend):
             return Answer(text=None, error=f"offline backend: unknown call purpose {call.purpose}")
         prompt_chars = sum(len(c) for _, c in call.messages)
         return Answer(text=text, prompt_tokens=prompt_chars // 4, completion_tokens=len(text) // 4)
+
+    def _in_workspace(self, call: ModelCall, found: Mapping[str, Any], documents: list[str],
+                      text: str) -> Answer:
+        """The answer of a workspace task: the folder copied, the documents installed, the
+        file directives carried out, the checks judged there, the diff kept."""
+        if self._redactor is None:
+            self._redactor = Redactor.from_env(os.environ)
+        tree = self._workspaces.prepare_tree(Path(str(found["repo"])), str(found["tree"]),
+                                             str(found["folder"]))
+        folder = Path(tempfile.mkdtemp(prefix="gitsleep-offline-"))
+        scratch = Path(tempfile.mkdtemp(prefix="gitsleep-answer-"))
+        try:
+            self._workspaces.copy(tree, folder)
+            installed = {AGENT_FILE: "\n\n".join(documents)}
+            (folder / AGENT_FILE).write_text(installed[AGENT_FILE], encoding="utf-8")
+            before = task_workspace.snapshot(folder)
+            simulate_work(folder, documents)
+            changed = task_workspace.changed_files(before, task_workspace.snapshot(folder))
+            raw = found.get("checks")
+            checks = tuple(Check(op, arg) for op, arg in raw) if isinstance(raw, list) else ()
+            answer_path = scratch / "answer.txt"
+            answer_path.write_text(text, encoding="utf-8")
+            outcomes = task_workspace.judge_checks(folder, checks, changed,
+                                                   answer_file=answer_path,
+                                                   redact=self._redactor.redact)
+            diff = task_workspace.unified_diff(
+                tree.path, folder, changed, redact=self._redactor.redact,
+                overlay={k: v.encode("utf-8") for k, v in installed.items()})
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+        prompt_chars = sum(len(c) for _, c in call.messages)
+        return Answer(text=text, prompt_tokens=prompt_chars // 4,
+                      completion_tokens=len(text) // 4,
+                      checks=tuple((i, ok, why) for i, (ok, why) in sorted(outcomes.items())),
+                      diff=diff)
+
+
+def _workspace_of(call: ModelCall) -> Mapping[str, Any] | None:
+    """The task folder an answer call carries (see `workspace.call_context`), or None."""
+    found = (call.context or {}).get("workspace") if call.purpose == "answer" else None
+    return found if isinstance(found, Mapping) else None

@@ -133,14 +133,15 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
 def workspace_backend_problems(config: Config, env: Mapping[str, str],
                                tasks: list[Task]) -> list[Problem]:
     """GS136 for each workspace task when the backend that answers (GITSLEEP_BACKEND
-    applied) cannot work in a folder: only an agent CLI (`backend: command`) can."""
+    applied) cannot work in a folder: an agent CLI (`backend: command`) and the offline
+    simulator can."""
     if not any(t.workspace for t in tasks):
         return []
     try:
         answering = apply_overrides(config, env).backends()[0]
     except UsageError:
         return []  # GS005 already says why the config cannot run
-    if answering == "command":
+    if answering in ("command", "offline"):
         return []
     return [Problem(t.source, t.line, "GS136", ERROR,
                     workspace_backend_problem(t, answering, located=False))
