@@ -92,6 +92,9 @@ class SkillConfig(_Section):
     name: Annotated[str, Field(min_length=1, max_length=64)]
     skill: str
     memory: str | None = None
+    # a folder (scripts/, references/, templates/) installed beside the skill document in
+    # every agent workspace; read from git at the commit, never edited (issue 26)
+    package: str | None = None
     tasks: Annotated[list[TaskFileConfig], Field(min_length=1)]
 
     @field_validator("name")
@@ -110,6 +113,19 @@ class SkillConfig(_Section):
     @classmethod
     def _check_memory(cls, value: str | None) -> str | None:
         return None if value is None else _repo_path(value)
+
+    @field_validator("package")
+    @classmethod
+    def _check_package(cls, value: str | None) -> str | None:
+        from gitsleep.workspace import folder_problem, normal_folder
+
+        if value is None:
+            return None
+        problem = folder_problem(value)
+        if problem:
+            shown = problem.replace("(e.g. evals/changelog/fixture)", "(e.g. skills/notes)")
+            raise ValueError(f"{shown} (got {value!r})")
+        return normal_folder(value)
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -130,6 +146,10 @@ class SkillConfig(_Section):
             if entry.path in (self.skill, self.memory):
                 raise ValueError(f"{entry.path!r} is both a document and a task file: "
                                  "gitsleep writes documents, so keep tasks in their own file")
+            if self.package and entry.path.startswith(self.package + "/"):
+                raise ValueError(f"package {self.package!r} holds the task file {entry.path}: "
+                                 "the agent would read its checks; keep task files outside "
+                                 "the package folder")
         return self
 
     def documents(self) -> dict[str, str]:

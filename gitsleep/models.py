@@ -88,6 +88,9 @@ class Task:
     # the tasks were read at, and the checkout whose object store holds it (set on load)
     workspace_tree: str | None = None
     workspace_repo: str | None = None
+    # the skill's package folder, pinned on load like a workspace: (folder, git tree id,
+    # checkout); installed beside the skill document in the agent's folder (issue 26)
+    package: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import yaml
 from gitsleep import workspace as workspaces
 from gitsleep.check_ops import OPS, RULE_OPS, CheckOp, command_argv, is_check_op
 from gitsleep.command_check import argv_problem, program_problem
-from gitsleep.config import SkillConfig
+from gitsleep.config import CONFIG_NAME, SkillConfig
 from gitsleep.errors import UsageError
 from gitsleep.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.patterns import MAX_REGEX_SIZE, regex_size
@@ -720,6 +720,12 @@ def check_skill_tasks(repo_root: Path, skill: SkillConfig) -> tuple[list[Task], 
         tasks.extend(file_tasks)
         problems.extend(file_problems)
     tasks = _drop_duplicates(tasks, problems)
+    if skill.package is not None:  # installed beside the skill: a folder like a workspace
+        problem = workspaces.folder_problem_on_disk(repo_root, skill.package)
+        if problem:
+            fix = problem.replace("the task's workspace", "the skill's package:")
+            problems.append(Problem(CONFIG_NAME, None, "GS137", ERROR,
+                                    f"skill {skill.name!r}: package {skill.package!r} {fix}"))
     _check_workspaces(repo_root, tasks, problems)
     _check_prompt_leaks(tasks, problems)
     _check_split_sizes(skill, tasks, problems)
@@ -770,7 +776,8 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
                 if len(errors) > 1 else "")
         raise UsageError(f"{first.location()}: {first.message}{more}")
     # a workspace is read from git at HEAD (the base commit's worktree in consolidate)
-    ready = workspaces.resolve(repo_root, [t for t in tasks if t.review != PENDING])
+    ready = workspaces.resolve(repo_root, [t for t in tasks if t.review != PENDING],
+                               package=skill.package)
     pending = len(tasks) - len(ready)
     if pending:
         if not any(t.split == "val" for t in ready):

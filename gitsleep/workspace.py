@@ -94,7 +94,9 @@ def tree_id(repo: Path, commit: str, folder: str) -> str:
     """The git tree id of `folder` at `commit`: the workspace's digest (it changes exactly
     when a file of the folder does). A UsageError when the commit has no such folder."""
     name = normal_folder(folder)
-    spec = f"{commit}:{name}"
+    # `./`: relative to `repo`, which may be a folder of a larger repository (a bundled
+    # example inside gitsleep's own checkout), not only its root
+    spec = f"{commit}:./{name}"
     kind = _git(repo, "cat-file", "-t", spec)
     if kind.returncode != 0 or kind.stdout.strip() != b"tree":
         raise UsageError(f"workspace {name!r} is not a folder of the repository at commit "
@@ -556,23 +558,33 @@ def judge_checks(
 # --- tasks and calls -------------------------------------------------------------------------
 
 
-def resolve(repo_root: Path, tasks: Sequence[Task]) -> list[Task]:
-    """The tasks with each workspace pinned to its git tree at the checkout's HEAD (the
-    base commit's worktree for consolidate, HEAD for eval): read from git, so a fixture
-    edited but not committed is not what the agent gets. A UsageError (exit 2, before any
-    call) when the folder is not committed there."""
+def resolve(repo_root: Path, tasks: Sequence[Task], *, package: str | None = None
+            ) -> list[Task]:
+    """The tasks with each workspace, and the skill's `package` folder, pinned to its git
+    tree at the checkout's HEAD (the base commit's worktree for consolidate, HEAD for
+    eval): read from git, so a fixture edited but not committed is not what the agent
+    gets. A UsageError (exit 2, before any call) when a folder is not committed there."""
     from dataclasses import replace
 
-    if not any(t.workspace for t in tasks):
+    if not any(t.workspace for t in tasks) and package is None:
         return list(tasks)
     head = _git(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
     if head.returncode != 0:
         raise UsageError(f"{repo_root}: workspace tasks read their folder from git, and this "
                          "checkout has no commit: commit the task files and fixtures")
     commit = head.stdout.decode().strip()
+    pinned: tuple[str, str, str] | None = None
+    if package is not None:
+        try:
+            pinned = (package, tree_id(repo_root, commit, package), str(repo_root))
+        except UsageError as exc:
+            raise UsageError(f".gitsleep.yml: package: {exc}".replace(
+                "the task's workspace", "the skill's package:")) from None
     trees: dict[str, str] = {}
     out = []
     for task in tasks:
+        if pinned is not None:
+            task = replace(task, package=pinned)
         if task.workspace:
             if task.workspace not in trees:
                 try:
@@ -587,14 +599,46 @@ def resolve(repo_root: Path, tasks: Sequence[Task]) -> list[Task]:
 
 
 def call_context(task: Task) -> dict[str, Any]:
-    """What an answer call of a workspace task carries for the backend that runs the agent:
-    where to read the folder, and the task's checks (judged there after the agent ran);
-    empty for a text task."""
+    """What an answer call carries for the backend that runs the agent: for a workspace
+    task where to read the folder and the task's checks (judged there after the agent
+    ran); for a skill with a package, where to read it; empty otherwise."""
+    found: dict[str, Any] = {}
+    if task.package is not None:  # the skill's package, installed beside the skill
+        folder, tree, repo = task.package
+        found["package"] = {"folder": folder, "tree": tree, "repo": repo}
     if not task.workspace or not task.workspace_tree:
-        return {}
-    return {"workspace": {
+        return found
+    return {**found, "workspace": {
         "folder": task.workspace, "tree": task.workspace_tree, "repo": task.workspace_repo,
         "checks": [[c.op, c.arg] for c in task.judge.checks]}}
+
+
+def package_of(context: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The skill package an answer call carries (see `call_context`), or None."""
+    found = (context or {}).get("package")
+    return found if isinstance(found, Mapping) else None
+
+
+def install_package(cache: WorkspaceCache, found: Mapping[str, Any], workspace: Path,
+                    beside: str) -> dict[str, bytes]:
+    """Copy the skill's package (read from git once per run, like a workspace) into the
+    folder of `beside`, the installed skill document's workspace path; return what it
+    installed (workspace path -> head of the content), for the diff's first side. The
+    skill document is written after this, so a package that holds it never wins."""
+    tree = cache.prepare_tree(Path(str(found["repo"])), str(found["tree"]),
+                              str(found["folder"]))
+    base = posixpath.dirname(posixpath.normpath(beside.replace("\\", "/")))
+    dest = workspace / base if base else workspace
+    dest.mkdir(parents=True, exist_ok=True)
+    cache.copy(tree, dest)
+    installed: dict[str, bytes] = {}
+    for path in sorted(tree.path.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            relative = path.relative_to(tree.path).as_posix()
+            with path.open("rb") as fh:
+                installed[posixpath.join(base, relative) if base else relative] = fh.read(
+                    DIFF_FILE_BYTES)
+    return installed
 
 
 def context_commands(context: Mapping[str, Any]) -> list[list[str]]:

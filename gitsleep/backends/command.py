@@ -407,6 +407,9 @@ class CommandBackend(Backend):
             # answer carries its checks' outcomes, valid for these only (issue 26)
             payload += task_workspace.workspace_key(str(workspace.get("tree")),
                                                 task_workspace.context_commands(workspace))
+        package = task_workspace.package_of(call.context) if call.purpose == "answer" else None
+        if package is not None:  # the installed package's tree: a changed script re-runs
+            payload += f"\0package:{package.get('tree')}"
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     # -- what the agent sees -----------------------------------------------------------
@@ -459,6 +462,10 @@ class CommandBackend(Backend):
                     Path(str(task_folder["repo"])), str(task_folder["tree"]),
                     str(task_folder["folder"]))
                 self._workspaces.copy(tree, workspace)
+            package = task_workspace.package_of(call.context) if call.purpose == "answer" else None
+            packaged = ({} if package is None else  # beside the skill document (issue 26)
+                        task_workspace.install_package(self._workspaces, package, workspace,
+                                                       spec.install))
             installed = self.installed_files(call)
             for relative, text in installed.items():
                 path = _inside(workspace, relative)
@@ -490,7 +497,8 @@ class CommandBackend(Backend):
                 if run.checks is not None:  # what the agent changed, as the optimizer sees it
                     run.diff = task_workspace.unified_diff(
                         tree.path, workspace, run.changed, redact=self.redactor.redact,
-                        overlay={k: v.encode("utf-8") for k, v in installed.items()})
+                        overlay={**packaged,
+                                 **{k: v.encode("utf-8") for k, v in installed.items()}})
             return run
         finally:
             if not keep_workspace:

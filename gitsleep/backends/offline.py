@@ -287,8 +287,10 @@ class OfflineBackend(Backend):
         found = _workspace_of(call)
         if found is None:
             return ""
+        package = task_workspace.package_of(call.context)
         return task_workspace.workspace_key(str(found.get("tree")),
-                                            task_workspace.context_commands(found))
+                                            task_workspace.context_commands(found)) + (
+            f":package:{package.get('tree')}" if package is not None else "")
 
     def complete(self, call: ModelCall) -> Answer:
         context = dict(call.context or {})
@@ -322,6 +324,10 @@ class OfflineBackend(Backend):
         scratch = Path(tempfile.mkdtemp(prefix="gitsleep-answer-"))
         try:
             self._workspaces.copy(tree, folder)
+            package = task_workspace.package_of(call.context)
+            packaged = ({} if package is None else  # beside the skill document
+                        task_workspace.install_package(self._workspaces, package, folder,
+                                                       AGENT_FILE))
             installed = {AGENT_FILE: "\n\n".join(documents)}
             (folder / AGENT_FILE).write_text(installed[AGENT_FILE], encoding="utf-8")
             before = task_workspace.snapshot(folder)
@@ -336,7 +342,7 @@ class OfflineBackend(Backend):
                                                    redact=self._redactor.redact)
             diff = task_workspace.unified_diff(
                 tree.path, folder, changed, redact=self._redactor.redact,
-                overlay={k: v.encode("utf-8") for k, v in installed.items()})
+                overlay={**packaged, **{k: v.encode("utf-8") for k, v in installed.items()}})
         finally:
             shutil.rmtree(folder, ignore_errors=True)
             shutil.rmtree(scratch, ignore_errors=True)
