@@ -339,15 +339,6 @@ def _commits(
 # --- proof that a commit is gitsleep's ----------------------------------------------------
 
 
-def with_proof(data: dict[str, Any], sha: str, branch: str) -> dict[str, Any]:
-    """The note for commit `sha` on `branch`: `data` plus the commit and branch it is for.
-
-    A note copied to another commit (`notes.rewriteRef` on an amend or rebase) names the
-    original sha, so it proves nothing about the copy.
-    """
-    return {**data, "commit": sha, "branch": branch}
-
-
 def _tracking_notes(remote: str, ref: str = NOTES_REF) -> str:
     return f"refs/notes/remotes/{remote}/{_notes_ref(ref).removeprefix('refs/notes/')}"
 

@@ -11,7 +11,7 @@ here, so neither has a git safety rule the other lacks:
   the newest tip, so a reviewer's pushed commits are kept, and stops (exit 4) only on
   commits that exist in this clone alone: pushing them would publish a person's unshared work.
 - **commit + note**: the branch moves by compare-and-swap, and the note names the commit and
-  the branch (`gitops.with_proof`), the proof a later run or another clone reads.
+  the branch (`record.with_proof`), the proof a later run or another clone reads.
 - **push**: with a lease on the tip that was inspected; harvest's push is a fast-forward.
 - **PR**: the forge client for the remote, or the one-line reason there is none.
 
@@ -25,13 +25,14 @@ nor sits in a folder of one (git could not hold both refs), for any skill or pre
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gitsleep import gitops
 from gitsleep.errors import GitError
 from gitsleep.gitrun import is_ancestor, ref_sha
-from gitsleep.record import NOTES_REF
+from gitsleep.record import NOTES_REF, with_proof
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -135,38 +136,36 @@ def append_start(repo: git.Repo, state: BranchState, base_sha: str) -> str:
 # -- commit, note, push, forge ---------------------------------------------------------
 
 
-def _json(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+class Note(Protocol):
+    """What a commit's note says, rendered once it names the commit and branch it proves
+    (`record.with_proof`): an epoch's `report.Diagnostics`, harvest's `JsonNote`."""
+
+    def note_text(self, sha: str, branch: str) -> str: ...
 
 
-def attach_note(
-    repo: git.Repo,
-    sha: str,
-    branch: str,
-    note: Mapping[str, Any],
-    *,
-    notes_ref: str = NOTES_REF,
-    render: Callable[[Mapping[str, Any]], str] = _json,
-) -> None:
+@dataclass(frozen=True)
+class JsonNote:
+    """A small note (harvest's: which tasks a commit added) as sorted, indented JSON."""
+
+    data: Mapping[str, object]
+
+    def note_text(self, sha: str, branch: str) -> str:
+        return json.dumps(with_proof(self.data, sha, branch), indent=2, sort_keys=True,
+                          ensure_ascii=False) + "\n"
+
+
+def attach_note(repo: git.Repo, sha: str, branch: str, note: Note, *,
+                notes_ref: str = NOTES_REF) -> None:
     """The note on `sha` that proves gitsleep made it on `branch`."""
-    gitops.add_note(repo, sha, render(gitops.with_proof(dict(note), sha, branch)), notes_ref)
+    gitops.add_note(repo, sha, note.note_text(sha, branch), notes_ref)
 
 
-def commit_with_note(
-    repo: git.Repo,
-    tree: Path,
-    branch: str,
-    paths: list[str],
-    message: str,
-    note: Mapping[str, Any],
-    *,
-    notes_ref: str = NOTES_REF,
-    render: Callable[[Mapping[str, Any]], str] = _json,
-) -> str:
+def commit_with_note(repo: git.Repo, tree: Path, branch: str, paths: list[str], message: str,
+                     note: Note, *, notes_ref: str = NOTES_REF) -> str:
     """Commit `paths` in the worktree, move `branch` there (compare-and-swap), attach the
     note; return the new commit's sha."""
     sha = gitops.commit_documents(repo, tree, branch, paths, message)
-    attach_note(repo, sha, branch, note, notes_ref=notes_ref, render=render)
+    attach_note(repo, sha, branch, note, notes_ref=notes_ref)
     return sha
 
 

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitsleep import gate
 from gitsleep import markdown as md
@@ -74,6 +74,15 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
         values[key] = value
     # git drops or mis-reads empty and multi-line values: fold, and never leave one empty.
     return {k: " ".join(md.one_line(v).split()) or "unknown" for k, v in values.items()}
+
+
+def with_proof(data: Mapping[str, Any], sha: str, branch: str) -> dict[str, Any]:
+    """The note for commit `sha` on `branch`: `data` plus the commit and branch it is for.
+
+    A note copied to another commit (`notes.rewriteRef` on an amend or rebase) names the
+    original sha, so it proves nothing about the copy.
+    """
+    return {**data, "commit": sha, "branch": branch}
 
 
 # -- reading ------------------------------------------------------------------------------

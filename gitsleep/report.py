@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from gitsleep.outcome import (
     SkillSummary,
     opens_pr,
 )
-from gitsleep.record import trailer_values
+from gitsleep.record import trailer_values, with_proof
 from gitsleep.redact import Redactor
 from gitsleep.scores import fmt_change, fmt_score
 
@@ -393,6 +393,18 @@ def diagnostics(
 def dumps_diagnostics(data: Mapping[str, Any]) -> str:
     """The exact text of diagnostics.json (also used for the git note)."""
     return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """An epoch's diagnostics.json, written once: the file at `path`, and the commit's note,
+    the same text plus the commit and branch it proves (`record.with_proof`)."""
+
+    path: Path
+    data: Mapping[str, Any]
+
+    def note_text(self, sha: str, branch: str) -> str:
+        return dumps_diagnostics(with_proof(self.data, sha, branch))
 
 
 def write_diagnostics(path: Path, data: Mapping[str, Any]) -> None:

@@ -73,7 +73,7 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
 
 
 def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
-                 extra: Mapping[str, Any]) -> tuple[Path, dict[str, Any]]:
+                 extra: Mapping[str, Any]) -> report.Diagnostics:
     out = output_dir or default_output_dir(setup.repo, result.skill)
     prices = {m: p.model_dump() for m, p in (setup.config.prices or {}).items()}
     usd = result.cost.estimate_usd(prices)
@@ -83,7 +83,7 @@ def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
     )
     path = out / "diagnostics.json"
     report.write_diagnostics(path, data)
-    return path, data
+    return report.Diagnostics(path, data)
 
 
 def rerun_command(skill: str) -> str:
@@ -97,7 +97,7 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillO
     """The epoch on the working files: no commit, no push, no PR."""
     tasks, documents = read_inputs(setup.repo, skill, setup.say)
     result = epoch_for(setup, skill, tasks, documents)
-    path, _ = write_report(setup, result, output_dir, {"dry_run": True})
+    path = write_report(setup, result, output_dir, {"dry_run": True}).path
     summary = report.json_summary(result, branch=None, commit=None,
                                   pr=PrResult(reason="dry run"),
                                   diagnostics_path=path, redactor=setup.redactor)
@@ -147,17 +147,17 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                           "request); replaying the epoch from the cache")
             result = epoch_for(setup, skill, tasks, documents)
             extra = {"base": base.sha, "branch": branch, **digests.trailers()}
-            path, data = write_report(setup, result, options.output_dir, extra)
+            diagnostics = write_report(setup, result, options.output_dir, extra)
             message = report.commit_message(result, digests.trailers(), setup.redactor)
             if plan.action == "finish":
                 commit = state.last_gitsleep_commit
                 if plan.add_note and commit:
-                    sequence.attach_note(repo, commit, branch, data,
-                                         render=report.dumps_diagnostics)
+                    sequence.attach_note(repo, commit, branch, diagnostics)
                     setup.say(f"{skill.name}: attached the diagnostics note missing from "
                               f"{commit[:12]}")
             else:
-                commit = _commit(setup, repo, tree, skill, branch, result, message, data)
+                commit = _commit(setup, repo, tree, skill, branch, result, message,
+                                 diagnostics)
         pushed = False
         if remote and plan.push and (commit and plan.action == "epoch" or plan.push_branch):
             sequence.push(repo, remote, branch, state)
@@ -170,13 +170,13 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
         pr, body = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote,
                             repo, options, pushed=pushed)
     summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
-                                  diagnostics_path=path, redactor=setup.redactor)
+                                  diagnostics_path=diagnostics.path, redactor=setup.redactor)
     return SkillOutcome(skill.name, summary, result.abort_code, result,
                         commit_message=message, pr_body=body)
 
 
 def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str,
-            result: EpochResult, message: str, data: Mapping[str, Any]) -> str | None:
+            result: EpochResult, message: str, note: report.Diagnostics) -> str | None:
     """Write the accepted documents into the worktree, commit them, attach the note."""
     from gitsleep.publish_sequence import commit_with_note
 
@@ -185,8 +185,7 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
     for target, (_, after) in result.documents.items():
         (tree / skill.documents()[target]).write_bytes(after.encode("utf-8"))
     paths = [p for p in (skill.skill, skill.memory) if p]
-    commit = commit_with_note(repo, tree, branch, paths, message, data,
-                              render=report.dumps_diagnostics)
+    commit = commit_with_note(repo, tree, branch, paths, message, note)
     setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
     return commit
 

@@ -315,7 +315,7 @@ def test_no_program_the_repository_configures_runs_in_gitsleeps_git_calls(
     repo = gitops.open_repo(work)
     base = repo.head.commit.hexsha
     sha = gitsleep_commit(repo)
-    gitops.add_note(repo, sha, json.dumps(gitops.with_proof({}, sha, BRANCH)))
+    gitops.add_note(repo, sha, json.dumps(record.with_proof({}, sha, BRANCH)))
     gitops.push(repo, "origin", BRANCH, None)
     human = _signed_looking_commit(work, sha, "a signed human commit")
     run_git(work, "push", "--quiet", "origin", f"{human}:refs/heads/{BRANCH}")
@@ -712,7 +712,7 @@ def test_shallow_clone_works_while_the_branch_descends_from_the_base(
     assert not state.exists
     first = gitsleep_commit(repo)
     # the note names its commit: the next night's fresh clone knows the commit is gitsleep's
-    gitops.add_note(repo, first, json.dumps(gitops.with_proof({}, first, BRANCH)))
+    gitops.add_note(repo, first, json.dumps(record.with_proof({}, first, BRANCH)))
     gitops.push(repo, "origin", BRANCH, state.remote_tip)
 
     again = clone(origin, tmp_path / "ci-next-night", depth=1)

@@ -85,3 +85,13 @@ def test_log_never_reads_the_commit_messages_prose(
     assert [(e.skill, e.decision, e.val, e.test, e.applied) for e in epochs] == [
         ("example-skill", "accepted", (0.1, 0.2), (0.3, 0.4), None)]
     assert git(work, "log", "-1", "--format=%s").startswith("gitsleep(example-skill)")
+
+
+def test_the_note_is_the_diagnostics_file_plus_the_commit_and_branch(tmp_path: Path) -> None:
+    data = report.diagnostics(make_result(), {"base": SHA}, redactor=Redactor())
+    path = tmp_path / "diagnostics.json"
+    report.write_diagnostics(path, data)
+    note = json.loads(report.Diagnostics(path, data).note_text(SHA, "gitsleep/brief-writer"))
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert note == {**written, "commit": SHA, "branch": "gitsleep/brief-writer"}
+    assert NoteFacts.from_json(note).applied == len(written["edits"]["applied"]) == 1

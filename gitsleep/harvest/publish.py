@@ -76,7 +76,8 @@ def _append_and_commit(setup: Setup, repo: Any, tree: Path, branch: str, skill: 
                f"(secrets, home paths, e-mail addresses). Every task is marked "
                f'"review": "pending": read it, remove the mark to accept it, or '
                f"delete it.")
-    note = {"kind": "harvest", "skill": skill, "tasks": [r["id"] for r in new]}
+    note = sequence.JsonNote({"kind": "harvest", "skill": skill,
+                              "tasks": [r["id"] for r in new]})
     done["commit"] = sequence.commit_with_note(
         repo, tree, branch, [relative], setup.redactor.redact(message), note,
         notes_ref=sequence.HARVEST_NOTES_REF)
