@@ -6,6 +6,8 @@ workspace; a text task keeps today's read-only argv, word for word."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from gitsleep.backends.command import AgentSpec, CommandBackend, agent_argv
 from gitsleep.backends.presets import PRESETS, WRITE_MODES
 from gitsleep.config import load_config
 from gitsleep.workspace import tree_id
+from tests.support.cli import run_cli
 from tests.support.fake_agents import install
 from tests.support.gitrepo import isolate_git, make_repo
 
@@ -106,3 +109,24 @@ def test_a_workspace_call_runs_the_write_argv_and_a_text_call_the_read_only_one(
                                                      "repo": str(work), "checks": []}}))
     finally:
         backend.close()
+
+
+def test_doctor_shows_the_write_mode_argv_for_a_workspace_task(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    install("editor", bin_dir).rename(bin_dir / "codex")  # a stand-in on PATH
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    task = {"id": "w1", "split": "val", "prompt": "Add --watch.", "workspace": "evals/fx",
+            "judge": {"kind": "rule", "checks": [{"op": "changed_files_max", "arg": 1}]}}
+    work, _ = make_repo(tmp_path, {
+        ".gitsleep.yml": "backend: command\noptimizer_backend: offline\nagent: codex\n" + SKILLS,
+        "SKILL.md": "---\nname: notes\ndescription: d\n---\n\n# Notes\n",
+        "evals/fx/CHANGELOG.md": "# Changelog\n",
+        "evals/tasks.jsonl": json.dumps(task) + "\n" + json.dumps(
+            {**task, "id": "t1", "split": "train"}) + "\n"})
+    result = run_cli(capsys, "--repo", str(work), "doctor", "--skill", "notes", "--task", "w1")
+    assert "command: codex exec --skip-git-repo-check --color never --sandbox workspace-write" \
+        in result.out, result.out + result.err

@@ -106,7 +106,9 @@ class _Shower:
 def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
     """One run of the agent CLI with every detail shown, decided by the epoch's rules."""
     spec = agent.spec
-    show("command", " ".join(spec.command) + (" <task>" if spec.prompt == "arg" else ""))
+    in_folder = "workspace" in (getattr(call, "context", None) or {})  # its write mode
+    command = spec.workspace_command if in_folder and spec.workspace_command else spec.command
+    show("command", " ".join(command) + (" <task>" if spec.prompt == "arg" else ""))
     show("version", agent.version())
     show("prompt via", spec.prompt)
     show("answer from", spec.answer)
