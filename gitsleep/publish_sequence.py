@@ -25,12 +25,12 @@ nor sits in a folder of one (git could not hold both refs), for any skill or pre
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from gitsleep import gitops
-from gitsleep.errors import GitError
+from gitsleep.errors import GitError, GitsleepError
 from gitsleep.gitrun import is_ancestor, ref_sha
 from gitsleep.record import NOTES_REF, with_proof
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from gitsleep.gitops import BaseRef, BranchState, PushResult
 
+T = TypeVar("T")
 HARVEST_NOTES_REF = "refs/notes/gitsleep-harvest"  # apart from the epochs' diagnostics notes
 HARVEST_STEM = "-harvest/"
 
@@ -192,6 +193,17 @@ def push(
                 f"pushed. Look at `git log {remote}/{branch}` and re-run"
             )
     return gitops.push(repo, remote, branch, state.remote_tip, notes_ref=notes_ref)
+
+
+def forge_call(redact: Callable[[str], str], request: Callable[[], T]) -> T:
+    """One forge request; a forge library's error becomes one redacted line (GitError,
+    exit 4), and gitsleep's own errors pass as they are."""
+    try:
+        return request()
+    except GitsleepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a forge library error must be one line
+        raise GitError(f"GitHub API error: {redact(str(exc))[:300]}") from None
 
 
 def forge_for(env: Mapping[str, str], repo: git.Repo, remote: str) -> tuple[Any, str]:

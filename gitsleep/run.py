@@ -19,7 +19,7 @@ from typing import Any
 from gitsleep import __version__, repo_paths, report
 from gitsleep.config import SkillConfig
 from gitsleep.epoch import budget_note, call_ceiling, run_epoch
-from gitsleep.errors import GitError, GitsleepError, UsageError
+from gitsleep.errors import UsageError
 from gitsleep.gitrun import run_git
 from gitsleep.models import EpochResult, Task
 from gitsleep.outcome import PrResult, SkillSummary, opens_pr
@@ -219,7 +219,7 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
     if remote is None:
         return PrResult(reason="the repository has no remote to push to"), None
     from gitsleep import forge
-    from gitsleep.publish_sequence import forge_for
+    from gitsleep.publish_sequence import forge_call, forge_for
 
     hub, why_not = forge_for(setup.env, repo, remote)
     if hub is None:
@@ -230,14 +230,8 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
     body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor,
                           chart=_history_chart(setup, skill, branch, base_name, result.metric))
     pr_cfg = setup.config.pr
-    try:
-        done = forge.sync_pull_request(
-            hub, head=branch, base=pr_cfg.base or base_name, title=report.pr_title(result),
-            body=body, labels=list(pr_cfg.labels), draft=pr_cfg.draft, improved=opens_pr(result),
-            branch_changed=pushed, close_reason=result.reason, redact=setup.redactor.redact,
-        )
-    except GitsleepError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a forge library error must be one line
-        raise GitError(f"GitHub API error: {setup.redactor.redact(str(exc))[:300]}") from None
+    done = forge_call(setup.redactor.redact, lambda: forge.sync_pull_request(
+        hub, head=branch, base=pr_cfg.base or base_name, title=report.pr_title(result),
+        body=body, labels=list(pr_cfg.labels), draft=pr_cfg.draft, improved=opens_pr(result),
+        branch_changed=pushed, close_reason=result.reason, redact=setup.redactor.redact))
     return PrResult(done.operation, done.number, done.url), body

@@ -95,3 +95,26 @@ def test_the_note_is_the_diagnostics_file_plus_the_commit_and_branch(tmp_path: P
     written = json.loads(path.read_text(encoding="utf-8"))
     assert note == {**written, "commit": SHA, "branch": "gitsleep/brief-writer"}
     assert NoteFacts.from_json(note).applied == len(written["edits"]["applied"]) == 1
+
+
+def test_a_forge_librarys_error_is_one_redacted_line_for_both_publishers() -> None:
+    """consolidate's pull request and harvest's share `forge_call`: exit 4, secret masked."""
+    from gitsleep.errors import EXIT_GIT, GitsleepError, UsageError
+    from gitsleep.publish_sequence import forge_call
+
+    secret = "ghp_" + "x" * 36
+
+    def fails() -> None:
+        raise RuntimeError(f"401 Bad credentials for token {secret}\nsecond line")
+
+    with pytest.raises(GitsleepError) as caught:
+        forge_call(Redactor([secret]).redact, fails)
+    assert caught.value.exit_code == EXIT_GIT and secret not in str(caught.value)
+    assert str(caught.value).startswith("GitHub API error: 401 Bad credentials")
+
+    def refuses() -> None:
+        raise UsageError("--pr cannot open a pull request")
+
+    with pytest.raises(UsageError):  # gitsleep's own errors pass as they are
+        forge_call(Redactor([]).redact, refuses)
+    assert forge_call(Redactor([]).redact, lambda: 7) == 7

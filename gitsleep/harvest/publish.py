@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gitsleep.errors import GitError, GitsleepError
 from gitsleep.harvest.mine import prompt_key
 from gitsleep.harvest.pipeline import append_to, plain_target, render
 from gitsleep.harvest.select import harvested_before
@@ -96,7 +95,7 @@ def _not_in(target: Path, relative: str, records: list[dict[str, Any]]) -> list[
 
 def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill: str,
              count: int) -> str | None:
-    from gitsleep.publish_sequence import forge_for
+    from gitsleep.publish_sequence import forge_call, forge_for
 
     hub, why_not = forge_for(setup.env, repo, remote)
     if hub is None:
@@ -108,13 +107,8 @@ def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill
             "`consolidate` until the mark is removed. Review each one: keep it by deleting the "
             "mark, fix its prompt or checks, or delete it (a deleted task is not harvested "
             "again). `gitsleep validate` lists what is still pending.")
-    try:
-        found = hub.find_open_pr(branch) or hub.create_pr(
-            head=branch, base=setup.config.pr.base or base,
-            title=f"gitsleep: harvested tasks for {skill} (review needed)",
-            body=setup.redactor.redact(body), labels=list(setup.config.pr.labels), draft=False)
-    except GitsleepError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a forge library error must be one line
-        raise GitError(f"GitHub API error: {setup.redactor.redact(str(exc))[:300]}") from None
+    found = forge_call(setup.redactor.redact, lambda: hub.find_open_pr(branch) or hub.create_pr(
+        head=branch, base=setup.config.pr.base or base,
+        title=f"gitsleep: harvested tasks for {skill} (review needed)",
+        body=setup.redactor.redact(body), labels=list(setup.config.pr.labels), draft=False))
     return str(found.url)
