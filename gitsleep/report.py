@@ -406,6 +406,14 @@ class Diagnostics:
     def note_text(self, sha: str, branch: str) -> str:
         return dumps_diagnostics(with_proof(self.data, sha, branch))
 
+    @classmethod
+    def write(cls, path: Path, result: EpochResult, extra: Mapping[str, Any],
+              redactor: Redactor) -> Diagnostics:
+        """Render the epoch's diagnostics once and write them to `path` (atomically)."""
+        data = diagnostics(result, extra, redactor=redactor)
+        write_diagnostics(path, data)
+        return cls(path, data)
+
 
 def write_diagnostics(path: Path, data: Mapping[str, Any]) -> None:
     """Write diagnostics.json atomically: readers see the old file or the new, never half.

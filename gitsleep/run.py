@@ -77,13 +77,9 @@ def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
     out = output_dir or default_output_dir(setup.repo, result.skill)
     prices = {m: p.model_dump() for m, p in (setup.config.prices or {}).items()}
     usd = result.cost.estimate_usd(prices)
-    data = report.diagnostics(
-        result, {"gitsleep_version": __version__, "estimated_usd": usd, **extra},
-        redactor=setup.redactor,
-    )
-    path = out / "diagnostics.json"
-    report.write_diagnostics(path, data)
-    return report.Diagnostics(path, data)
+    return report.Diagnostics.write(
+        out / "diagnostics.json", result,
+        {"gitsleep_version": __version__, "estimated_usd": usd, **extra}, setup.redactor)
 
 
 def rerun_command(skill: str) -> str:
