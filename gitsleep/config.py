@@ -28,16 +28,12 @@ from pydantic import (
 from gitsleep.errors import UsageError
 from gitsleep.models import EpochSettings, GateSettings
 from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
+from gitsleep.redact import FORGE_TOKEN_RE
 
 CONFIG_NAME = ".gitsleep.yml"
 BACKENDS = ("openai", "offline", "command")
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Tokens a forge or CI hands a job: as `api_key_env` they would be sent to `base_url`.
-FORGE_TOKEN_RE = re.compile(
-    r"^(?:(?:GITHUB|GH|GITLAB|GITEA|FORGEJO|BITBUCKET|ACTIONS|CI_JOB)_\w*(?:TOKEN|JWT)\w*"
-    r"|SYSTEM_ACCESSTOKEN)$"
-)
 # GitHub Models takes the workflow's GITHUB_TOKEN: there the token goes back to GitHub.
 GITHUB_MODELS_HOSTS = ("models.github.ai", "models.inference.ai.azure.com")
 ENV_OVERRIDES = {

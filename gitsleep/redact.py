@@ -35,6 +35,12 @@ from urllib.parse import quote, quote_plus
 from gitsleep.hostile_text import INVISIBLE, without_invisible
 
 REDACTED = "[REDACTED]"
+# Tokens a forge or CI hands a job, by variable name: kept out of agents' and checks'
+# environments, and refused as `api_key_env` (they would be sent to `base_url`).
+FORGE_TOKEN_RE = re.compile(
+    r"^(?:(?:GITHUB|GH|GITLAB|GITEA|FORGEJO|BITBUCKET|ACTIONS|CI_JOB)_\w*(?:TOKEN|JWT)\w*"
+    r"|SYSTEM_ACCESSTOKEN)$"
+)
 MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words all over a report
 SECRET_NAMES = ("GITHUB_TOKEN", "GH_TOKEN")
 SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")

@@ -15,7 +15,7 @@ from gitsleep.backends.command import AgentSpec, CommandBackend
 from gitsleep.backends.select import BackendSettings, RoutedBackend, backend_from_settings
 from gitsleep.errors import UsageError
 
-SELECT = Path(__file__).resolve().parents[1] / "gitsleep" / "backends" / "select.py"
+BACKENDS = Path(__file__).resolve().parents[1] / "gitsleep" / "backends"
 
 
 def test_offline_from_default_settings() -> None:
@@ -42,8 +42,9 @@ def test_only_the_purposes_asked_for_are_built() -> None:
         backend_from_settings(settings, {})
 
 
-def test_the_backend_selector_imports_nothing_of_the_config() -> None:
-    tree = ast.parse(SELECT.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("module", sorted(p.name for p in BACKENDS.glob("*.py")))
+def test_no_backend_imports_the_config(module: str) -> None:
+    tree = ast.parse((BACKENDS / module).read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                  for alias in node.names}

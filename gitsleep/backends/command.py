@@ -42,11 +42,10 @@ from gitsleep import workspace as task_workspace
 from gitsleep.backends import agent_procs
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.presets import ANSWER_FILE
-from gitsleep.config import FORGE_TOKEN_RE
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.markdown import clip, one_line
 from gitsleep.models import Answer, Check
-from gitsleep.redact import Redactor
+from gitsleep.redact import FORGE_TOKEN_RE, Redactor
 
 STDERR_TAIL_BYTES = 4096
 MESSAGE_MAX_CHARS = 500
