@@ -6,6 +6,7 @@ import click
 
 from gitsleep import review, review_run
 from gitsleep.commands.common import end_progress, exit_with, print_json, setup_from
+from gitsleep.errors import EXIT_REGRESSION
 
 
 @click.command("review")
@@ -55,7 +56,7 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
         click.echo(f"comment: none ({shown.get('reason', '')})")
     else:
         click.echo(f"comment: {shown['operation']} {shown['url']}")
-    if outcome.exit_code == 7:
+    if outcome.exit_code == EXIT_REGRESSION:
         click.echo("gitsleep: a held-out score regressed (--fail-on-regression): exit 7",
                    err=True)
     exit_with(outcome.exit_code)
