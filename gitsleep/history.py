@@ -39,8 +39,9 @@ _MAX_LABEL = 40  # characters of a decision or metric shown in `log`
 
 
 @dataclass
-class Epoch:
-    """One recorded epoch: where it is, when, what it decided and what it cost."""
+class RecordedEpoch:
+    """One epoch as git records it: where it is, when, what it decided and what it cost
+    (not `gitsleep.epoch.Epoch`, which runs one)."""
 
     skill: str
     commit: str
@@ -74,7 +75,7 @@ def utc_minute(date: str) -> str:
         return "?"
 
 
-def held_out_points(epochs: list[Epoch]) -> list[tuple[str, float]]:
+def held_out_points(epochs: list[RecordedEpoch]) -> list[tuple[str, float]]:
     """(label, held-out) for a chart: the first epoch's baseline, then each epoch's result;
     none below 2 epochs with a held-out score (one epoch is already in the score table)."""
     points: list[tuple[str, float]] = []
@@ -211,7 +212,7 @@ def _finite(pair: tuple[float | None, float | None]) -> tuple[float | None, floa
 class History:
     """The epochs read back, and the notes skipped because gitsleep did not write them."""
 
-    epochs: list[Epoch]
+    epochs: list[RecordedEpoch]
     unreadable: list[str]  # objects whose note is not a diagnostics note of an epoch
     odd_commits: list[str]  # commits whose Gitsleep-Skill trailer is not a skill name
 
@@ -231,7 +232,7 @@ class History:
 
 
 def read_epochs(repo: Path, *, base: str, branch_refs: list[str],
-                skills: list[str] | None = None, details: bool = True) -> list[Epoch]:
+                skills: list[str] | None = None, details: bool = True) -> list[RecordedEpoch]:
     """Every recorded epoch of `skills` (all when None), oldest first (see `read_history`)."""
     return read_history(repo, base=base, branch_refs=branch_refs, skills=skills,
                         details=details).epochs
@@ -289,7 +290,7 @@ def read_history(repo: Path, *, base: str, branch_refs: list[str],
 
     blobs = _blobs(repo, [notes[sha] for sha in found if sha in notes and needs_note(sha)]
                    + [notes[sha] for sha in gone])
-    epochs: list[Epoch] = []
+    epochs: list[RecordedEpoch] = []
     for sha, (skill, date, where, trailers) in found.items():
         note = None
         if sha in notes and needs_note(sha):
@@ -307,12 +308,12 @@ def read_history(repo: Path, *, base: str, branch_refs: list[str],
     return History(_ordered(repo, epochs), sorted(set(unreadable)), odd)
 
 
-def _ordered(repo: Path, epochs: list[Epoch]) -> list[Epoch]:
+def _ordered(repo: Path, epochs: list[RecordedEpoch]) -> list[RecordedEpoch]:
     """Oldest first: by commit time, then (for epochs in the same second) by how much
     history the commit has, since a later epoch starts from a later base. Depth costs a
     git process per commit, so it is counted only for commits that share a second."""
 
-    def when(epoch: Epoch) -> float:
+    def when(epoch: RecordedEpoch) -> float:
         try:
             return datetime.fromisoformat(epoch.date).timestamp()
         except ValueError:
@@ -320,7 +321,7 @@ def _ordered(repo: Path, epochs: list[Epoch]) -> list[Epoch]:
 
     seconds = Counter(when(e) for e in epochs)
 
-    def depth(epoch: Epoch) -> int:
+    def depth(epoch: RecordedEpoch) -> int:
         if seconds[when(epoch)] < 2 or not epoch.date:
             return 0
         count = git_out(repo, "rev-list", "--count", epoch.commit, "--").strip()
@@ -330,7 +331,7 @@ def _ordered(repo: Path, epochs: list[Epoch]) -> list[Epoch]:
 
 
 def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str],
-           note: dict[str, Any] | None) -> Epoch:
+           note: dict[str, Any] | None) -> RecordedEpoch:
     """An epoch from its trailers (what the commit says) and its note's structure (every
     field checked: a note is JSON anyone could have pushed). The commit message's prose is
     never read: an epoch without a readable note shows its edit count as unknown."""
@@ -338,7 +339,7 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
     val = _finite(record.scores(trailers, record.VAL)) if record.VAL in trailers else facts.val
     test = (_finite(record.scores(trailers, record.TEST)) if record.TEST in trailers
             else facts.test)
-    return Epoch(
+    return RecordedEpoch(
         skill=skill, commit=sha, date=date, where=where,
         decision=_label(trailers.get(record.DECISION) or facts.decision, "?"),
         metric=_label(trailers.get(record.METRIC) or facts.metric, ""),

@@ -23,7 +23,7 @@ def branch_refs(repo: Path, prefix: str) -> list[str]:
 
 
 def epochs_for(repo: Path, prefix: str, base: str,
-               skills: list[str] | None) -> list[history.Epoch]:
+               skills: list[str] | None) -> list[history.RecordedEpoch]:
     """The epochs; one line on stderr names any note or trailer gitsleep did not write."""
     found = history.read_history(repo, base=base, branch_refs=branch_refs(repo, prefix),
                                  skills=skills)
@@ -33,7 +33,7 @@ def epochs_for(repo: Path, prefix: str, base: str,
     return found.epochs
 
 
-def table(epochs: list[history.Epoch], prefix: str) -> list[str]:
+def table(epochs: list[history.RecordedEpoch], prefix: str) -> list[str]:
     """Aligned plain-text rows, a header first."""
     rows = [["date (UTC)", "skill", "commit", "on", "decision", "val", "held-out", "edits",
              "calls", "cost"]]
