@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from gitsleep.errors import GitError, UsageError
-from gitsleep.gitrun import last_line, safe_git
+from gitsleep.gitrun import git_run, last_line, safe_git
 from gitsleep.patterns import search_untrusted
 
 if TYPE_CHECKING:
@@ -87,7 +87,8 @@ def normal_folder(folder: str) -> str:
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(safe_git(*args), cwd=repo, capture_output=True, check=False)
+    done = git_run(repo, *args)  # gitrun's one runner: its safe settings, no terminal
+    return subprocess.CompletedProcess(list(args), done.status, done.out, done.err)
 
 
 def tree_id(repo: Path, commit: str, folder: str) -> str:
