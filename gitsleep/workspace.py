@@ -306,18 +306,8 @@ class WorkspaceCache:
 
     def prepare(self, repo: Path, commit: str, folder: str) -> Tree:
         """The pristine copy of `folder` at `commit`, read from git on first use."""
-        tree = tree_id(repo, commit, folder)
-        with self._lock:
-            hit = self._trees.get(tree)
-            if hit is not None:
-                return hit
-            path = self._root() / tree
-            if not path.is_dir():
-                materialise(repo, commit, folder, path)
-                self.reads += 1
-            found = Tree(tree, path)
-            self._trees[tree] = found
-            return found
+        name = normal_folder(folder)
+        return self.prepare_tree(repo, tree_id(repo, commit, name), name)
 
     def prepare_tree(self, repo: Path, tree: str, folder: str) -> Tree:
         """The pristine copy of the git tree `tree` (resolved on load, see `resolve`)."""
