@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from gitsleep.backends.presets import preset_env
 from gitsleep.backends.select import (
     PURPOSE_ORDER,
     BackendSettings,
@@ -49,7 +50,10 @@ def backend_settings(config: Config, env: Mapping[str, str], skill: str,
     if needs_agent(names, purposes):
         spec = config.agent_spec(skill)
         assert config.agent is not None  # agent_spec raised otherwise
-        agent = replace(spec, env=resolve_env(config.agent.env, env))
+        # the preset's variables (aider: the config's server and key), agent.env over them
+        server = preset_env(config.agent.preset, config.base_url, config.api_key_env, env)
+        own = dict(resolve_env(config.agent.env, env))
+        agent = replace(spec, env=tuple({**server, **own}.items()))
     return BackendSettings(
         names=names, api_key_env=config.api_key_env, base_url=config.base_url,
         timeout=config.timeout, max_retries=config.max_retries,

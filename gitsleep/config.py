@@ -215,7 +215,7 @@ class AgentConfig(_Section):
     A preset fills every key left unset; see gitsleep/backends/presets.py and the README.
     """
 
-    preset: Literal["codex", "claude", "gemini", "opencode", "llm"] | None = None
+    preset: Literal["codex", "claude", "gemini", "opencode", "llm", "aider"] | None = None
     command: list[str] | None = None
     # stdin | arg (the task after `--`) | option:--NAME (the task as `--NAME=<task>`)
     prompt: str | None = Field(default=None, json_schema_extra={
@@ -310,7 +310,7 @@ class AgentConfig(_Section):
         filled = self.filled()
         if not filled.get("command"):
             raise ValueError("agent: set `command` (an argv list) or `preset` "
-                             "(codex, claude, gemini, opencode or llm)")
+                             "(codex, claude, gemini, opencode, llm or aider)")
         from gitsleep.backends.command import agent_path_conflict
 
         conflict = agent_path_conflict(filled["install"], filled.get("memory_install"),

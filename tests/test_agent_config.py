@@ -50,7 +50,8 @@ def test_every_preset_fills_a_runnable_agent(tmp_path: Path, preset: str) -> Non
     config = load_config(write(tmp_path, head))
     spec = config.agent_spec("brief-writer")
     assert spec.command[0] == preset and spec.label == preset
-    assert spec.prompt in ("stdin", "arg", "option:--prompt") and spec.install.endswith(".md")
+    assert spec.prompt in ("stdin", "arg", "option:--prompt", "option:--message")
+    assert spec.install.endswith(".md")
     assert "{skill}" not in spec.install
     assert config.models() == (preset, "m", "m")
     assert config.backends() == ("command", "openai", "openai")

@@ -22,7 +22,7 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
 SNAPSHOT_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "venv", "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache",
+    ".git", ".venv", ".venv-aider", "venv", "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache",
     ".ruff_cache", ".hypothesis", ".gitsleep", "build", "dist", "results",
 )
 GIT_ENV = {

@@ -27,6 +27,12 @@ skills:
     skill: SKILL.md
     tasks: [evals/tasks.jsonl]
 """
+AIDER_FLAGS = ("aider", "--yes-always", "--no-git", "--no-auto-commits", "--no-check-update",
+               "--no-show-release-notes", "--no-analytics", "--no-show-model-warnings",
+               "--no-pretty", "--no-stream", "--map-tokens", "0", "--no-detect-urls",
+               "--disable-playwright", "--no-suggest-shell-commands", "--no-auto-lint",
+               "--chat-history-file", os.devnull, "--input-history-file", os.devnull,
+               "--read", "AGENTS.md")
 # today's read-only argv of each preset (what text tasks must keep)
 TEXT_ARGV = {
     "codex": ("codex", "exec", "--skip-git-repo-check", "--color", "never", "--sandbox",
@@ -35,6 +41,7 @@ TEXT_ARGV = {
     "gemini": ("gemini",),
     "opencode": ("opencode", "run"),
     "llm": ("llm", "prompt", "--no-stream", "--no-log", "-u", "--sf", "AGENTS.md"),
+    "aider": (*AIDER_FLAGS, "--dry-run"),
 }
 # exactly what a workspace task changes, per preset
 WRITE_ARGV = {
@@ -44,6 +51,7 @@ WRITE_ARGV = {
     "gemini": ("gemini", "--approval-mode", "auto_edit"),
     "opencode": ("opencode", "run"),  # edits are allowed by its default permissions
     "llm": ("llm", "prompt", "--no-stream", "--no-log", "-u", "--sf", "AGENTS.md"),  # no edits
+    "aider": AIDER_FLAGS,  # aider applies its edits unless told --dry-run
 }
 
 

@@ -2,8 +2,8 @@
 
 How the task reaches each CLI, so that a task can never become one of its flags
 (issue 24): codex (`exec ... -`), claude (`-p`) and llm (`prompt`) read it from stdin;
-opencode takes it after `--`; gemini takes it as `--prompt=<task>`. For aider, which is
-not a preset, use `prompt: "option:--message"`.
+opencode takes it after `--`; gemini takes it as `--prompt=<task>`, aider as
+`--message=<task>`.
 
 Each preset runs the agent non-interactively in the per-call workspace, with the skill
 installed where that agent reads instructions. `model:` in .gitsleep.yml, when set, is
@@ -16,6 +16,8 @@ read-only argv. With your own `agent.command` the argv runs as written for every
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
 ANSWER_FILE = ".gitsleep-answer.md"
@@ -73,6 +75,43 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model_flag": "-m",
         "model_at": 2,
     },
+    # aider (PyPI aider-chat) against the OpenAI-compatible server of the config:
+    # `--model openai/<model>` is its route to such a server, which it finds in
+    # OPENAI_API_BASE / OPENAI_API_KEY (`SERVER_ENV`). It reads no instruction file by
+    # itself, so `--read` hands it the installed skill. The rest keeps it
+    # non-interactive and local: no git (the workspace is no repository), no commits,
+    # no update check, no release notes, analytics off for this session only (not
+    # `--analytics-disable`, which rewrites the user's ~/.aider), no URL scraping or
+    # shell commands suggested (--yes-always would run them), no lint-and-fix rounds,
+    # no repository map, plain non-streamed output, and its history files written
+    # nowhere (in the workspace they would count as the agent's changes). A text task
+    # runs with `--dry-run` (aider edits nothing); a workspace task without it.
+    "aider": {
+        "command": ["aider", "--yes-always", "--no-git", "--no-auto-commits",
+                    "--no-check-update", "--no-show-release-notes", "--no-analytics",
+                    "--no-show-model-warnings", "--no-pretty", "--no-stream",
+                    "--map-tokens", "0", "--no-detect-urls", "--disable-playwright",
+                    "--no-suggest-shell-commands", "--no-auto-lint",
+                    "--chat-history-file", os.devnull, "--input-history-file", os.devnull,
+                    "--read", "AGENTS.md", "--dry-run"],
+        "prompt": "option:--message",
+        "install": "AGENTS.md",
+        "answer": "stdout",
+        "model_flag": "--model",
+        "model_at": 1,
+        "model_prefix": "openai/",
+    },
+}
+
+# preset -> variables set for the agent from the config's model server: the value of
+# `base_url`, and the key read from the variable `api_key_env` names (left out when
+# either is unset); plus fixed ones. `agent.env` wins over both.
+SERVER_ENV: dict[str, dict[str, str]] = {
+    "aider": {"OPENAI_API_BASE": "base_url", "OPENAI_API_KEY": "api_key_env"},
+}
+FIXED_ENV: dict[str, dict[str, str]] = {
+    # litellm (inside aider) would otherwise download its model price list at start
+    "aider": {"LITELLM_LOCAL_MODEL_COST_MAP": "True"},
 }
 
 
@@ -85,6 +124,8 @@ WRITE_MODES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "claude": ((), ("--permission-mode", "acceptEdits")),
     # Gemini CLI: file edits approved automatically, shell commands still asked for
     "gemini": ((), ("--approval-mode", "auto_edit")),
+    # aider applies its edit blocks unless told `--dry-run`
+    "aider": (("--dry-run",), ()),
     # opencode allows edits by its default permissions and `llm` cannot edit files:
     # both run as for a text task
 }
@@ -108,5 +149,19 @@ def preset_command(preset: str, model: str | None) -> list[str]:
     command = list(entry["command"])
     if model:  # right after the (sub)command, where no other flag expects a value
         at = entry["model_at"]
-        command[at:at] = [entry["model_flag"], model]
+        prefix = entry.get("model_prefix", "")
+        command[at:at] = [entry["model_flag"], model if model.startswith(prefix)
+                          else prefix + model]
     return command
+
+
+def preset_env(preset: str | None, base_url: str | None, api_key_env: str,
+               env: Mapping[str, str]) -> dict[str, str]:
+    """The variables the preset sets for its agent (`SERVER_ENV`, `FIXED_ENV`), resolved
+    from the config's server and the environment; `agent.env` is laid over them."""
+    if preset is None:
+        return {}
+    values = {"base_url": base_url, "api_key_env": env.get(api_key_env)}
+    resolved = {name: value for name, key in SERVER_ENV.get(preset, {}).items()
+                if (value := values[key])}
+    return {**resolved, **FIXED_ENV.get(preset, {})}
