@@ -83,8 +83,11 @@ def changelog_editor(body: dict[str, Any]) -> str:
     return f"I added the entry.\n\nCHANGELOG.md\n```\n{listing}```\n"
 
 
-def aider_repo(tmp_path: Path, server: FakeOpenAIServer, rules: str) -> Path:
-    """A repository whose night runs aider through the preset, as the docs show it."""
+def aider_repo(
+    tmp_path: Path, server: FakeOpenAIServer, rules: str, metadata_file: bool = True
+) -> Path:
+    """A repository whose night runs aider through the preset, as the docs show it; with
+    `metadata_file`, aider is told the model's limits and so fetches none."""
     metadata = tmp_path / "aider-models.json"  # what aider would otherwise download
     metadata.write_text(
         json.dumps(
@@ -100,6 +103,7 @@ def aider_repo(tmp_path: Path, server: FakeOpenAIServer, rules: str) -> Path:
             }
         )
     )
+    env_line = f"  env: {{AIDER_MODEL_METADATA_FILE: {str(metadata)!r}}}\n" if metadata_file else ""
     work, _ = make_repo(
         tmp_path,
         {
@@ -107,7 +111,7 @@ def aider_repo(tmp_path: Path, server: FakeOpenAIServer, rules: str) -> Path:
                 "version: 1\nbackend: command\noptimizer_backend: offline\nmodel: tiny\n"
                 f"base_url: {server.base_url}\napi_key_env: FAKE_AIDER_KEY\n"
                 "agent:\n  preset: aider\n  timeout: 120\n"
-                f"  env: {{AIDER_MODEL_METADATA_FILE: {str(metadata)!r}}}\n"
+                f"{env_line}"
                 "skills:\n  - name: changelog\n    skill: SKILL.md\n"
                 "    tasks: [evals/tasks.jsonl]\n"
             ),
@@ -238,29 +242,48 @@ def test_a_wrong_edit_fails_the_check_with_a_reason(
     assert guarded.attempts == []
 
 
-@needs_aider
-def test_a_text_task_runs_aider_read_only(tmp_path: Path, guarded: DeadProxy) -> None:
-    """A text task has no folder to change: the preset's `--dry-run` argv answers it, and
-    aider says so instead of writing the file its reply lists. The answer is its stdout."""
+def text_answer(repo: Path) -> Any:
+    """One text task answered by aider through the preset (`--dry-run`)."""
     from gitsleep.backend_settings import backend_from_config
     from gitsleep.models import Judge, Task
     from gitsleep.replay import answer_call
 
+    backend = backend_from_config(
+        load_config(repo / ".gitsleep.yml"), dict(os.environ), "changelog"
+    ).by_purpose["answer"]
+    assert backend.version() == "aider 0.86.2"
+    task = Task(
+        id="t1", prompt="Add a changelog entry for --watch.", split="val", judge=Judge(kind="rule")
+    )
+    return backend.complete(
+        answer_call({"skill": f"# Changelog\n{RULE}\n", "memory": None}, task, "tiny", 0)
+    )
+
+
+@needs_aider
+def test_the_guard_sees_what_aider_fetches_without_a_metadata_file(
+    tmp_path: Path, guarded: DeadProxy
+) -> None:
+    """The empty `attempts` above is not vacuous: left without the model's limits, aider
+    asks the proxy for litellm's price list on GitHub (refused) and still answers."""
     with FakeOpenAIServer(changelog_editor, api_key=KEY) as server:
-        repo = aider_repo(tmp_path, server, rules=f"- {RULE}")
-        backend = backend_from_config(
-            load_config(repo / ".gitsleep.yml"), dict(os.environ), "changelog"
-        ).by_purpose["answer"]
-        assert backend.version() == "aider 0.86.2"
-        task = Task(
-            id="t1",
-            prompt="Add a changelog entry for --watch.",
-            split="val",
-            judge=Judge(kind="rule"),
-        )
-        answer = backend.complete(
-            answer_call({"skill": f"# Changelog\n{RULE}\n", "memory": None}, task, "tiny", 0)
-        )
+        answer = text_answer(aider_repo(tmp_path, server, f"- {RULE}", metadata_file=False))
+        assert answer.ok, answer.error
+        assert server.request_count == 1
+        # aider prints the failed fetch to stdout, so it lands in the answer: the reason
+        # the docs tell a night to set AIDER_MODEL_METADATA_FILE
+        assert "raw.githubusercontent.com" in answer.text
+    assert [line.rsplit(" ", 1)[0] for line in guarded.attempts] == [
+        "CONNECT raw.githubusercontent.com:443"
+    ]
+
+
+@needs_aider
+def test_a_text_task_runs_aider_read_only(tmp_path: Path, guarded: DeadProxy) -> None:
+    """A text task has no folder to change: the preset's `--dry-run` argv answers it, and
+    aider says so instead of writing the file its reply lists. The answer is its stdout."""
+    with FakeOpenAIServer(changelog_editor, api_key=KEY) as server:
+        answer = text_answer(aider_repo(tmp_path, server, rules=f"- {RULE}"))
         assert answer.ok, answer.error
         assert "I added the entry." in answer.text and "## [Unreleased]" in answer.text
         assert "Did not apply edit to CHANGELOG.md (--dry-run)" in answer.text
