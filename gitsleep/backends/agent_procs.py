@@ -38,6 +38,7 @@ from types import FrameType
 MARKER_ENV = "GITSLEEP_AGENT_RUN"
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 POLL_SECONDS = 0.02
+KILL_WAIT = 2.0  # seconds to wait for SIGKILLed processes to be gone
 _PROC = "/proc"
 
 # marker -> root pid of every agent run under way, in any backend of this process.
@@ -174,6 +175,13 @@ def kill_runs(runs: dict[str, int], prefix: bytes | None = None) -> None:
         _signal(fresh, signal.SIGSTOP)
         stopped |= fresh
     _signal(stopped, signal.SIGKILL)
+    # SIGKILL is delivered asynchronously: wait (bounded) until each is dead, so "killed"
+    # means gone when this returns (seen: a stopped grandchild still listed a moment later).
+    deadline = time.monotonic() + KILL_WAIT
+    while stopped and time.monotonic() < deadline:
+        stopped = {pid for pid in stopped if not _gone(pid)}
+        if stopped:
+            time.sleep(POLL_SECONDS)
 
 
 def kill_run(marker: str, root: int) -> None:
