@@ -32,7 +32,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gitsleep import reflect, replay
+from gitsleep import documents as docs
+from gitsleep import honesty, reflect, replay, report
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
 from gitsleep.cache import ResponseCache
@@ -45,7 +46,7 @@ from gitsleep.run import read_inputs
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"
 HERE = Path(__file__).resolve().parent
-EXAMPLES = ("brief-writer", "incident-notes", "outage-summary")
+EXAMPLES = ("brief-writer", "incident-notes", "outage-summary", "incident-triage")
 SEED_STRIDE = 7919  # a prime: shifted seeds of different runs never meet
 
 
@@ -166,9 +167,46 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
         "completion_tokens": result.cost.completion_tokens,
         "wall_seconds": round(wall, 1),
         "errors": result.errors[:10],
+        "warnings": list(result.warnings),
+        "integrity_failures": report.integrity_counts(result),
+        "learned_block": docs.learned_block_text(result.documents["skill"][1])
+        if "skill" in result.documents and result.decision == "accepted" else "",
+        "audit": audit(result, tasks),
     }
     save_replies(args.out / "raw", example, seed, log.replies)
+    epochs = args.out / "epochs"
+    epochs.mkdir(parents=True, exist_ok=True)
+    (epochs / f"{example}-seed{seed}.json").write_text(
+        report.dumps_diagnostics(report.diagnostics(result, {"seed": seed})), encoding="utf-8")
     return row, result
+
+
+def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
+    """Issue 25's three questions about an accepted block, asked again from the outside:
+    does a rule or template line pin a value the checks leave open, does the block give
+    one label two values, does a final held-out answer repeat a template placeholder?"""
+    if result.decision != "accepted" or "skill" not in result.documents:
+        return []
+    after = result.documents["skill"][1]
+    rules, template = docs.learned_rules(after), docs.learned_template(after)
+    checks = [c for t in tasks for c in t.judge.checks]
+    found = [f"pin: {p}" for p in (honesty.pin_problem(r, checks) for r in rules) if p]
+    found += [f"pin (template): {p}" for p in (
+        honesty.pin_problem(line, checks, template=True)
+        for line in (template or "").split("\n")) if p]
+    if clash := honesty.contradiction(rules, template):
+        found.append(f"contradiction: {clash}")
+    # a placeholder of a rule (`Severity: <1-4>`) counts too: an answer must fill it (the
+    # template's intro line, "with each <...> filled in", is not one)
+    holes = honesty.template_placeholders("\n".join([template or "", *rules]))
+    for p in result.passes:
+        if p.split == "test" and p.final:
+            for t in p.tasks:
+                for s in t.samples:
+                    hit = [h for h in holes if h in (s.answer or "")]
+                    if hit:
+                        found.append(f"held-out answer {t.task_id} repeats {hit[0]}")
+    return found
 
 
 def record(example: str, count: int, args: argparse.Namespace, url: str, inner: Backend,
@@ -246,6 +284,15 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
         )
     if meta.get("skipped"):
         lines += ["", f"Not run (time limit reached): {', '.join(meta['skipped'])}."]
+    for r in rows:
+        if not r.get("learned_block"):
+            continue
+        lines += ["", f"{r['example']} seed {r['seed']}, the accepted learned block:", "",
+                  "````text", r["learned_block"].rstrip("\n"), "````", ""]
+        lines += [f"- audit: {a}" for a in r.get("audit", [])] or ["- audit: clean"]
+        lines += [f"- warning: {w}" for w in r.get("warnings", [])]
+        lines += [f"- integrity failures: {k} {v}"
+                  for k, v in r.get("integrity_failures", {}).items()]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,108 @@
+"""Honesty gaps found by the real-model measurement of issue 25 (item 6).
+
+Each fixture under `tests/fixtures/replies/issue25/` is a raw optimizer reply recorded
+by `benchmarks/real_model/run.py` (Qwen2.5-Coder 1.5B on a local llama.cpp server) with
+the context it was given; the test runs the epoch's two steps on it (`parse_reply`, then
+`check_hygiene`) and asserts what a reviewer would want.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitsleep.hygiene import check_hygiene
+from gitsleep.models import Check, Edit
+from gitsleep.proposals import parse_reply
+
+FIXTURES = Path(__file__).parent / "fixtures" / "replies" / "issue25"
+CONFIDENCE = Check("regex", r"[Cc]onfidence\s*[:=]")  # brief-writer's check: any value
+
+
+def recorded(name: str) -> tuple[str, dict[str, Any]]:
+    raw = (FIXTURES / f"{name}.txt").read_text(encoding="utf-8")
+    meta = json.loads((FIXTURES / f"{name}.context.json").read_text(encoding="utf-8"))
+    return raw, meta["context"]
+
+
+def failing(context: dict[str, Any]) -> list[Check]:
+    seen: list[Check] = []
+    for failure in context["failures"]:
+        for op, arg in failure["failed"]:
+            if Check(op, arg) not in seen:
+                seen.append(Check(op, arg))
+    return seen
+
+
+# Known gap (measured, not fixed): `honesty.pin_problem` treats only a class, range or
+# alternation as a choice, so a rule or template that fixes a label the check asks no value
+# for (`Confidence: medium` for `[Cc]onfidence\\s*[:=]`) is kept. Refusing it (a patch that
+# does, 13 lines in pin_problem, passes these tests) also refuses the offline simulator's
+# `Always include "Confidence: medium"`, which shared/spec/offline-backend.md prescribes
+# and on which the demo's held-out 0.250 -> 1.000 rests (tests/test_epoch.py): a spec
+# decision, left to the maintainers. Strict: the tests fail once the gap is closed.
+LABEL_ONLY_GAP = pytest.mark.xfail(
+    strict=True, reason="a label the check asks no value for is not yet a choice for pins"
+)
+
+
+@LABEL_ONLY_GAP
+def test_a_recorded_template_that_fixes_confidence_medium_is_refused() -> None:
+    # brief-writer seed 0 accepted this template on real models (held-out 0.188 -> 0.354):
+    # the check asks for a Confidence line and leaves its value to the agent, and every
+    # brief got "medium", whatever the proposal
+    raw, context = recorded("brief-writer-seed0-01")
+    parsed = parse_reply(raw, target="skill", budget=context["budget"])
+    assert [e.op for e in parsed.edits] == ["template"]
+    assert "Confidence: medium" in parsed.edits[0].content
+    checks = failing(context)
+    kept, rejected = check_hygiene(
+        parsed.edits,
+        failing_checks=checks,
+        task_prompts=[],
+        current_rules=context["rules"],
+        task_checks=checks,
+    )
+    assert kept == []
+    assert len(rejected) == 1
+    assert "accepts a choice" in rejected[0].reason
+    assert "Confidence: <text>" in rejected[0].reason
+
+
+@LABEL_ONLY_GAP
+def test_a_rule_that_fixes_a_value_the_check_asks_nothing_about_is_refused() -> None:
+    kept, rejected = check_hygiene(
+        [
+            Edit("add", 'Every answer must have a line "Confidence: medium".'),
+            Edit(
+                "add",
+                'End with "Confidence: high" when the numbers are measured, '
+                'else "Confidence: low".',
+            ),
+        ],
+        failing_checks=[CONFIDENCE],
+        task_prompts=[],
+        current_rules=[],
+        task_checks=[CONFIDENCE],
+    )
+    assert [o.edit.content for o in rejected] == [
+        'Every answer must have a line "Confidence: medium".'
+    ]
+    assert "accepts a choice" in rejected[0].reason
+    assert [e.content for e in kept] == [
+        'End with "Confidence: high" when the numbers are measured, else "Confidence: low".'
+    ]
+
+
+def test_the_typed_confidence_line_itself_is_kept() -> None:
+    kept, rejected = check_hygiene(
+        [Edit("template", "## Key Risks\n<write the key risks here>\nConfidence: <text>")],
+        failing_checks=[Check("section_present", "Key Risks"), CONFIDENCE],
+        task_prompts=[],
+        current_rules=[],
+        task_checks=[CONFIDENCE],
+    )
+    assert rejected == [] and len(kept) == 1
