@@ -134,6 +134,10 @@ def pin_problem(line: str, checks: Sequence[Check], *, template: bool = False) -
                     f"placeholder ({shape}) and add a rule that says how to choose the "
                     "value for each task"
                 )
+    if template:
+        free = _free_value_pin(line, checks)
+        if free:
+            return free
     classes = label_classes(checks)
     for label, written, value in literal_values(line):
         if label in classes:
@@ -142,6 +146,28 @@ def pin_problem(line: str, checks: Sequence[Check], *, template: bool = False) -
                 f"{line.strip()!r} fixes {written}: {value} for every answer, but the tasks "
                 f"want different values ({options}): keep a typed placeholder "
                 f"({written}: <{options}>) and add a rule that says how to choose"
+            )
+    return ""
+
+
+def _free_value_pin(line: str, checks: Sequence[Check]) -> str:
+    """A template line that fills a label whose value the check leaves to each answer
+    (`Confidence: medium` for `[Cc]onfidence\\s*[:=]`, accepted on real models), or ''.
+
+    Templates only: the offline simulator's spec has it propose that literal as a rule
+    (`Always include "Confidence: medium"`), and gitsleep's own derivations already show
+    the typed `Confidence: <text>`."""
+    for check in checks:
+        if check.op != "regex" or has_choice(check.text):
+            continue
+        shape = typed_form(check.text) or ""
+        if not shape.endswith(": <text>") or search(check.text, line) is None:
+            continue
+        for _label, written, value in literal_values(line):
+            return (
+                f"{line.strip()!r} fixes {written}: {value} for every answer, but the check "
+                f"`{check.text}` accepts a choice of value: keep the typed placeholder "
+                f"({shape}) and add a rule that says how to choose the value for each task"
             )
     return ""
 

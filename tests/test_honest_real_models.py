@@ -37,19 +37,17 @@ def failing(context: dict[str, Any]) -> list[Check]:
     return seen
 
 
-# Known gap (measured, not fixed): `honesty.pin_problem` treats only a class, range or
-# alternation as a choice, so a rule or template that fixes a label the check asks no value
-# for (`Confidence: medium` for `[Cc]onfidence\\s*[:=]`) is kept. Refusing it (a patch that
-# does, 13 lines in pin_problem, passes these tests) also refuses the offline simulator's
-# `Always include "Confidence: medium"`, which shared/spec/offline-backend.md prescribes
-# and on which the demo's held-out 0.250 -> 1.000 rests (tests/test_epoch.py): a spec
-# decision, left to the maintainers. Strict: the tests fail once the gap is closed.
+# A template that fills a label the check asks no value for (`Confidence: medium` for
+# `[Cc]onfidence\\s*[:=]`) is refused (`honesty._free_value_pin`). The same literal as a RULE
+# is still kept: shared/spec/offline-backend.md has the offline simulator propose exactly
+# `Always include "Confidence: medium"`, and the demo's held-out 0.250 -> 1.000 rests on it
+# (tests/test_epoch.py). Refusing it is a spec decision, left to the maintainers. Strict:
+# the test fails once that gap is closed.
 LABEL_ONLY_GAP = pytest.mark.xfail(
     strict=True, reason="a label the check asks no value for is not yet a choice for pins"
 )
 
 
-@LABEL_ONLY_GAP
 def test_a_recorded_template_that_fixes_confidence_medium_is_refused() -> None:
     # brief-writer seed 0 accepted this template on real models (held-out 0.188 -> 0.354):
     # the check asks for a Confidence line and leaves its value to the agent, and every
