@@ -270,9 +270,10 @@ class SkillSummary:
 
         return SkillSummary.from_json(redactor.redact_obj(to_dict(self.to_json())))
 
-    def as_up_to_date(self) -> SkillSummary:
-        """This run decided nothing: it says so, keeping the recorded decision and scores."""
-        return replace(self, decision="up_to_date", recorded_decision=self.decision,
+    def as_up_to_date(self, recorded_edits: Edits) -> SkillSummary:
+        """This run decided nothing: it says so (`up_to_date`) and repeats what the branch
+        records, its decision (one of the contract's values) with the edits behind it."""
+        return replace(self, edits=recorded_edits, recorded_decision=self.decision,
                        up_to_date=True)
 
 

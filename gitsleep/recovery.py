@@ -8,14 +8,17 @@ epoch. `run.consolidate` asks `plan_recovery` and does what it says.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gitsleep import record, report
+import git
+
+from gitsleep import gitops, record, report
 from gitsleep.config import SkillConfig
 from gitsleep.models import EpochResult, SplitSummary, Task
-from gitsleep.outcome import PrResult, SkillSummary
+from gitsleep.outcome import Edits, PrResult, SkillSummary, section
 from gitsleep.record import NOTES_REF, Digests
 from gitsleep.setup import Setup
 
@@ -84,9 +87,21 @@ def pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state: 
     return hub.find_open_pr(branch) is None and hub.find_closed_pr(branch) is None
 
 
+def recorded_edits(repo: git.Repo, commit: str | None) -> Edits:
+    """The edits the epoch at `commit` recorded in its diagnostics note; none when the note
+    is missing or unreadable (a note is untrusted input: wrong shapes read as nothing)."""
+    text = gitops.read_note(repo, commit) if commit else None
+    try:
+        note = json.loads(text) if text else None
+    except (ValueError, RecursionError):
+        return Edits()
+    return Edits.from_json(section(note, "edits")) if isinstance(note, dict) else Edits()
+
+
 def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
-                tasks: list[Task]) -> SkillSummary:
-    """The summary of an epoch the branch already records, read from its trailers."""
+               tasks: list[Task], repo: git.Repo) -> SkillSummary:
+    """The summary of an epoch the branch already records, read from its trailers and
+    its note's edits."""
     setup.say(f"{skill.name}: up to date: {branch} already records this base, these tasks "
               "and these documents; nothing to do")
     trailers = state.last_trailers
@@ -111,6 +126,6 @@ def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
                                   pr=PrResult(reason="up to date: its pull request, if one "
                                               "was opened, is unchanged"),
                                   diagnostics_path=None, redactor=setup.redactor)
-    # This run decided nothing and applied nothing: it says so rather than repeating the
-    # recorded epoch's decision next to empty edit lists (the scores are the recorded ones).
-    return summary.as_up_to_date()
+    # This run decided nothing: it says so and repeats the recorded decision with the
+    # recorded edits, never "accepted" beside empty edit lists.
+    return summary.as_up_to_date(recorded_edits(repo, state.last_gitsleep_commit))

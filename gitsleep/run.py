@@ -137,7 +137,8 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                 setup.say(f"{skill.name}: pushed the diagnostics note left behind"
                           if error is None else f"{skill.name}: notes push failed: {error}")
             if plan.action == "up to date":
-                return SkillOutcome(skill.name, up_to_date(setup, skill, branch, state, tasks))
+                return SkillOutcome(skill.name,
+                                    up_to_date(setup, skill, branch, state, tasks, repo))
             if plan.action == "finish":
                 setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
                           "request); replaying the epoch from the cache")

@@ -129,7 +129,9 @@ def test_dry_run_says_so_in_its_result_line(
 
 def test_uncommitted_documents_and_tasks_are_named_with_how_to_include_them(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    first_run = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    assert first_run.code == 0
+    first = json.loads(first_run.out)
     with (work / SKILL_MD).open("a") as handle:
         handle.write("\nA new idea, not committed yet.\n")
     with (work / "evals/example-skill/tasks.jsonl").open("a") as handle:
@@ -144,10 +146,13 @@ def test_uncommitted_documents_and_tasks_are_named_with_how_to_include_them(
             f"{SKILL_MD}; consolidate reads the committed base, so commit them") in result.out
     data = json.loads(run_cli(capsys, "--repo", str(work), "consolidate", "--json").out)
     assert data["uncommitted"] == ["evals/example-skill/tasks.jsonl", SKILL_MD]
-    # this run decided nothing and applied nothing: it says up to date, not "accepted"
-    assert data["decision"] == "up_to_date" and data["up_to_date"] is True
+    # this run decided nothing: it says up to date and repeats what the branch records, the
+    # decision (one of the contract's four values) with the edits that made it, never
+    # "accepted" beside empty edit lists
+    assert data["decision"] == "accepted" and data["up_to_date"] is True
     assert data["recorded_decision"] == "accepted"
-    assert data["edits"] == {"applied": [], "rejected": [], "unmatched": []}
+    assert data["edits"]["applied"], data["edits"]
+    assert data["edits"]["applied"] == first["edits"]["applied"]
     assert result.out.startswith("example-skill: up to date: "), result.out
     assert data["pr"]["reason"] == "up to date: its pull request, if one was opened, is unchanged"
     assert (work / ".git" / "index").read_bytes() == index  # git status left it alone

@@ -8,12 +8,13 @@ exception; `log` reads a note's structure and the trailers, never the commit's p
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gitsleep import history, report
-from gitsleep.outcome import NoteFacts, PrResult, SkillSummary, opens_pr
+from gitsleep.outcome import Edits, NoteFacts, PrResult, SkillSummary, opens_pr
 from gitsleep.redact import Redactor
 from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
 from tests.test_report import SHA, make_result
@@ -30,11 +31,15 @@ def test_the_json_summary_reads_back_as_the_same_record() -> None:
 
 
 def test_an_up_to_date_run_says_so_and_keeps_the_recorded_decision() -> None:
-    summary = report.json_summary(make_result(), branch="b", commit=SHA, pr=PrResult(),
-                                  diagnostics_path=None, redactor=Redactor()).as_up_to_date()
+    recorded = report.json_summary(make_result(), branch="b", commit=SHA, pr=PrResult(),
+                                   diagnostics_path=None, redactor=Redactor())
+    bare = replace(recorded, edits=Edits())  # what the trailers alone give
+    summary = bare.as_up_to_date(recorded.edits)
     data = summary.to_json()
+    # `decision` keeps the contract's values (accepted | rejected | no_edits | aborted)
     assert (data["decision"], data["recorded_decision"], data["up_to_date"]) == (
-        "up_to_date", "accepted", True)
+        "accepted", "accepted", True)
+    assert data["edits"] == recorded.edits.to_json() and recorded.edits.applied
     assert SkillSummary.from_json(data) == summary
 
 
