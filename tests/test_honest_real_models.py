@@ -104,3 +104,25 @@ def test_the_typed_confidence_line_itself_is_kept() -> None:
         task_checks=[CONFIDENCE],
     )
     assert rejected == [] and len(kept) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: hygiene refuses one task's answer in a rule, not in a template line",
+)
+def test_a_recorded_template_that_carries_one_tasks_answer_is_refused() -> None:
+    # brief-writer seed 2 at 3e728cc accepted this template (val 0.188 -> 0.292, held-out
+    # 0.188 -> 0.125): every brief was to carry the billing migration's impact (train-01)
+    raw, context = recorded("brief-writer-seed2-01")
+    parsed = parse_reply(raw, target="skill", budget=context["budget"])
+    template = next(e for e in parsed.edits if e.op == "template")
+    assert "billing process" in template.content
+    checks = failing(context)
+    kept, _rejected = check_hygiene(
+        [template],
+        failing_checks=checks,
+        task_prompts=context["task_prompts"],
+        current_rules=context["rules"],
+        task_checks=checks,
+    )
+    assert kept == []
