@@ -281,6 +281,26 @@ def _hygiene_problem(
     return edit, _duplicate_problem(edit, lines, existing, earlier)
 
 
+# A template line's text after its bullet and label (`- **Impact:** ...`).
+_LINE_LEAD = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:(?:\*\*|__)?[A-Za-z][\w ()/-]{0,30}?:(?:\*\*|__)?)?\s*")
+_PROSE_WORDS = 8  # a sentence this long with no placeholder is content, not a shape
+
+
+def _prose_line(lines: Sequence[str], failing: Sequence[Check]) -> str:
+    """The first template line that is a sentence of content (one answer's text written
+    into every answer: seen on real models, a brief's impact for one migration) rather
+    than a heading, a labelled slot, a placeholder or a text a failing check asks for."""
+    for line in lines:
+        if line.lstrip().startswith("#") or "<" in line:
+            continue
+        rest = _LINE_LEAD.sub("", line, count=1)
+        if len(_words(rest)) >= _PROSE_WORDS and not any(
+                fragments.serves(line, check) for check in failing):
+            return line.strip()
+    return ""
+
+
 def _specific_words(
     prompts: list[list[str]], failing: Sequence[Check], rules: Sequence[str]
 ) -> dict[str, int]:
@@ -599,6 +619,10 @@ def _template_problem(
             return edit, ("the template names nothing a failing check needs: give the headings "
                           "and labelled lines the failing checks ask for")
         content = rebuilt
+    prose = "" if rebuilt else _prose_line(lines, failing)
+    if prose:
+        return edit, (f"template line {prose!r} is one answer's content, not a shape: write a "
+                      "placeholder such as <write the impact here> for what each task fills")
     if current and " ".join(current.casefold().split()) == " ".join(content.casefold().split()):
         return edit, "the template is already in the learned block"
     if seen:

@@ -106,10 +106,6 @@ def test_the_typed_confidence_line_itself_is_kept() -> None:
     assert rejected == [] and len(kept) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: hygiene refuses one task's answer in a rule, not in a template line",
-)
 def test_a_recorded_template_that_carries_one_tasks_answer_is_refused() -> None:
     # brief-writer seed 2 at 3e728cc accepted this template (val 0.188 -> 0.292, held-out
     # 0.188 -> 0.125): every brief was to carry the billing migration's impact (train-01)
