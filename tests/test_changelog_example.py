@@ -13,21 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_cli
-from tests.support.gitrepo import isolate_git, make_repo
+from tests.support.gitrepo import example_files, isolate_git, make_repo
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "changelog-keeper"
 LEARNED = 'Always add "## [Unreleased]" to "CHANGELOG.md"'
 
 
-def example_files() -> dict[str, str | bytes]:
-    return {p.relative_to(EXAMPLE).as_posix(): p.read_bytes() for p in EXAMPLE.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
-
-
 @pytest.fixture
 def copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     isolate_git(monkeypatch, tmp_path)
-    work, _ = make_repo(tmp_path, example_files())
+    work, _ = make_repo(tmp_path, example_files("changelog-keeper"))
     return work
 
 

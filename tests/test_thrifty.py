@@ -23,7 +23,8 @@ from gitsleep.errors import BudgetExhausted, UsageError
 from gitsleep.models import Answer, Check, EpochSettings, Judge, Task
 from tests.support.cli import run_cli
 from tests.support.fake_openai import FakeOpenAIServer
-from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.support.gitrepo import commit_files, example_repo, git
+from tests.test_epoch import example_tasks
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "brief-writer"
 SKILL = "# Brief writer\n\nWrite plainly.\n"
@@ -207,17 +208,6 @@ def test_max_cost_needs_a_price_for_every_model(tmp_path: Path) -> None:
 # -- 3. the cache across nights and in the progress line ---------------------------------------
 
 
-def example_tasks() -> list[Task]:
-    tasks = []
-    for name, default in (("tasks.jsonl", None), ("held-out.jsonl", "test")):
-        for line in (EXAMPLE / "evals" / "brief-writer" / name).read_text().splitlines():
-            raw = json.loads(line)
-            checks = tuple(Check(c["op"], c.get("arg")) for c in raw["judge"]["checks"])
-            tasks.append(Task(raw["id"], raw["prompt"], default or raw["split"],
-                              Judge("rule", checks)))
-    return tasks
-
-
 def test_progress_line_says_how_many_answers_came_from_the_cache() -> None:
     cache = ResponseCache()
     skill = (EXAMPLE / "skills" / "brief-writer" / "SKILL.md").read_text()
@@ -231,21 +221,9 @@ def test_progress_line_says_how_many_answers_came_from_the_cache() -> None:
     assert "brief-writer: val (baseline): 6/6, 6 from cache" in lines
 
 
-def example_files() -> dict[str, bytes]:
-    return {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
-            for p in EXAMPLE.rglob("*") if p.is_file()}
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    isolate_git(monkeypatch, tmp_path)
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
-                 "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    work, origin = make_repo(tmp_path, example_files())
-    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore gitsleep runs")
-    git(work, "push", "--quiet", "origin", "main")
-    return work, origin
+    return example_repo(tmp_path, monkeypatch)
 
 
 def test_the_night_after_a_merged_pr_starts_from_the_cached_baseline(

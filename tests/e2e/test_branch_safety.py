@@ -16,23 +16,16 @@ import pytest
 import yaml
 
 from gitsleep import gitops
-from tests.e2e.test_git_run import consolidate, example_files
+from tests.e2e.test_git_run import consolidate
 from tests.support.cli import run_cli
-from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo
+from tests.support.gitrepo import clone, commit_files, example_repo, git
 
 BRANCH = "gitsleep/brief-writer"
 
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    isolate_git(monkeypatch, tmp_path)
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
-                 "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    work, origin = make_repo(tmp_path, example_files())
-    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore gitsleep runs")
-    git(work, "push", "--quiet", "origin", "main")
-    return work, origin
+    return example_repo(tmp_path, monkeypatch)
 
 
 def set_config(work: Path, **changes: object) -> None:

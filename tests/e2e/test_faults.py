@@ -29,12 +29,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.test_git_run import example_files, user_state
+from tests.e2e.test_git_run import user_state
 from tests.e2e.test_model_server import scripted_model
 from tests.support.cli import CliResult, run_cli
 from tests.support.fake_github import FakeGitHub, secondary_rate_limit, server_error
 from tests.support.fake_openai import FakeOpenAIServer
-from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo
+from tests.support.gitrepo import clone, commit_files, example_files, git, isolate_git, make_repo
 from tests.support.processes import kill_child
 
 BRANCH = "gitsleep/brief-writer"

@@ -16,7 +16,13 @@ from gitsleep.lock import RepoLock
 from tests.support.cli import run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer
-from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo, snapshot
+from tests.support.gitrepo import (
+    clone,
+    commit_files,
+    example_repo,
+    git,
+    snapshot,
+)
 from tests.support.processes import kill_child
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
@@ -25,22 +31,9 @@ SKILL_MD = "skills/brief-writer/SKILL.md"
 HELD_OUT = "evals/brief-writer/held-out.jsonl"
 
 
-def example_files() -> dict[str, bytes]:
-    return {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
-            for p in EXAMPLE.rglob("*") if p.is_file()}
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    isolate_git(monkeypatch, tmp_path)
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
-                 "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    work, origin = make_repo(tmp_path, example_files())
-    (work / ".gitignore").write_text(".gitsleep/\n")
-    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore gitsleep runs")
-    git(work, "push", "--quiet", "origin", "main")
-    return work, origin
+    return example_repo(tmp_path, monkeypatch)
 
 
 def consolidate(capsys: pytest.CaptureFixture[str], work: Path, *extra: str) -> tuple[int, dict]:

@@ -23,11 +23,10 @@ import yaml
 from gitsleep import documents as d
 from gitsleep.backends.offline import simulate_answer
 from gitsleep.record import TRAILER_KEYS
-from tests.e2e.test_git_run import example_files
 from tests.support.cli import CliResult, run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer
-from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.support.gitrepo import commit_files, example_files, git, isolate_git, make_repo
 
 BRANCH = "gitsleep/brief-writer"
 SKILL_MD = "skills/brief-writer/SKILL.md"

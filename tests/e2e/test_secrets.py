@@ -29,11 +29,10 @@ from hypothesis import strategies as st
 
 from gitsleep.backends.offline import simulate_answer
 from gitsleep.documents import END, START
-from tests.e2e.test_git_run import example_files
 from tests.support.cli import CliResult
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer
-from tests.support.gitrepo import commit_files, git, make_repo
+from tests.support.gitrepo import commit_files, example_files, git, make_repo
 
 BRANCH = "gitsleep/brief-writer"
 TASKS = "evals/brief-writer/tasks.jsonl"

@@ -106,6 +106,32 @@ def make_repo(
     return work, origin
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# Variables that would point a run at a real forge or another model: never from the host.
+_HOST_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
+             "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL")
+
+
+def example_files(name: str = "brief-writer") -> dict[str, str | bytes]:
+    """Every file of the bundled example `name`, by its path inside the example."""
+    root = EXAMPLES / name
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def example_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 name: str = "brief-writer") -> tuple[Path, Path]:
+    """A bundled example committed and pushed to a bare `origin` (runs ignored), with git
+    and the environment isolated from the host. Returns (working repository, origin)."""
+    isolate_git(monkeypatch, tmp_path)
+    for variable in _HOST_ENV:
+        monkeypatch.delenv(variable, raising=False)
+    work, origin = make_repo(tmp_path, example_files(name))
+    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore gitsleep runs")
+    git(work, "push", "--quiet", "origin", "main")
+    return work, origin
+
+
 def clone(origin: Path, dest: Path, *, depth: int | None = None) -> Path:
     """Clone `origin` to `dest` (shallow through a file:// URL when `depth` is given)."""
     source = origin.resolve().as_uri() if depth else str(origin)
