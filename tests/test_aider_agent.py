@@ -28,6 +28,7 @@ from tests.support.cli import run_cli
 from tests.support.dead_proxy import DeadProxy
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.gitrepo import isolate_git, make_repo
+from tests.support.skills import CHANGELOG_SKILL
 
 
 def aider_program() -> str | None:
@@ -41,18 +42,7 @@ needs_aider = pytest.mark.skipif(
 
 KEY = "loopback-aider-key-1234"
 RULE = "Put every new entry under a `## [Unreleased]` heading."
-SKILL = """---
-name: changelog
-description: Keeps the changelog.
----
-
-# Changelog skill
-
-<!-- gitsleep:learned:start -->
-## Learned rules
-{rules}
-<!-- gitsleep:learned:end -->
-"""
+SKILL = CHANGELOG_SKILL
 FIXTURE = "# Changelog\n\n## 1.0.0\n- first release\n"
 TASK = {
     "id": "v1",

@@ -18,20 +18,10 @@ from gitsleep.backends.offline import OfflineBackend, directive_for, simulate_an
 from gitsleep.workspace import tree_id
 from tests.support.cli import run_cli
 from tests.support.gitrepo import isolate_git, make_repo
+from tests.support.skills import CHANGELOG_SKILL
 
 PY = sys.executable
-SKILL = """---
-name: changelog
-description: Keeps the changelog.
----
-
-# Changelog skill
-
-<!-- gitsleep:learned:start -->
-## Learned rules
-{rules}
-<!-- gitsleep:learned:end -->
-"""
+SKILL = CHANGELOG_SKILL
 HAS_HEADING = "import sys; sys.exit('## Unreleased' not in open('CHANGELOG.md').read())"
 CHECKS = [
     ["file_contains", json.dumps({"path": "CHANGELOG.md", "text": "## Unreleased"})],

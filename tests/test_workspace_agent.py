@@ -13,20 +13,10 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.fake_agents import install
 from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.support.skills import CHANGELOG_SKILL
 
 PY = sys.executable
-SKILL = """---
-name: changelog
-description: Keeps the changelog.
----
-
-# Changelog skill
-
-<!-- gitsleep:learned:start -->
-## Learned rules
-{rules}
-<!-- gitsleep:learned:end -->
-"""
+SKILL = CHANGELOG_SKILL
 NOT_UNCOMMITTED = "import sys; sys.exit('UNCOMMITTED' in open('CHANGELOG.md').read())"
 
 
