@@ -14,8 +14,8 @@ import pytest
 
 from gitsleep import report, run
 from gitsleep.setup import Setup
-from tests.support.cli import run_cli
-from tests.support.gitrepo import git, isolate_git, make_repo
+from tests.support.cli import init_repo, run_cli
+from tests.support.gitrepo import git, isolate_git
 
 SKILL_MD = "skills/example-skill/SKILL.md"
 
@@ -24,16 +24,7 @@ SKILL_MD = "skills/example-skill/SKILL.md"
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
          capsys: pytest.CaptureFixture[str]) -> Path:
     """A repository after `gitsleep init` (2 val and 2 held-out tasks), committed and pushed."""
-    isolate_git(monkeypatch, tmp_path)
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
-                 "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL", "CI"):
-        monkeypatch.delenv(name, raising=False)
-    work, _ = make_repo(tmp_path)
-    assert run_cli(capsys, "--repo", str(work), "init").code == 0
-    git(work, "add", "-A")
-    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
-    git(work, "push", "--quiet", "origin", "main")
-    return work
+    return init_repo(tmp_path, monkeypatch, capsys)[0]
 
 
 def floats(data: object) -> list[float]:

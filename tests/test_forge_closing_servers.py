@@ -18,9 +18,9 @@ import pytest
 
 from gitsleep.errors import GitError
 from gitsleep.forge import ForgeSettings, GitHubForge, Pacing, sync_pull_request
-from tests.support.cli import run_cli
+from tests.support.cli import init_repo, run_cli
 from tests.support.fake_github import FakeGitHub
-from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.support.gitrepo import commit_files, git
 
 HEAD = "gitsleep/brief-writer"
 GETS = 150  # per server shape; 69 of 300 failed before the fix
@@ -103,22 +103,7 @@ def test_a_night_opens_its_pull_request_through_a_server_that_closes_each_connec
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The whole consolidate: it pushed its branch and stopped with exit 4 before the PR."""
-    isolate_git(monkeypatch, tmp_path)
-    for name in (
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "GITHUB_REPOSITORY",
-        "GITHUB_API_URL",
-        "CI",
-        "GITSLEEP_MODEL",
-        "GITSLEEP_BACKEND",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    work, _ = make_repo(tmp_path)
-    assert run_cli(capsys, "--repo", str(work), "init").code == 0
-    git(work, "add", "-A")
-    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
-    git(work, "push", "--quiet", "origin", "main")
+    work, _ = init_repo(tmp_path, monkeypatch, capsys)
     with FakeGitHub(protocol="HTTP/1.0", close_connections=True) as github:
         for key, value in github.env().items():
             monkeypatch.setenv(key, value)

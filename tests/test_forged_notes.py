@@ -20,7 +20,7 @@ import pytest
 
 from gitsleep.config import SKILL_NAME_RE
 from gitsleep.record import NOTES_REF
-from tests.support.cli import run_cli
+from tests.support.cli import init_repo, run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo
 
@@ -308,22 +308,7 @@ def test_a_superseded_epoch_whose_commit_is_gone_is_still_read_from_its_note(
 def test_a_forged_note_on_origin_does_not_stop_the_pull_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], shape: str
 ) -> None:
-    isolate_git(monkeypatch, tmp_path)
-    for name in (
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "GITHUB_REPOSITORY",
-        "GITHUB_API_URL",
-        "CI",
-        "GITSLEEP_MODEL",
-        "GITSLEEP_BACKEND",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    work, origin = make_repo(tmp_path)
-    assert run_cli(capsys, "--repo", str(work), "init").code == 0
-    git(work, "add", "-A")
-    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
-    git(work, "push", "--quiet", "origin", "main")
+    work, origin = init_repo(tmp_path, monkeypatch, capsys)
     with FakeGitHub() as github:
         for key, value in github.env().items():
             monkeypatch.setenv(key, value)
@@ -355,22 +340,7 @@ def test_a_forged_note_on_the_branch_tip_in_a_fresh_clone_is_one_line(
 ) -> None:
     """A nightly job clones afresh: its only proof for the branch tip is origin's note. A
     forged one proves nothing (the run refuses the branch, one line), and never crashes."""
-    isolate_git(monkeypatch, tmp_path)
-    for name in (
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "GITHUB_REPOSITORY",
-        "GITHUB_API_URL",
-        "CI",
-        "GITSLEEP_MODEL",
-        "GITSLEEP_BACKEND",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    work, origin = make_repo(tmp_path)
-    assert run_cli(capsys, "--repo", str(work), "init").code == 0
-    git(work, "add", "-A")
-    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
-    git(work, "push", "--quiet", "origin", "main")
+    work, origin = init_repo(tmp_path, monkeypatch, capsys)
     assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
     tip = git(work, "rev-parse", BRANCH)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import init_repo, run_cli
 from tests.support.fake_github import FakeGitHub
-from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.support.gitrepo import commit_files, git
 
 SKILL_MD = "skills/example-skill/SKILL.md"
 BRANCH = "gitsleep/example-skill"
@@ -21,16 +21,7 @@ BRANCH = "gitsleep/example-skill"
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
          capsys: pytest.CaptureFixture[str]) -> Path:
-    isolate_git(monkeypatch, tmp_path)
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL", "CI",
-                 "GITSLEEP_MODEL", "GITSLEEP_BACKEND"):
-        monkeypatch.delenv(name, raising=False)
-    work, _ = make_repo(tmp_path)
-    assert run_cli(capsys, "--repo", str(work), "init").code == 0
-    git(work, "add", "-A")
-    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
-    git(work, "push", "--quiet", "origin", "main")
-    return work
+    return init_repo(tmp_path, monkeypatch, capsys)[0]
 
 
 def two_epochs(work: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from gitsleep.cli import main
+from tests.support.gitrepo import HOST_ENV, git, isolate_git, make_repo
 
 
 @dataclass
@@ -26,3 +28,19 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     captured = capsys.readouterr()
     return CliResult(code, captured.out, captured.err)
+
+
+def init_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    """A repository after `gitsleep init` (its example skill and tasks), committed and
+    pushed to a bare `origin`; git, the forge, model and CI variables isolated from the
+    host. Returns (working repository, origin)."""
+    isolate_git(monkeypatch, tmp_path)
+    for name in (*HOST_ENV, "CI"):
+        monkeypatch.delenv(name, raising=False)
+    work, origin = make_repo(tmp_path)
+    assert run_cli(capsys, "--repo", str(work), "init").code == 0
+    git(work, "add", "-A")
+    git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
+    git(work, "push", "--quiet", "origin", "main")
+    return work, origin

@@ -108,7 +108,7 @@ def make_repo(
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Variables that would point a run at a real forge or another model: never from the host.
-_HOST_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
+HOST_ENV = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL",
              "GITSLEEP_MODEL", "GITSLEEP_BACKEND", "GITSLEEP_BASE_URL")
 
 
@@ -124,7 +124,7 @@ def example_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     """A bundled example committed and pushed to a bare `origin` (runs ignored), with git
     and the environment isolated from the host. Returns (working repository, origin)."""
     isolate_git(monkeypatch, tmp_path)
-    for variable in _HOST_ENV:
+    for variable in HOST_ENV:
         monkeypatch.delenv(variable, raising=False)
     work, origin = make_repo(tmp_path, example_files(name))
     commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore gitsleep runs")
