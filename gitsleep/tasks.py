@@ -22,7 +22,7 @@ import math
 import posixpath
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -720,16 +720,27 @@ def check_skill_tasks(repo_root: Path, skill: SkillConfig) -> tuple[list[Task], 
         tasks.extend(file_tasks)
         problems.extend(file_problems)
     tasks = _drop_duplicates(tasks, problems)
+    _check_workspaces(repo_root, tasks, problems)
+    _check_prompt_leaks(tasks, problems)
+    return tasks, problems + skill_problems(repo_root, skill, tasks, problems)
+
+
+def skill_problems(repo_root: Path, skill: SkillConfig, tasks: list[Task],
+                   file_problems: Sequence[Problem] = ()) -> list[Problem]:
+    """The problems that belong to the skill, not to its task files (its package, its split
+    sizes): `validate` runs these for every skill, also for skills that share task files.
+    `file_problems` are the task files' own: with an error among them, an empty task list
+    is their consequence and gets no line of its own."""
+    problems: list[Problem] = list(file_problems)
+    first = len(problems)
     if skill.package is not None:  # installed beside the skill: a folder like a workspace
         problem = workspaces.folder_problem_on_disk(repo_root, skill.package)
         if problem:
             fix = problem.replace("the task's workspace", "the skill's package:")
             problems.append(Problem(CONFIG_NAME, None, "GS137", ERROR,
                                     f"skill {skill.name!r}: package {skill.package!r} {fix}"))
-    _check_workspaces(repo_root, tasks, problems)
-    _check_prompt_leaks(tasks, problems)
     _check_split_sizes(skill, tasks, problems)
-    return tasks, problems
+    return problems[first:]
 
 
 def _check_workspaces(repo_root: Path, tasks: list[Task], problems: list[Problem]) -> None:

@@ -452,3 +452,21 @@ def test_no_held_out_tasks_is_a_warning_that_says_val_decides(
     assert (code, out) == (0, "")
     assert ("writer: warning: no held-out (test) tasks, so val decides whether a pull request "
             "opens") in err
+
+
+def test_skills_sharing_task_files_each_get_their_own_skill_problems(repo: Path) -> None:
+    """The shared parse (issue 24 class 10) must not hand one skill's own problems to
+    another: each skill is named in its split-size line, and each package is checked."""
+    from gitsleep.commands import validate_cmd
+    from gitsleep.config import load_config
+
+    (repo / TASKS).write_text(record("t1", "train") + record("t2", "train"))  # no val task
+    skills = "".join(f"  - name: {name}\n    skill: {SKILL}\n    tasks: [{TASKS}]\n{extra}"
+                     for name, extra in (("first", ""), ("second", "    package: missing\n")))
+    (repo / ".gitsleep.yml").write_text(f"version: 1\nbackend: offline\nskills:\n{skills}")
+    config = load_config(repo / ".gitsleep.yml")
+    report = validate_cmd.validate_repo(repo, config, {}, repo / ".gitsleep.yml")
+    messages = [p.message for p in report.problems]
+    assert any("skill 'first' has no val tasks" in m for m in messages), messages
+    assert any("skill 'second' has no val tasks" in m for m in messages), messages
+    assert any("skill 'second': package 'missing'" in m for m in messages), messages

@@ -44,7 +44,7 @@ from gitsleep.problems import (
 )
 from gitsleep.redact import Redactor
 from gitsleep.report import SMALL_SPLIT, small_splits
-from gitsleep.tasks import check_skill_tasks
+from gitsleep.tasks import check_skill_tasks, skill_problems
 from gitsleep.workspace import backend_problem as workspace_backend_problem
 
 FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -96,19 +96,21 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
     seen_task_files: set[str] = set()
     secrets = secret_values(config, env)
     limits = (config.learned_block.max_lines, config.learned_block.max_chars)
-    # Skills that list the same task files get the same tasks and problems: parse them once
-    # (1,500 skills naming one file parsed it 1,500 times). A list naming a file twice is
-    # left out: its GS001 line names the skill.
+    # Skills that list the same task files get the same tasks and file problems: parse them
+    # once (1,500 skills naming one file parsed it 1,500 times); each skill's own problems
+    # (package, split sizes: they name the skill) are found for every skill. A list naming a
+    # file twice is left out: its GS001 line names the skill.
     parsed: dict[tuple[tuple[str, str], ...], tuple[list[Task], list[Problem]]] = {}
     for skill in config.skills:
         key = tuple((entry.path, entry.split) for entry in skill.tasks)
         if key not in parsed:
-            parsed_now = check_skill_tasks(repo_root, skill)
+            tasks, task_problems = check_skill_tasks(repo_root, skill)
             if len({path for path, _ in key}) == len(key):
-                parsed[key] = parsed_now
+                own = set(skill_problems(repo_root, skill, tasks, task_problems))
+                parsed[key] = (tasks, [p for p in task_problems if p not in own])
         else:
-            parsed_now = parsed[key]
-        tasks, task_problems = parsed_now
+            tasks, shared = parsed[key]
+            task_problems = shared + skill_problems(repo_root, skill, tasks, shared)
         report.tasks += len(tasks)
         report.splits[skill.name] = {split: sum(1 for t in tasks if t.split == split)
                                      for split in ("train", "val", "test")}
