@@ -118,3 +118,23 @@ def test_the_benchmark_floor_counts_the_sampled_answers_so_calls_over_floor_stay
         result = run_epoch(tasks(), {"skill": SKILL, "memory": None}, settings(rollouts=3),
                            backend, skill="outage")
         assert result.cost.calls == floor_of(result, tasks()).total
+
+
+def test_a_sampled_answer_that_echoes_the_template_does_not_pass_as_the_better_one():
+    """Integrity (issue 25) holds for sampled answers too: one that repeats the learned
+    template's placeholder fails, as in replay, so it is never shown as the better answer."""
+    from gitsleep.calls import CallRunner
+
+    class Echo(Backend):
+        name = "scripted"
+
+        def complete(self, call: ModelCall) -> Answer:
+            return Answer("## Impact\n<write the impact here>\nSeverity: 2", None, 10, 10)
+
+    skill = d.apply_edits(SKILL, [d.Edit("template",
+                                         "## Impact\n<write the impact here>\nSeverity: <1-4>")])[0]
+    out = rollouts.sample(CallRunner(Echo()), tasks()[:1], {"skill": skill, "memory": None},
+                          settings(rollouts=2))
+    [sampled] = out["train-0"]
+    assert sampled.score is not None and sampled.score.hard == 0.0
+    assert sampled.score.reason.startswith("integrity:"), sampled.score.reason
