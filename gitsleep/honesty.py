@@ -211,8 +211,6 @@ def superseded(line: str, rules: Sequence[str]) -> str | None:
 
 # -- integrity in scoring ------------------------------------------------------------------
 
-INTEGRITY_PREFIX = "integrity:"
-
 
 def template_placeholders(template: str) -> list[str]:
     return list(dict.fromkeys(m.group(0) for m in _ANGLE.finditer(template)))

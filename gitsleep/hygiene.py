@@ -443,18 +443,6 @@ def _angle_placeholder(text: str, failing: Sequence[Check]) -> str:
     return ""
 
 
-def _placeholder_in(text: str, failing: Sequence[Check]) -> str:
-    """The first placeholder in `text` that no failing check asks for, or ''."""
-    token = _angle_placeholder(text, failing)
-    if token:
-        return token
-    for pattern in (_WORD_PLACEHOLDER, _CURLY_PLACEHOLDER):
-        for match in pattern.finditer(text):
-            if not _required_by(match.group(0), failing):
-                return match.group(0)
-    return ""
-
-
 def _untyped_placeholder(lines: list[str], failing: Sequence[Check]) -> str:
     """The first placeholder that is an echo, not a typed one a failing check leaves open
     (`Severity: <1-4>` for `Severity:\\s*[1-4]`, kept for the agent to fill), or ''."""

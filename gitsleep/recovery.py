@@ -54,8 +54,6 @@ class Recovery:
 def plan_recovery(setup: Setup, repo: Any, state: Any, digests: Digests, remote: str | None,
                   branch: str, options: GitOptions) -> Recovery:
     """The one place that reads the branch's state to decide what this run does."""
-    from gitsleep import gitops
-
     push = bool(remote and options.push is not False)
     recorded = digests.recorded_in(state.last_trailers)
     commit = state.last_gitsleep_commit

@@ -130,13 +130,13 @@ def _first_answer(task: TaskResult | None) -> tuple[str, str]:
 def compare(split: Split, base: PassResult, head: PassResult) -> SplitReview:
     """Before/after, n and the paired interval of one split, and the tasks that moved."""
     summary = gate.summarise(base, head, len(head.tasks))
-    before_by_id = base.by_id()
+    before_by_id, after_by_id = base.by_id(), head.by_id()
     changed = []
     for delta in gate.deltas(base, head):
         if delta.status == "unchanged":
             continue
         answer_before, _ = _first_answer(before_by_id.get(delta.task_id))
-        answer_after, reason = _first_answer(head.by_id().get(delta.task_id))
+        answer_after, reason = _first_answer(after_by_id.get(delta.task_id))
         changed.append(TaskChange(delta.task_id, split, delta.before, delta.after,
                                   answer_before, answer_after, reason))
     changed.sort(key=lambda c: (c.after is None or c.before is None,
