@@ -13,6 +13,7 @@ happen to want it. Both verify what they build with the judge's own time-bounded
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -149,6 +150,7 @@ def merge_typed(first: str, second: str) -> str | None:
     return f"{first[: a.start()]}<{_slot_name(options)}>{first[a.end() :]}"
 
 
+@functools.lru_cache(maxsize=4096)  # pure; hygiene and honesty ask per line and per check
 def _build(pattern: str, *, typed: bool) -> tuple[str, int] | None:
     try:
         re.compile(pattern)

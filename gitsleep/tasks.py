@@ -747,11 +747,15 @@ def _check_workspaces(repo_root: Path, tasks: list[Task], problems: list[Problem
     """Each task's workspace folder is a folder of this checkout that stays inside the
     repository, and each check command's program can be found where it would run: on
     PATH, or in the workspace for `./script` (so a night never starts to fail on it)."""
+    folder_problems: dict[str, str | None] = {}  # tasks share fixtures: walk each folder once
     for task in tasks:
         name = f"task {_shown(task.id)}"
         folder: Path | None = None
         if task.workspace is not None:
-            problem = workspaces.folder_problem_on_disk(repo_root, task.workspace)
+            if task.workspace not in folder_problems:
+                folder_problems[task.workspace] = workspaces.folder_problem_on_disk(
+                    repo_root, task.workspace)
+            problem = folder_problems[task.workspace]
             if problem:
                 problems.append(Problem(task.source, task.line, "GS131", ERROR,
                                         f"{name}: workspace {task.workspace!r} {problem}"))
