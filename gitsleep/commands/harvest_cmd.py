@@ -113,12 +113,11 @@ def _llm_miner(setup: Setup):  # noqa: ANN202 - LlmMiner, imported lazily
         raise UsageError("--llm needs a real model: the offline simulator cannot read "
                          "transcripts; set backend: openai (and a model) in .gitsleep.yml, "
                          "or drop --llm")
-    _, optimizer, _ = setup.config.models()
-    budget = setup.config.budget
-    runner = CallRunner(make_backend(setup), cache=make_cache(setup),
-                        max_calls=budget.max_calls, max_tokens=budget.max_tokens, workers=1)
+    settings = setup.config.epoch_settings(roles=("optimizer",))
+    runner = CallRunner.for_settings(make_backend(setup), settings, cache=make_cache(setup),
+                                     workers=1)  # every budget, money and minutes included
     home = setup.env.get("HOME")
-    return LlmMiner(runner, optimizer, lambda: Masker(setup.redactor, home))
+    return LlmMiner(runner, settings.optimizer_model, lambda: Masker(setup.redactor, home))
 
 
 def _report(setup: Setup, summary: dict, result: pipeline.Harvest, relative: str,

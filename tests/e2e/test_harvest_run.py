@@ -233,3 +233,25 @@ def test_usage_errors_are_one_line(repo: tuple[Path, Path, Path],
         result = harvest(capsys, work, *args)
         assert result.code == 2, (args, result.err)
         assert message in result.err and "Traceback" not in result.err
+
+
+def test_llm_miner_keeps_the_budget_in_money(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`budget.max_cost` holds for `harvest --llm` as for every command that spends calls:
+    the second call, estimated from the first, would pass it and is never sent."""
+    work, _, home = repo
+    write_history(home, work, "claude")
+    config = (work / ".gitsleep.yml").read_text()
+    with FakeOpenAIServer(lambda request: '{"tasks": []}') as server:
+        (work / ".gitsleep.yml").write_text(
+            config.replace("backend: offline", f"backend: openai\nbase_url: {server.base_url}")
+            .replace("model: null", "model: small-model")
+            + "budget: {max_cost: 0.000001}\n"
+            + "prices: {small-model: {prompt: 1000.0, completion: 1000.0}}\n")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key-123456789")
+        result = harvest(capsys, work, "--from", "claude", "--llm", "--json")
+        sent = len(server.requests)
+    assert sent == 1, (sent, result.err)
+    assert "budget.max_cost" in result.out + result.err
