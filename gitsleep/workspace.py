@@ -632,6 +632,23 @@ def install_package(cache: WorkspaceCache, found: Mapping[str, Any], workspace: 
     return installed
 
 
+def workspace_of(context: Mapping[str, Any] | None, purpose: str) -> Mapping[str, Any] | None:
+    """The task folder an answer call carries (see `call_context`), or None."""
+    found = (context or {}).get("workspace") if purpose == "answer" else None
+    return found if isinstance(found, Mapping) else None
+
+
+def call_key(context: Mapping[str, Any] | None, purpose: str) -> str:
+    """What a cached answer depends on besides the call itself, for a backend's cache salt:
+    the workspace's tree and check commands (the answer carries its checks' outcomes) and
+    the installed package's tree (a changed script re-runs); '' for neither."""
+    found = workspace_of(context, purpose)
+    key = "" if found is None else workspace_key(str(found.get("tree")),
+                                                  context_commands(found))
+    package = package_of(context) if purpose == "answer" else None
+    return key + ("" if package is None else f"\0package:{package.get('tree')}")
+
+
 def context_commands(context: Mapping[str, Any]) -> list[list[str]]:
     """The check commands of a workspace call's context (for its cache key)."""
     from gitsleep.check_ops import OPS, command_argv

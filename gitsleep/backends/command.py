@@ -398,17 +398,12 @@ class CommandBackend(Backend):
         """The command, the agent's version and the installed files: an upgrade re-scores."""
         spec = self.spec
         files = sorted(self.installed_files(call).items())
-        workspace = _workspace_of(call)
+        workspace = task_workspace.workspace_of(call.context, call.purpose)
         command = spec.workspace_command if workspace is not None else None
         payload = json.dumps([list(command or spec.command), spec.prompt, spec.answer,
                               list(spec.env), self.version(), files], ensure_ascii=False)
-        if workspace is not None:  # the fixture's tree and the check commands: a cached
-            # answer carries its checks' outcomes, valid for these only (issue 26)
-            payload += task_workspace.workspace_key(str(workspace.get("tree")),
-                                                task_workspace.context_commands(workspace))
-        package = task_workspace.package_of(call.context) if call.purpose == "answer" else None
-        if package is not None:  # the installed package's tree: a changed script re-runs
-            payload += f"\0package:{package.get('tree')}"
+        payload += task_workspace.call_key(call.context, call.purpose)  # fixture, checks,
+        # package: a cached answer carries its checks' outcomes, valid for these only
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     # -- what the agent sees -----------------------------------------------------------
@@ -444,7 +439,7 @@ class CommandBackend(Backend):
         """One run of the agent in a fresh workspace. Raises BackendError if it cannot start."""
         spec = self.spec
         prompt = self.prompt_text(call)
-        task_folder = _workspace_of(call)
+        task_folder = task_workspace.workspace_of(call.context, call.purpose)
         argv = agent_argv(spec, prompt, workspace=task_folder is not None)
         if self._interrupted.is_set():
             return AgentRun(argv=list(spec.command), files=[],
@@ -608,13 +603,6 @@ class CommandBackend(Backend):
     def _line(self, text: str) -> str:
         """Redacted, one line, short: safe for diagnostics, logs and commits."""
         return clip(" ".join(one_line(self.redactor.redact(text)).split()), MESSAGE_MAX_CHARS)
-
-
-def _workspace_of(call: ModelCall) -> Mapping[str, object] | None:
-    """The task folder an answer call carries (see `workspace.call_context`), or None."""
-    context = call.context or {}
-    found = context.get("workspace") if call.purpose == "answer" else None
-    return found if isinstance(found, Mapping) else None
 
 
 def agent_environment(env: Mapping[str, str], spec: AgentSpec) -> dict[str, str]:

@@ -284,13 +284,7 @@ class OfflineBackend(Backend):
     def cache_salt(self, call: ModelCall) -> str:
         """A workspace answer carries its checks' outcomes: valid for this fixture tree and
         these check commands only (as for `backend: command`)."""
-        found = _workspace_of(call)
-        if found is None:
-            return ""
-        package = task_workspace.package_of(call.context)
-        return task_workspace.workspace_key(str(found.get("tree")),
-                                            task_workspace.context_commands(found)) + (
-            f":package:{package.get('tree')}" if package is not None else "")
+        return task_workspace.call_key(call.context, call.purpose)
 
     def complete(self, call: ModelCall) -> Answer:
         context = dict(call.context or {})
@@ -300,7 +294,7 @@ class OfflineBackend(Backend):
                 documents = [c for role, c in call.messages if role == "system"]
             prompt = "\n".join(c for role, c in call.messages if role == "user")
             text = simulate_answer(list(documents), prompt)
-            found = _workspace_of(call)
+            found = task_workspace.workspace_of(call.context, call.purpose)
             if found is not None:
                 return self._in_workspace(call, found, list(documents), text)
         elif call.purpose == "propose":
@@ -351,9 +345,3 @@ class OfflineBackend(Backend):
                       completion_tokens=len(text) // 4,
                       checks=tuple((i, ok, why) for i, (ok, why) in sorted(outcomes.items())),
                       diff=diff)
-
-
-def _workspace_of(call: ModelCall) -> Mapping[str, Any] | None:
-    """The task folder an answer call carries (see `workspace.call_context`), or None."""
-    found = (call.context or {}).get("workspace") if call.purpose == "answer" else None
-    return found if isinstance(found, Mapping) else None
