@@ -92,6 +92,13 @@ def command_argv(arg: str) -> list[str] | None:
     return value
 
 
+def check_argv(op: str, arg: str) -> list[str] | None:
+    """The argv a check runs (an op that runs a program, with a sound argv), else None: what
+    validation, `validate`'s list and the cache key read the same way."""
+    spec = OPS.get(op)  # type: ignore[call-overload]
+    return command_argv(arg) if spec is not None and spec.runs_program else None
+
+
 def file_text_arg(arg: str) -> tuple[str, str, str]:
     """(path, "text" or "regex", value) of a `file_contains` check's canonical JSON arg."""
     value = json.loads(arg)

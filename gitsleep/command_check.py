@@ -189,13 +189,12 @@ def check_answer(argv: Sequence[str], answer: str, **options: Any) -> tuple[bool
 def night_commands(skill: str, tasks: Iterable[Task]) -> list[str]:
     """One line per check command the tasks would run, for `validate` to show: a person
     reading a task file change sees every program a night will start."""
-    from gitsleep.check_ops import OPS, command_argv
+    from gitsleep.check_ops import check_argv
 
     lines = []
     for task in tasks:
         for check in task.judge.checks:
-            spec = OPS.get(check.op)
-            argv = command_argv(check.text) if spec is not None and spec.runs_program else None
+            argv = check_argv(check.op, check.text)
             if argv is None:
                 continue
             where = (f"in the workspace {task.workspace}" if task.workspace

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import yaml
 
 from gitsleep import workspace as workspaces
-from gitsleep.check_ops import OPS, RULE_OPS, CheckOp, command_argv, is_check_op
+from gitsleep.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check_op
 from gitsleep.command_check import argv_problem, program_problem
 from gitsleep.config import CONFIG_NAME, SkillConfig
 from gitsleep.errors import UsageError
@@ -762,7 +762,7 @@ def _check_workspaces(repo_root: Path, tasks: list[Task], problems: list[Problem
                 continue
             folder = repo_root / task.workspace
         for number, check in enumerate(task.judge.checks, start=1):
-            argv = command_argv(check.text) if OPS[check.op].arg_shape == "argv" else None
+            argv = check_argv(check.op, check.text)
             if argv is not None:
                 problem = program_problem(argv, folder)
                 if problem:

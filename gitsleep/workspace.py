@@ -651,15 +651,10 @@ def call_key(context: Mapping[str, Any] | None, purpose: str) -> str:
 
 def context_commands(context: Mapping[str, Any]) -> list[list[str]]:
     """The check commands of a workspace call's context (for its cache key)."""
-    from gitsleep.check_ops import OPS, command_argv
+    from gitsleep.check_ops import check_argv
 
-    commands = []
-    for op, arg in context.get("checks", ()):
-        spec = OPS.get(op)
-        argv = command_argv(str(arg)) if spec is not None and spec.runs_program else None
-        if argv is not None:
-            commands.append(argv)
-    return commands
+    return [argv for op, arg in context.get("checks", ())
+            if (argv := check_argv(str(op), str(arg))) is not None]
 
 
 def backend_problem(task: Task, backend: str, *, located: bool = True) -> str:
