@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
 from gitsleep.errors import BudgetExhausted
-from gitsleep.models import Answer, Cost, EpochSettings
+from gitsleep.models import Answer, Cost, EpochSettings, usd
 
 Tick = Callable[[], None]  # one unit of a pass is done
 StepHook = Callable[[str, int], Tick]  # (label, total) -> tick: the edge's progress display
@@ -161,9 +161,7 @@ class CallRunner:
         return None
 
     def _usd(self, model: str, answer: Answer) -> float:
-        price = self.prices.get(model) or {}
-        return (answer.prompt_tokens * price.get("prompt", 0.0)
-                + answer.completion_tokens * price.get("completion", 0.0)) / 1e6
+        return usd(self.prices.get(model), answer.prompt_tokens, answer.completion_tokens)
 
     def agent_seconds(self) -> float:
         """Wall seconds spent in finished real calls (as the backend measured them)."""

@@ -40,6 +40,7 @@ from gitsleep.models import (
     SplitSummary,
     Task,
     TaskResult,
+    usd,
 )
 from gitsleep.scores import fmt_score
 
@@ -813,15 +814,11 @@ def budget_note(settings: EpochSettings, tasks: Sequence[Task],
         reflect_in = (document + sum(len(t.prompt) for t in tasks if t.split == "train")) / 4
         reflect_out = settings.max_reflect_tokens or 0
 
-        def usd(model: str, prompt: float, completion: float) -> float:
-            price = settings.prices.get(model) or {}
-            return (prompt * price.get("prompt", 0.0)
-                    + completion * price.get("completion", 0.0)) / 1e6
-
         targets = 2 if documents.get("memory") is not None else 1
         reflects = min(ceiling, 2 * max(1, settings.proposals) * settings.rounds * targets)
-        most = ((ceiling - reflects) * usd(settings.model, answer_in, out_cap)
-                + reflects * usd(settings.optimizer_model, reflect_in, reflect_out))
+        prices = settings.prices
+        most = ((ceiling - reflects) * usd(prices.get(settings.model), answer_in, out_cap)
+                + reflects * usd(prices.get(settings.optimizer_model), reflect_in, reflect_out))
         uncapped = "" if out_cap and reflect_out else " (a token cap is off: not a bound)"
         parts.append(f"estimated cost at most ${most:.4f} for {ceiling} calls at their token "
                      f"caps{uncapped}; capped at ${settings.max_cost:g} (budget.max_cost)")

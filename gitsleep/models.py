@@ -328,9 +328,17 @@ class Cost:
             price = prices.get(model)
             if price is None:
                 return None  # an unpriced model: no estimate rather than a wrong one
-            total += used.get("prompt_tokens", 0) * price.get("prompt", 0.0) / 1e6
-            total += used.get("completion_tokens", 0) * price.get("completion", 0.0) / 1e6
+            total += usd(price, used.get("prompt_tokens", 0), used.get("completion_tokens", 0))
         return round(total, 6)
+
+
+def usd(price: Mapping[str, float] | None, prompt_tokens: float,
+        completion_tokens: float) -> float:
+    """What tokens cost at one model's {prompt, completion} USD-per-1M-token price (no
+    price: 0; callers that must not guess check for a price first)."""
+    price = price or {}
+    return (prompt_tokens * price.get("prompt", 0.0)
+            + completion_tokens * price.get("completion", 0.0)) / 1e6
 
 
 @dataclass
