@@ -13,6 +13,7 @@ import json
 import os
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -80,14 +81,8 @@ class ResponseCache:
     def put(self, key: str, answer: Answer) -> None:
         if not answer.ok:
             return
-        stored = Answer(
-            text=answer.text,
-            prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens,
-            finish_reason=answer.finish_reason,
-            checks=answer.checks,
-            diff=answer.diff,
-        )
+        # what a later hit gives back, as a file would: no timing, no per-call flags
+        stored = replace(answer, cached=False, seconds=None, tokens_known=True)
         with self._lock:
             self._memory[key] = stored
         if self.directory is None:

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.cache import ResponseCache
@@ -182,15 +182,7 @@ class CallRunner:
         if hit is not None:
             with self._lock:
                 self.cost.cache_hits += 1
-            return Answer(
-                text=hit.text,
-                prompt_tokens=hit.prompt_tokens,
-                completion_tokens=hit.completion_tokens,
-                cached=True,
-                finish_reason=hit.finish_reason,
-                checks=hit.checks,  # a workspace answer's check outcomes (issue 26)
-                diff=hit.diff,  # and the agent's change, for reflection
-            )
+            return replace(hit, cached=True)  # with a workspace answer's outcomes and diff
         if self._stopped is not None:
             raise self._stopped
         estimate = self._reserve(request)
