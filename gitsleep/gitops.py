@@ -62,6 +62,7 @@ from typing import Any
 
 import git
 
+from gitsleep import remote_notes
 from gitsleep.errors import GitError, UsageError
 from gitsleep.gitrun import harden, is_ancestor, last_line, ref_sha, run_git, try_git
 from gitsleep.lock import RepoLock, gitsleep_dir, owner_is_dead, owner_record
@@ -340,15 +341,12 @@ def _commits(
 
 
 def _tracking_notes(remote: str, ref: str = NOTES_REF) -> str:
-    return f"refs/notes/remotes/{remote}/{_notes_ref(ref).removeprefix('refs/notes/')}"
+    return remote_notes.tracking_ref(remote, _notes_ref(ref))
 
 
 def _fetch_notes(repo: git.Repo, remote: str, ref: str = NOTES_REF) -> bool:
     """Fetch the remote's notes into the tracking notes ref; False when it has none."""
-    ref = _notes_ref(ref)
-    status, _, _ = try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
-                            f"+{ref}:{_tracking_notes(remote, ref)}")
-    return status == 0
+    return remote_notes.fetch(Path(str(repo.working_dir)), remote, _notes_ref(ref))
 
 
 def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None,
@@ -887,7 +885,7 @@ def read_note(repo: git.Repo, sha: str, ref: str = NOTES_REF) -> str | None:
 
 def _push_notes(repo: git.Repo, remote: str, ref: str) -> str | None:
     """Push the notes ref; on rejection merge the remote's notes in and retry. None = done."""
-    tracking = f"refs/notes/remotes/{remote}/{ref.removeprefix('refs/notes/')}"
+    tracking = _tracking_notes(remote, ref)
     error = "not attempted"
     with RepoLock(repo, _NOTES_LOCK, wait=60):
         for attempt in range(_NOTES_PUSH_ATTEMPTS):
@@ -911,16 +909,17 @@ def _push_notes(repo: git.Repo, remote: str, ref: str) -> str | None:
     return error
 
 
-def remote_has_note(repo: git.Repo, remote: str, sha: str, ref: str = NOTES_REF) -> bool:
+def remote_has_note(repo: git.Repo, remote: str, sha: str, ref: str = NOTES_REF, *,
+                    fetch: bool = True) -> bool:
     """Whether the remote's notes ref holds a note for `sha` (a run killed while pushing
-    notes leaves the branch pushed but the note behind). Fetches into the tracking ref."""
+    notes leaves the branch pushed but the note behind). Fetches into the tracking ref
+    first, unless the caller knows it was just fetched (`inspect_branch` does, whenever
+    the remote has the branch)."""
     ref = _notes_ref(ref)
-    tracking = f"refs/notes/remotes/{remote}/{ref.removeprefix('refs/notes/')}"
-    status, _, _ = try_git(repo.git, "fetch", "--quiet", "--no-tags", remote,
-                            f"+{ref}:{tracking}")
-    if status != 0:
+    if fetch and not _fetch_notes(repo, remote, ref):
         return False  # no notes ref on the remote (or unreachable): push will say which
-    status, _, _ = try_git(repo.git, "notes", f"--ref={tracking}", "list", sha)
+    status, _, _ = try_git(repo.git, "notes", f"--ref={_tracking_notes(remote, ref)}",
+                            "list", sha)
     return status == 0
 
 

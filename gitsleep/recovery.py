@@ -59,9 +59,11 @@ def plan_recovery(setup: Setup, repo: Any, state: Any, digests: Digests, remote:
     commit = state.last_gitsleep_commit
     push_branch = bool(push and state.local_tip and state.local_tip != state.remote_tip)
     add_note = bool(recorded and commit and not state.noted)
+    # the branch is on the remote here (not push_branch), so claim's inspect_branch has
+    # fetched its notes already: read them, without a second fetch
     push_note = bool(remote is not None and recorded and not push_branch and push and commit
                      and gitops.read_note(repo, commit, NOTES_REF)
-                     and not gitops.remote_has_note(repo, remote, commit))
+                     and not gitops.remote_has_note(repo, remote, commit, fetch=False))
     action: Action = "epoch"
     if recorded:
         unfinished = push_branch or add_note or push_note or pr_missing(

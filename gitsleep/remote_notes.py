@@ -17,9 +17,9 @@ from gitsleep.record import NOTES_REF
 FETCH_TIMEOUT = 60  # seconds: `status` and `log` must not hang on an unreachable remote
 
 
-def tracking_ref(remote: str) -> str:
-    """Where the remote's notes are kept: `refs/notes/remotes/<remote>/gitsleep`."""
-    return f"refs/notes/remotes/{remote}/{NOTES_REF.removeprefix('refs/notes/')}"
+def tracking_ref(remote: str, ref: str = NOTES_REF) -> str:
+    """Where the remote's notes `ref` are kept: `refs/notes/remotes/<remote>/gitsleep`."""
+    return f"refs/notes/remotes/{remote}/{ref.removeprefix('refs/notes/')}"
 
 
 def tracking_refs(repo: Path) -> list[str]:
@@ -40,13 +40,14 @@ def default_remote(repo: Path) -> str | None:
     return "origin" if "origin" in remotes else None
 
 
-def fetch(repo: Path, remote: str | None = None) -> bool:
-    """Fetch the remote's gitsleep notes into their tracking ref; False when there is no
-    remote, it has no notes, or it cannot be reached (then the last fetched notes stay)."""
+def fetch(repo: Path, remote: str | None = None, ref: str = NOTES_REF) -> bool:
+    """Fetch the remote's notes `ref` into their tracking ref; False when there is no
+    remote, it has no notes, or it cannot be reached (then the last fetched notes stay).
+    Every notes fetch goes through here (consolidate's proof too)."""
     remote = remote or default_remote(repo)
     if not remote:
         return False
     done = git_run(repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
-                   f"+{NOTES_REF}:{tracking_ref(remote)}", timeout=FETCH_TIMEOUT,
+                   f"+{ref}:{tracking_ref(remote, ref)}", timeout=FETCH_TIMEOUT,
                    env={"GIT_TERMINAL_PROMPT": "0"})
     return done.status == 0
