@@ -632,6 +632,36 @@ def install_package(cache: WorkspaceCache, found: Mapping[str, Any], workspace: 
     return installed
 
 
+def judge_answer(folder: Path, found: Mapping[str, Any], changed: Sequence[str], answer: str,
+                 *, redact: Callable[[str], str], **command_options: Any
+                 ) -> tuple[tuple[int, bool, str], ...]:
+    """The task's workspace and command checks (`found`: the call's workspace context)
+    judged in `folder` after the agent ran, the answer in a scratch file outside it (named
+    by $GITSLEEP_ANSWER): the outcomes an answer carries, by check index. Raises
+    CheckCannotRun (exit 3) when a check program cannot start."""
+    from gitsleep.models import Check
+
+    raw = found.get("checks")
+    checks = tuple(Check(op, arg) for op, arg in raw) if isinstance(raw, list) else ()
+    scratch = Path(tempfile.mkdtemp(prefix="gitsleep-answer-"))
+    try:
+        answer_path = scratch / "answer.txt"
+        answer_path.write_text(answer, encoding="utf-8")
+        outcomes = judge_checks(folder, checks, changed, answer_file=answer_path,
+                                redact=redact, **command_options)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return tuple((index, ok, why) for index, (ok, why) in sorted(outcomes.items()))
+
+
+def agent_diff(tree: Tree, folder: Path, changed: Sequence[str], packaged: Mapping[str, bytes],
+               installed: Mapping[str, str], *, redact: Callable[[str], str]) -> str:
+    """The agent's change for the optimizer: against the fixture with the package and the
+    installed documents over it (what the agent was given, not what it wrote)."""
+    overlay = {**packaged, **{k: v.encode("utf-8") for k, v in installed.items()}}
+    return unified_diff(tree.path, folder, changed, redact=redact, overlay=overlay)
+
+
 def workspace_of(context: Mapping[str, Any] | None, purpose: str) -> Mapping[str, Any] | None:
     """The task folder an answer call carries (see `call_context`), or None."""
     found = (context or {}).get("workspace") if purpose == "answer" else None

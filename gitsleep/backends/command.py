@@ -44,7 +44,7 @@ from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.presets import ANSWER_FILE
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.markdown import clip, one_line
-from gitsleep.models import Answer, Check
+from gitsleep.models import Answer
 from gitsleep.redact import FORGE_TOKEN_RE, Redactor
 
 STDERR_TAIL_BYTES = 4096
@@ -489,10 +489,8 @@ class CommandBackend(Backend):
             if task_folder is not None and before is not None and tree is not None:
                 self._judge_workspace(run, workspace, before, task_folder)
                 if run.checks is not None:  # what the agent changed, as the optimizer sees it
-                    run.diff = task_workspace.unified_diff(
-                        tree.path, workspace, run.changed, redact=self.redactor.redact,
-                        overlay={**packaged,
-                                 **{k: v.encode("utf-8") for k, v in installed.items()}})
+                    run.diff = task_workspace.agent_diff(tree, workspace, run.changed, packaged,
+                                                         installed, redact=self.redactor.redact)
             return run
         finally:
             if not keep_workspace:
@@ -564,19 +562,9 @@ class CommandBackend(Backend):
         after = task_workspace.snapshot(workspace)
         run.changed = [p for p in task_workspace.changed_files(before, after)
                        if answer_file is None or workspace_path(p) != workspace_path(answer_file)]
-        raw = task_folder.get("checks")
-        checks = tuple(Check(op, arg) for op, arg in raw) if isinstance(raw, list) else ()
-        scratch = Path(tempfile.mkdtemp(prefix="gitsleep-answer-"))
-        try:
-            answer_path = scratch / "answer.txt"
-            answer_path.write_text(text.strip(), encoding="utf-8")
-            outcomes = task_workspace.judge_checks(workspace, checks, run.changed,
-                                               answer_file=answer_path,
-                                               redact=self.redactor.redact,
-                                               kill_grace=self.spec.kill_grace)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        run.checks = tuple((index, ok, why) for index, (ok, why) in sorted(outcomes.items()))
+        run.checks = task_workspace.judge_answer(workspace, task_folder, run.changed,
+                                                 text.strip(), redact=self.redactor.redact,
+                                                 kill_grace=self.spec.kill_grace)
 
     def _check_fatal(self, run: AgentRun) -> None:
         if run.exit_code in (126, 127):  # what shells and env(1) say for these

@@ -28,7 +28,7 @@ from typing import Any
 
 from gitsleep import workspace as task_workspace
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.models import Answer, Check
+from gitsleep.models import Answer
 from gitsleep.numbers import whole_number
 from gitsleep.redact import Redactor
 from gitsleep.regex_literal import literal_for_regex
@@ -315,7 +315,6 @@ class OfflineBackend(Backend):
         tree = self._workspaces.prepare_tree(Path(str(found["repo"])), str(found["tree"]),
                                              str(found["folder"]))
         folder = Path(tempfile.mkdtemp(prefix="gitsleep-offline-"))
-        scratch = Path(tempfile.mkdtemp(prefix="gitsleep-answer-"))
         try:
             self._workspaces.copy(tree, folder)
             package = task_workspace.package_of(call.context)
@@ -327,21 +326,12 @@ class OfflineBackend(Backend):
             before = task_workspace.snapshot(folder)
             simulate_work(folder, documents)
             changed = task_workspace.changed_files(before, task_workspace.snapshot(folder))
-            raw = found.get("checks")
-            checks = tuple(Check(op, arg) for op, arg in raw) if isinstance(raw, list) else ()
-            answer_path = scratch / "answer.txt"
-            answer_path.write_text(text, encoding="utf-8")
-            outcomes = task_workspace.judge_checks(folder, checks, changed,
-                                                   answer_file=answer_path,
-                                                   redact=self._redactor.redact)
-            diff = task_workspace.unified_diff(
-                tree.path, folder, changed, redact=self._redactor.redact,
-                overlay={**packaged, **{k: v.encode("utf-8") for k, v in installed.items()}})
+            checks = task_workspace.judge_answer(folder, found, changed, text,
+                                                 redact=self._redactor.redact)
+            diff = task_workspace.agent_diff(tree, folder, changed, packaged, installed,
+                                             redact=self._redactor.redact)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-            shutil.rmtree(scratch, ignore_errors=True)
         prompt_chars = sum(len(c) for _, c in call.messages)
         return Answer(text=text, prompt_tokens=prompt_chars // 4,
-                      completion_tokens=len(text) // 4,
-                      checks=tuple((i, ok, why) for i, (ok, why) in sorted(outcomes.items())),
-                      diff=diff)
+                      completion_tokens=len(text) // 4, checks=checks, diff=diff)
