@@ -91,11 +91,9 @@ def program_problem(argv: Sequence[str], workspace: Path | None = None) -> str |
 def check_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """gitsleep's environment without the forge tokens that open pull requests (as agents
     run): a check is the repository's code, but a task must not reach the PR token."""
-    from gitsleep.redact import FORGE_TOKEN_RE
+    from gitsleep.redact import without_forge_tokens
 
-    env = os.environ if base is None else base
-    return {name: value for name, value in env.items()
-            if not FORGE_TOKEN_RE.match(name.upper())}
+    return without_forge_tokens(os.environ if base is None else base)
 
 
 def _default_redact(text: str) -> str:

@@ -45,6 +45,16 @@ MIN_SECRET_CHARS = 8  # shorter values would mask ordinary words all over a repo
 SECRET_NAMES = ("GITHUB_TOKEN", "GH_TOKEN")
 SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
+
+def without_forge_tokens(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
+    """`env` without the forge tokens that open pull requests (GITHUB_TOKEN, GH_TOKEN, CI
+    job tokens, ...), except the names in `keep`: what agents and check commands run with,
+    since task prompts drive them."""
+    kept = set(keep)
+    return {name: value for name, value in env.items()
+            if name in kept or not FORGE_TOKEN_RE.match(name.upper())}
+
+
 # Base64url / token characters, and the characters of an HTTP credential.
 _TOKEN = r"[A-Za-z0-9_-]"
 _CRED = r"[A-Za-z0-9_.~+/=-]"

@@ -45,7 +45,7 @@ from gitsleep.backends.presets import ANSWER_FILE
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.markdown import clip, one_line
 from gitsleep.models import Answer
-from gitsleep.redact import FORGE_TOKEN_RE, Redactor
+from gitsleep.redact import Redactor, without_forge_tokens
 
 STDERR_TAIL_BYTES = 4096
 MESSAGE_MAX_CHARS = 500
@@ -599,9 +599,7 @@ def agent_environment(env: Mapping[str, str], spec: AgentSpec) -> dict[str, str]
     unless `agent.pass_env` or `agent.env` names them; plus `agent.env`. Task prompts drive
     the agent, so a token it holds is a token a task can make it use or print."""
     named = set(spec.pass_env) | {name for name, _ in spec.env}
-    kept = {name: value for name, value in env.items()
-            if name in named or not FORGE_TOKEN_RE.match(name.upper())}
-    return {**kept, **dict(spec.env)}
+    return {**without_forge_tokens(env, named), **dict(spec.env)}
 
 
 def agent_argv(spec: AgentSpec, task: str, *, workspace: bool = False) -> list[str]:
