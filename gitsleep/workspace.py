@@ -86,11 +86,6 @@ def normal_folder(folder: str) -> str:
 # --- reading a folder at a commit ----------------------------------------------------------
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    done = git_run(repo, *args)  # gitrun's one runner: its safe settings, no terminal
-    return subprocess.CompletedProcess(list(args), done.status, done.out, done.err)
-
-
 def tree_id(repo: Path, commit: str, folder: str) -> str:
     """The git tree id of `folder` at `commit`: the workspace's digest (it changes exactly
     when a file of the folder does). A UsageError when the commit has no such folder."""
@@ -98,14 +93,15 @@ def tree_id(repo: Path, commit: str, folder: str) -> str:
     # `./`: relative to `repo`, which may be a folder of a larger repository (a bundled
     # example inside gitsleep's own checkout), not only its root
     spec = f"{commit}:./{name}"
-    kind = _git(repo, "cat-file", "-t", spec)
-    if kind.returncode != 0 or kind.stdout.strip() != b"tree":
+    # one git call for the kind and the id: "<sha> tree <size>", or "<spec> missing"
+    done = git_run(repo, "cat-file", "--batch-check", stdin=spec.encode() + b"\n")
+    if done.status != 0:
+        raise GitError(f"git cat-file failed: {last_line(done.err)}")
+    found = done.out.decode("utf-8", "replace").split()
+    if len(found) != 3 or found[1] != "tree":
         raise UsageError(f"workspace {name!r} is not a folder of the repository at commit "
                          f"{commit[:12]}: commit the folder, or fix the task's workspace")
-    done = _git(repo, "rev-parse", "--verify", spec)
-    if done.returncode != 0:
-        raise GitError(f"git rev-parse failed: {last_line(done.stderr)}")
-    return done.stdout.decode().strip()
+    return found[0]
 
 
 @dataclass(frozen=True)
@@ -117,12 +113,12 @@ class _Entry:
 
 
 def _entries(repo: Path, tree: str, folder: str) -> list[_Entry]:
-    done = _git(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", tree)
-    if done.returncode != 0:
-        raise GitError(f"git ls-tree failed: {last_line(done.stderr)}")
+    done = git_run(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", tree)
+    if done.status != 0:
+        raise GitError(f"git ls-tree failed: {last_line(done.err)}")
     entries: list[_Entry] = []
     total = 0
-    for raw in done.stdout.split(b"\0"):
+    for raw in done.out.split(b"\0"):
         if not raw:
             continue
         meta, _, path_bytes = raw.partition(b"\t")
@@ -559,11 +555,11 @@ def resolve(repo_root: Path, tasks: Sequence[Task], *, package: str | None = Non
 
     if not any(t.workspace for t in tasks) and package is None:
         return list(tasks)
-    head = _git(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
-    if head.returncode != 0:
+    head = git_run(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
+    if head.status != 0:
         raise UsageError(f"{repo_root}: workspace tasks read their folder from git, and this "
                          "checkout has no commit: commit the task files and fixtures")
-    commit = head.stdout.decode().strip()
+    commit = head.out.decode().strip()
     pinned: tuple[str, str, str] | None = None
     if package is not None:
         try:
