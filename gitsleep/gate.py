@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 
+from gitsleep import judges
 from gitsleep.models import GateSettings, PassResult, SplitSummary, TaskDelta, TaskResult
 
 BOOTSTRAP_SAMPLES = 2000
@@ -100,7 +101,26 @@ def judge_trial(
                 before,
                 after,
             )
+    hollow = _hollow_answers(candidate, pairs)
+    if hollow > _hollow_answers(best, pairs):
+        answers = sum(len(t.samples) for t in candidate.tasks if t.task_id in _ids(pairs))
+        return (False, f"{shown}, but {hollow} of {answers} val answers repeat a placeholder of "
+                "the learned template or leave a part it requires empty (integrity): a template "
+                "the agent copies is not one to merge", before, after)
     return True, f"{shown}: improves by {after - before:+.3f}", before, after
+
+
+def _ids(pairs: list[tuple[str, float, float]]) -> set[str]:
+    return {tid for tid, _, _ in pairs}
+
+
+def _hollow_answers(result: PassResult, pairs: list[tuple[str, float, float]]) -> int:
+    """Answers on the compared tasks that failed integrity (issue 25): a candidate with more
+    of them than the current best is refused, however much the other answers rose, because
+    an agent that copies the template would copy it on held-out tasks and in use too."""
+    ids = _ids(pairs)
+    return judges.integrity_failures(s for t in result.tasks if t.task_id in ids
+                                     for s in t.samples)
 
 
 def cannot_win(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from gitsleep import gate
-from gitsleep.models import GateSettings, PassResult, TaskResult
+from gitsleep.models import GateSettings, PassResult, SampleResult, Score, TaskResult
 
 
 def pass_of(values: dict[str, float | None]) -> PassResult:
@@ -145,3 +145,35 @@ def test_the_bound_agrees_with_the_gate_on_every_completion() -> None:
 def test_improves_is_the_one_rule() -> None:
     assert gate.improves(0.5, 0.6, 0.0) and not gate.improves(0.5, 0.5, 0.0)
     assert not gate.improves(0.5, 0.6, 0.1 + 1e-9)
+
+
+def hollow_pass(values: dict[str, float], hollow: set[str]) -> PassResult:
+    """A val pass where the answers of the tasks in `hollow` failed integrity: they repeat
+    a placeholder of the learned template (issue 25)."""
+    tasks = []
+    for tid, v in values.items():
+        reason = ("integrity: repeats the template placeholder <write the impact here> "
+                  "instead of filling it (scored as failing; the checks said: ok)"
+                  if tid in hollow else "ok")
+        sample = SampleResult(0, "## Impact\n<write the impact here>", None,
+                              Score(v, v, reason))
+        tasks.append(TaskResult(tid, "val", [sample], value=v, hard=v, soft=v))
+    return PassResult("p", "val", "v", tasks)
+
+
+def test_a_candidate_whose_answers_copy_its_template_is_refused_whatever_its_gain() -> None:
+    """Issue 25: the 0.5B agent copied the learned template into its answers, and the gate
+    accepted the candidate anyway because the other answers rose enough; those copies then
+    showed up in final held-out answers. More integrity failures than the current best on
+    the same val tasks is a refusal, not a price."""
+    best = hollow_pass({"a": 0.0, "b": 0.0, "c": 0.0}, set())
+    copying = hollow_pass({"a": 1.0, "b": 1.0, "c": 0.0}, {"c"})
+    ok, reason, before, after = gate.judge_trial(best, copying, GateSettings())
+    assert not ok and (before, after) == (0.0, 2 / 3)
+    assert "1 of 3 val answers" in reason and "placeholder" in reason
+    # as many hollow answers as the current best (its own template): judged on the score
+    best_hollow = hollow_pass({"a": 0.0, "b": 0.0, "c": 0.0}, {"c"})
+    assert gate.judge_trial(best_hollow, copying, GateSettings())[0]
+    # a candidate with no hollow answer is judged on its score as before
+    assert gate.judge_trial(best, hollow_pass({"a": 1.0, "b": 0.0, "c": 0.0}, set()),
+                            GateSettings())[0]

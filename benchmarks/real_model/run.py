@@ -125,6 +125,8 @@ def bench_config(example: str, args: argparse.Namespace, url: str) -> Config:
         budget={"max_calls": args.max_calls, "max_tokens": 2_000_000},
         rollouts=args.rollouts,
     )
+    if args.search:
+        data["search"] = args.search
     return Config.model_validate(data)
 
 
@@ -160,6 +162,7 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
         "edits_parsed": sum(len(p.edits) for p in proposals),
         "contrasts_shown": sum(p.contrasts for p in proposals),
         "rollouts": args.rollouts,
+        "search": config.search,
         "calls": result.cost.calls,
         "server_calls": log.calls - calls_before,
         "call_errors": result.cost.errors,
@@ -266,7 +269,7 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"Agent `{meta['agent_model']}`, optimizer `{meta['optimizer_model']}`, "
         f"{meta['rounds']} round(s) x {meta['proposals']} proposal(s), edit budget "
         f"{meta['edit_budget']}, max_calls {meta['max_calls']}, rollouts "
-        f"{meta.get('rollouts', 1)}, metric mixed.",
+        f"{meta.get('rollouts', 1)}, search {meta.get('search', 'thorough')}, metric mixed.",
         "",
         "| example | seed | decision | val before -> after | held-out before -> after "
         "| accepted edits | parse failures | calls (server) | tokens | wall |",
@@ -311,6 +314,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="answers per train task for contrastive reflection (1 = off)")
     # call_ceiling of one round of three proposals on brief-writer (15/6/6 tasks): 27 +
     # 3 x (2 + 6) + 5 x 6 + 15 + 6 = 102; about 80 were used. 220 leaves room for both.
+    parser.add_argument("--search", choices=["thorough", "thrifty"], default=None,
+                        help="the search mode (default: the example's config)")
     parser.add_argument("--max-calls", type=int, default=220)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per call")
     parser.add_argument("--time-limit", type=float, default=75.0,
@@ -345,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "url": url, "agent_model": args.agent_model, "optimizer_model": args.optimizer_model,
         "rounds": args.rounds, "proposals": args.proposals, "edit_budget": args.edit_budget,
         "max_calls": args.max_calls, "answer_max_tokens": args.answer_max_tokens,
-        "rollouts": args.rollouts,
+        "rollouts": args.rollouts, "search": args.search or "the example's",
         "seeds": args.seeds, "skipped": [],
     }
     rows: list[dict[str, Any]] = []
