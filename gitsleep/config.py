@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -29,6 +29,9 @@ from gitsleep.errors import UsageError
 from gitsleep.models import EpochSettings, GateSettings
 from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
 from gitsleep.redact import FORGE_TOKEN_RE
+
+if TYPE_CHECKING:  # the agent's spec lives with the command backend, imported when used
+    from gitsleep.backends.command import AgentSpec
 
 CONFIG_NAME = ".gitsleep.yml"
 BACKENDS = ("openai", "offline", "command")
@@ -541,7 +544,7 @@ class Config(_Section):
             return []
         return [ref for v in self.agent.env.values() if (ref := env_reference(v))]
 
-    def agent_spec(self, skill: str):  # noqa: ANN201 - AgentSpec, imported lazily
+    def agent_spec(self, skill: str) -> AgentSpec:
         """How to run the agent CLI for `skill` (env values not yet resolved)."""
         from gitsleep.backends.command import AgentSpec
 

@@ -144,7 +144,7 @@ class DeadlineTransport(httpx2.HTTPTransport):
         self.on_timeout = on_timeout
         # httpcore2's pool takes a network backend; HTTPTransport does not pass one on.
         pool = self._pool
-        pool._network_backend = _DeadlineBackend(pool._network_backend)  # type: ignore[attr-defined]
+        pool._network_backend = _DeadlineBackend(pool._network_backend)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         deadline = time.monotonic() + self.total
@@ -169,7 +169,7 @@ class DeadlineClientMixin:
     def __init__(self, *, total: float, on_timeout: Callable[[], None] | None = None,
                  **options: Any) -> None:
         self._deadline_options: dict[str, Any] = {"total": total, "on_timeout": on_timeout}
-        super().__init__(**options)  # type: ignore[call-arg]
+        super().__init__(**options)
 
     def _init_transport(self, transport: Any = None, **options: Any) -> Any:
         return transport or DeadlineTransport(**self._deadline_options, **options)

@@ -277,7 +277,7 @@ def _with_deadline(base: type) -> type:
     """PyGithub's connection class for one scheme, mounting a DeadlineAdapter: the
     request `timeout` PyGithub passes on becomes the whole request's deadline."""
 
-    class Connection(base):  # type: ignore[misc,valid-type]
+    class Connection(base):  # type: ignore[misc]  # a class chosen at run time
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.adapter = DeadlineAdapter(float(self.timeout or REQUEST_TIMEOUT),

@@ -1,4 +1,4 @@
-"""mypy over the package, as configured in pyproject.toml (strict on the listed modules), so
+"""mypy over the package, as configured in pyproject.toml (strict on every module), so
 the README's one test command (and CI through it) checks types as well as behaviour."""
 
 from __future__ import annotations

@@ -223,7 +223,7 @@ def directive_for(op: str, arg: object) -> str | None:
     return None if propose is None else propose("" if arg is None else str(arg))
 
 
-def simulate_proposal(context: dict) -> str:
+def simulate_proposal(context: dict[str, Any]) -> str:
     """Edits that fix the failed checks shown, most frequent first, never a rejected one."""
     counts: Counter[tuple[str, str]] = Counter()
     first_seen: dict[tuple[str, str], int] = {}
@@ -254,7 +254,7 @@ def simulate_proposal(context: dict) -> str:
     return json.dumps({"edits": edits})
 
 
-def simulate_judge(context: dict) -> str:
+def simulate_judge(context: dict[str, Any]) -> str:
     """A stand-in grader: the share of the rubric's quoted phrases present in the answer."""
     rubric = str(context.get("rubric", ""))
     answer = str(context.get("answer", "")).casefold()

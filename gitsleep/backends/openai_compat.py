@@ -250,7 +250,7 @@ class OpenAIBackend(Backend):
                 max_retries=max_retries,
                 http_client=http_client,
             )
-        client.rate_gate = self.rate_gate  # type: ignore[attr-defined]
+        client.rate_gate = self.rate_gate
         self._client = client
 
     # -- public -------------------------------------------------------------------

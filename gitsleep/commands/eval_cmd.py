@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from gitsleep import replay, repo_paths
@@ -26,7 +28,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     """Score the current skill documents on their tasks."""
     setup = setup_from(ctx, backend=backend, model=model)
     splits = [name for name in SPLITS if split in ("all", name)]
-    report: list[dict] = []
+    report: list[dict[str, Any]] = []
     small: list[str] = []
     chosen = setup.skills(skills)
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,

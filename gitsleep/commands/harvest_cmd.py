@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +16,9 @@ from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.select import harvested_before, parse_since
 from gitsleep.setup import Setup, make_backend, make_cache, read_document
 from gitsleep.tasks import check_skill_tasks, parse_task_file
+
+if TYPE_CHECKING:  # the LLM miner and its client load only with --llm
+    from gitsleep.harvest.llm import LlmMiner
 
 
 def default_output(skill: str) -> str:
@@ -105,7 +109,7 @@ def _output_path(setup: Setup, output: Path | None, skill: str) -> str:
                          f"{setup.repo}") from None
 
 
-def _llm_miner(setup: Setup):  # noqa: ANN202 - LlmMiner, imported lazily
+def _llm_miner(setup: Setup) -> LlmMiner:
     from gitsleep.calls import CallRunner
     from gitsleep.harvest.llm import LlmMiner
 
@@ -120,7 +124,7 @@ def _llm_miner(setup: Setup):  # noqa: ANN202 - LlmMiner, imported lazily
     return LlmMiner(runner, settings.optimizer_model, lambda: Masker(setup.redactor, home))
 
 
-def _report(setup: Setup, summary: dict, result: pipeline.Harvest, relative: str,
+def _report(setup: Setup, summary: dict[str, Any], result: pipeline.Harvest, relative: str,
             skill: SkillConfig, as_json: bool) -> None:
     end_progress(setup)
     if as_json:

@@ -236,7 +236,7 @@ def frontmatter_problems(text: str, rel: str) -> list[Problem]:
         if isinstance(node, yaml.MappingNode):
             for key_node, _ in node.value:
                 if getattr(key_node, "value", None) == key:
-                    return key_node.start_mark.line + 2  # +1 for 1-based, +1 for '---'
+                    return int(key_node.start_mark.line) + 2  # 1-based, and the '---'
         return 1
 
     problems = []

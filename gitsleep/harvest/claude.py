@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from gitsleep.harvest.sessions import ReadStats, Session, records, text_of
 
@@ -66,7 +67,7 @@ def read(path: Path, stats: ReadStats, keep_cwd: Callable[[str], bool]) -> Itera
         yield session
 
 
-def _user(session: Session, line: dict, content: object) -> None:
+def _user(session: Session, line: dict[str, Any], content: object) -> None:
     text = text_of(content).strip()
     if text.startswith("<command-name>"):
         # `/name` typed by the user: a skill run as a slash command counts as using it
