@@ -20,7 +20,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ParamSpec
 
 from gitsleep import diagnose, gate, honesty, judges, reflect, replay, rollouts
 from gitsleep import documents as docs
@@ -55,8 +56,23 @@ class _Candidate:
     size: int  # characters changed, for tie-breaks
 
 
+@dataclass
+class _Round:
+    """One round of the search on one document: the val pass candidates must beat, the
+    documents already tried (each is scored once), and the candidates scored so far."""
+
+    target: str
+    number: int
+    best_val: PassResult
+    seen: set[str] = field(default_factory=set)
+    candidates: list[_Candidate] = field(default_factory=list)
+
+
 def _quiet(_: str) -> None:
     pass
+
+
+P = ParamSpec("P")
 
 
 class Epoch:
@@ -290,8 +306,8 @@ class Epoch:
         edits is gated alone: a helpful edit must not be lost to a harmful companion.
         """
         document = self.current[target] or ""
-        candidates: list[_Candidate] = []
-        seen: set[str] = set()
+        rnd = _Round(target, round_no, best_val)
+        candidates = rnd.candidates
         screened_any = False  # a proposal screened out on train was tried all the same
         count = max(1, self.settings.proposals)
         for index, proposal in enumerate(self._propose(target, round_no, document, failures,
@@ -306,7 +322,7 @@ class Epoch:
                 screen = screening_tasks(reflect.slice_failures(failures, index, count),
                                          passes, index)
             screened = self.screened
-            cand = self._try(target, round_no, index, proposal.edits, label, best_val, seen,
+            cand = self._try(rnd, index, proposal.edits, label,
                              bar=None if leader is None else leader.trial.candidate,
                              near=None if leader is None else leader.val, screen=screen)
             screened_any = screened_any or self.screened > screened
@@ -325,13 +341,12 @@ class Epoch:
                 for i, edit in enumerate(bundle.trial.applied):
                     label = (f"{target} round {round_no} proposal {bundle.trial.proposal + 1}, "
                              f"edit {i + 1} alone")
-                    cand = self._try(target, round_no, bundle.trial.proposal, [edit], label,
-                                     best_val, seen)
+                    cand = self._try(rnd, bundle.trial.proposal, [edit], label)
                     if cand is not None:
                         candidates.append(cand)
         self._finish_for_merge(candidates, best_val)
         passing = [c for c in candidates if c.trial.accepted]
-        merged = self._merge(target, round_no, passing, best_val, seen)
+        merged = self._merge(rnd, passing)
         if merged is not None:
             candidates.append(merged)
             passing += [merged] if merged.trial.accepted else []
@@ -340,11 +355,10 @@ class Epoch:
         if (winner is not None and len(winner.trial.applied) > 1
                 and (winner.trial.candidate or 0.0) < 1.0):
             # at a perfect val score no edit can be harmful on val: nothing to prune for
-            winner = self._prune(target, round_no, winner, best_val, seen, candidates)
+            winner = self._prune(rnd, winner)
         if winner is not None:  # within the val passes the pruning may use (the ceiling)
             spare = self.settings.edit_budget - 1 - (len(self.result.trials) - pruned_from)
-            winner = self._prove_deletes(target, round_no, winner, best_val, seen, candidates,
-                                         spare)
+            winner = self._prove_deletes(rnd, winner, spare)
         self._book_losers(candidates, winner)
         return winner, bool(candidates) or screened_any
 
@@ -366,11 +380,10 @@ class Epoch:
             self._asking.text = (f"{target} round {round_no}, proposal {index + 1} of {count}, "
                                  f"from {len(shown)} failing train task"
                                  f"{'' if len(shown) == 1 else 's'}")
-            return reflect.propose(
-                self.runner, self.settings, target=target, document=document, failures=shown,
-                passes=passes, tasks=self.tasks, rejected=self.rejected, round_no=round_no,
-                index=index, contrasts=contrasts, redact=self.redact,
-            )
+            evidence = reflect.Evidence(target, document, shown, passes, self.tasks,
+                                        self.rejected, contrasts)
+            return reflect.propose(self.runner, self.settings, evidence, round_no=round_no,
+                                   index=index, redact=self.redact)
 
         self.step = f"the {target} round {round_no} proposals"
         workers = min(max(1, self.settings.workers), count)
@@ -453,14 +466,7 @@ class Epoch:
         rest = [t.id for t in self.split["val"] if t.id not in done]
         return gate.cannot_win(best_val, cand.val.tasks, rest, self.settings.gate)
 
-    def _merge(
-        self,
-        target: str,
-        round_no: int,
-        passing: list[_Candidate],
-        best_val: PassResult,
-        seen: set[str],
-    ) -> _Candidate | None:
+    def _merge(self, rnd: _Round, passing: list[_Candidate]) -> _Candidate | None:
         """When several candidates pass, gate their edits together once.
 
         Different samples often fix different checks (one adds a heading, another a
@@ -476,37 +482,30 @@ class Epoch:
             edits += [e for e in cand.trial.applied if e.key() not in {x.key() for x in edits}]
         edits = edits[: max(1, self.settings.edit_budget)]
         numbers = "+".join(str(c.trial.proposal + 1) for c in ranked)
-        label = f"{target} round {round_no} proposals {numbers} merged"
+        label = f"{rnd.target} round {rnd.number} proposals {numbers} merged"
         # it wins only by reaching the best candidate's mean (then it may be the smaller)
-        return self._try(target, round_no, ranked[0].trial.proposal, edits, label, best_val,
-                         seen, bar=ranked[0].trial.candidate, near=ranked[0].val)
+        return self._try(rnd, ranked[0].trial.proposal, edits, label,
+                         bar=ranked[0].trial.candidate, near=ranked[0].val)
 
-    def _prune(
-        self,
-        target: str,
-        round_no: int,
-        winner: _Candidate,
-        best_val: PassResult,
-        seen: set[str],
-        candidates: list[_Candidate],
-    ) -> _Candidate:
+    def _prune(self, rnd: _Round, winner: _Candidate) -> _Candidate:
         """Leave each edit of a winning bundle out once; keep the bundle without it when
         val does not drop. A harmful edit cannot ride along with helpful ones, and an edit
         val cannot tell apart is left out (ties go to the smaller change)."""
+        target = rnd.target
         # a delete of a person's rule last, so its leave-one-out is against the final bundle
         for edit in sorted(winner.trial.applied, key=lambda e: self._deletes_a_persons_rule(
                 target, e)):
             if len(winner.trial.applied) <= 1:
                 break
             rest = [e for e in winner.trial.applied if e is not edit]
-            label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
+            label = (f"{target} round {rnd.number} proposal {winner.trial.proposal + 1}, "
                      f"without: {edit.summary()[:60]}")
-            cand = self._try(target, round_no, winner.trial.proposal, rest, label, best_val,
-                             seen, bar=winner.trial.candidate,  # kept only at the winner's mean
+            cand = self._try(rnd, winner.trial.proposal, rest, label,
+                             bar=winner.trial.candidate,  # kept only at the winner's mean
                              near=winner.val)
             if cand is None:
                 continue
-            candidates.append(cand)
+            rnd.candidates.append(cand)
             if not cand.trial.accepted or (cand.trial.candidate or 0.0) < (
                 winner.trial.candidate or 0.0
             ):
@@ -526,22 +525,14 @@ class Epoch:
         given = docs.learned_rules(self.original.get(target) or "")
         return edit.op == "delete" and docs.anchor_names_a_rule(given, anchor)
 
-    def _prove_deletes(
-        self,
-        target: str,
-        round_no: int,
-        winner: _Candidate,
-        best_val: PassResult,
-        seen: set[str],
-        candidates: list[_Candidate],
-        spare: int,
-    ) -> _Candidate | None:
+    def _prove_deletes(self, rnd: _Round, winner: _Candidate, spare: int) -> _Candidate | None:
         """A delete of a person's rule never rides along in a bundle: the bundle keeps it
         only when the same bundle without it scores strictly lower on val (its own
         evidence; alone, it is gated like any edit). Otherwise it is left out, and the
         rest wins only if it passes the gate itself. Runs even at a perfect val score.
         A bundle already scored (by the pruning, mostly) costs no call; at most `spare`
         new val passes are made, and a delete that cannot get its evidence is left out."""
+        target = rnd.target
         for edit in list(winner.trial.applied):
             if len(winner.trial.applied) <= 1 or not self._deletes_a_persons_rule(target, edit):
                 continue
@@ -549,16 +540,15 @@ class Epoch:
             text = docs.apply_edits(self.current[target] or "", rest,
                                     max_lines=self.settings.block_max_lines,
                                     max_chars=self.settings.block_max_chars)[0]
-            without = next((c for c in candidates if c.documents[target] == text), None)
+            without = next((c for c in rnd.candidates if c.documents[target] == text), None)
             if without is None and spare > 0:
                 spare -= 1
-                label = (f"{target} round {round_no} proposal {winner.trial.proposal + 1}, "
+                label = (f"{target} round {rnd.number} proposal {winner.trial.proposal + 1}, "
                          f"without the delete: {edit.summary()[:60]}")
-                without = self._try(target, round_no, winner.trial.proposal, rest, label,
-                                    best_val, seen, bar=winner.trial.candidate,
-                                    near=winner.val)
+                without = self._try(rnd, winner.trial.proposal, rest, label,
+                                    bar=winner.trial.candidate, near=winner.val)
                 if without is not None:
-                    candidates.append(without)
+                    rnd.candidates.append(without)
             if without is not None and without.trial.stopped_after is not None:
                 continue  # it stopped below the gate or the bundle: lower without the delete
             with_score = winner.trial.candidate or 0.0
@@ -581,13 +571,10 @@ class Epoch:
 
     def _try(
         self,
-        target: str,
-        round_no: int,
+        rnd: _Round,
         index: int,
         edits: list[Edit],
         label: str,
-        best_val: PassResult,
-        seen: set[str],
         bar: float | None = None,
         near: PassResult | None = None,
         screen: list[TaskResult] | None = None,
@@ -598,6 +585,7 @@ class Epoch:
         replace, the candidate it must beat). Only a candidate of several edits stops
         below it: whether a lone edit passes the gate decides whether it is fed back to
         the optimizer as rejected, so a lone edit stops only when it cannot pass."""
+        target, round_no, best_val, seen = rnd.target, rnd.number, rnd.best_val, rnd.seen
         if self.redact is not None:  # a secret must never be written into a document
             leaking = [e for e in edits
                        if self.redact(e.content) != e.content or self.redact(e.anchor) != e.anchor]
@@ -850,21 +838,14 @@ def _weakest_first(tasks: list[Task], near: PassResult) -> list[Task]:
     return sorted(tasks, key=value)
 
 
-def run_epoch(
-    tasks: Sequence[Task],
-    documents: Mapping[str, str | None],
-    settings: EpochSettings,
-    backend: Backend,
-    *,
-    skill: str,
-    cache: ResponseCache | None = None,
-    progress: Progress | None = None,
-    redact: Callable[[str], str] | None = None,
-    steps: StepHook | None = None,
-) -> EpochResult:
-    """Run one epoch; backend and budget failures come back as an `aborted` result.
+def _runs(epoch: Callable[P, Epoch]) -> Callable[P, EpochResult]:
+    """`run_epoch` takes exactly Epoch's arguments, spelled once (in `Epoch.__init__`)."""
+    def run(*args: P.args, **kwargs: P.kwargs) -> EpochResult:
+        return epoch(*args, **kwargs).run()
+    return run
 
-    `redact` (the run's secret masker) refuses edits that would write a secret; `steps`
-    (from the CLI) shows each pass's answers as they arrive."""
-    return Epoch(tasks, documents, settings, backend, skill=skill, cache=cache,
-                 progress=progress, redact=redact, steps=steps).run()
+
+# Run one epoch; backend and budget failures come back as an `aborted` result. `redact` (the
+# run's secret masker) refuses edits that would write a secret; `steps` (from the CLI) shows
+# each pass's answers as they arrive.
+run_epoch = _runs(Epoch)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import requests
@@ -90,32 +90,6 @@ class PrOutcome:
     def to_json(self) -> dict[str, Any]:
         """The `pr` object of `consolidate --json`."""
         return {"operation": self.operation, "number": self.number, "url": self.url}
-
-
-class Forge(Protocol):
-    """The pull-request operations gitsleep needs; the GitHub REST API implements them."""
-
-    def find_open_pr(self, head_branch: str) -> PullRequestInfo | None: ...
-
-    def find_closed_pr(self, head_branch: str) -> PullRequestInfo | None: ...
-
-    def create_pr(
-        self,
-        head: str,
-        base: str,
-        title: str,
-        body: str,
-        labels: Sequence[str],
-        draft: bool,
-    ) -> PullRequestInfo: ...
-
-    def update_pr(self, number: int, title: str, body: str) -> PullRequestInfo: ...
-
-    def add_labels(self, number: int, labels: Sequence[str]) -> None: ...
-
-    def comment(self, number: int, body: str) -> None: ...
-
-    def close_pr(self, number: int, comment: str) -> None: ...
 
 
 # --- settings from the environment -------------------------------------------------------
@@ -294,7 +268,8 @@ _CONNECTIONS = {"http": _with_deadline(HTTPRequestsConnectionClass),
 
 
 class GitHubForge:
-    """`Forge` over the GitHub REST API with PyGithub (retries, rate limits, Retry-After)."""
+    """The pull-request operations gitsleep needs, over the GitHub REST API with PyGithub
+    (retries, rate limits, Retry-After); the only forge gitsleep speaks to."""
 
     def __init__(self, settings: ForgeSettings, *, pacing: Pacing | None = None,
                  timeout: int = REQUEST_TIMEOUT) -> None:
@@ -408,15 +383,8 @@ class GitHubForge:
         """A closed (or merged) PR from this branch: a person already dealt with it."""
         return self._find(head_branch, "closed")
 
-    def create_pr(
-        self,
-        head: str,
-        base: str,
-        title: str,
-        body: str,
-        labels: Sequence[str],
-        draft: bool,
-    ) -> PullRequestInfo:
+    def create_pr(self, head: str, base: str, title: str, body: str, labels: Sequence[str],
+                  draft: bool) -> PullRequestInfo:
         """Open a PR and label it; if one is already open for `head`, update that one."""
         repo = self._repo()
         pull: PullRequest | None = None
@@ -516,7 +484,7 @@ def fit_body(body: str, limit: int = MAX_BODY_CHARS) -> str:
 
 
 def sync_pull_request(
-    forge: Forge,
+    forge: GitHubForge,
     *,
     head: str,
     base: str,

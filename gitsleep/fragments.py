@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from gitsleep import labels
 from gitsleep.check_text import (
     example_for_check,
     is_line_check,
@@ -29,10 +30,7 @@ from gitsleep.models import Check
 
 _HEADING = re.compile(r"^#{1,6}\s*(?P<text>\S.*)$")
 _INLINE_HEADING = re.compile(r"\s+(?=#{1,6}\s+\S)")
-_LABEL = re.compile(
-    r"^(?:\*\*|__)?(?P<label>[A-Za-z][\w ()/-]{0,30}?)\s*(?:\*\*|__)?\s*[:=]\s*(?:\*\*|__)?"
-    r"\s*(?P<value>[^.!?]{0,40})$"
-)
+_LABEL = re.compile(rf"^{labels.LABEL}\s*(?P<value>[^.!?]{{0,40}})$")
 # Words that make a line ask something of the agent: such a line is a sentence, not a
 # fragment, even when it is short.
 _ASKS = re.compile(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from gitsleep import labels
 from gitsleep.check_ops import OPS
 from gitsleep.models import Check, Task
 from gitsleep.patterns import search
@@ -33,9 +34,7 @@ _QUOTED = re.compile(r"\"([^\"\n]{1,120})\"|(?<!\w)'([^'\n]{1,120})'(?!\w)|`([^`
 _BULLET = re.compile(r"^\s*[-*+]\s+")
 # `Severity: 3`, `**Verdict:** approve`, `Risk level = high`: a label and its literal value
 _LABEL_VALUE = re.compile(
-    r"^\s*(?:\*\*|__)?(?P<label>[A-Za-z][\w ()/-]{0,30}?)\s*(?:\*\*|__)?\s*[:=]\s*(?:\*\*|__)?"
-    r"\s*(?P<value>[^\s<>\"'`][^<>\"'`]{0,38}?)?\s*[.!]?\s*$"
-)
+    rf"^\s*{labels.LABEL}\s*(?P<value>[^\s<>\"'`][^<>\"'`]{{0,38}}?)?\s*[.!]?\s*$")
 # Words that make a rule say how to choose (or give an example) rather than fix one value.
 _CONDITION = re.compile(
     r"\b(?:if|when|whenever|unless|depending|depends|based\s+on|according\s+to|otherwise"
@@ -48,9 +47,8 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(?P<name>\S.*?)\s*#*\s*$")
 # a labelled line the template asks the agent to fill: `Risk level: <low|high>`, or a bare
 # `Risk level:` (seen on a SQL-review skill: answers copied it empty)
 _TEMPLATE_LABEL = re.compile(
-    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<label>[A-Za-z][\w ()/-]{0,30}?)(?:\*\*|__)?"
-    r"\s*:\s*(?:\*\*|__)?\s*(?:<[^<>\n]{1,60}>)?\s*$"
-)
+    rf"^\s*{labels.BULLET}{labels.EMPHASIS}(?P<label>{labels.NAME}?){labels.EMPHASIS}"
+    rf"\s*:\s*{labels.EMPHASIS}\s*(?:<[^<>\n]{{1,60}}>)?\s*$")
 # What a rule quotes for every answer to carry: `Always include "X"`, `must contain ... "X"`
 _DEMANDS = re.compile(
     r"\b(?:always|every\s+answer|each\s+answer|all\s+answers|must|include|includes|start"
@@ -272,7 +270,7 @@ def _empty_label(lines: list[str], label: str) -> bool:
 
 
 # a line that opens another label: `Owner:` (a bulleted `- high: ...` is content)
-_LABEL_LINE = re.compile(r"^\s*(?:\*\*|__)?[A-Za-z][\w ()/-]{0,30}(?:\*\*|__)?\s*:")
+_LABEL_LINE = re.compile(rf"^\s*{labels.EMPHASIS}{labels.NAME}{labels.EMPHASIS}\s*:")
 
 
 # -- over-reach ----------------------------------------------------------------------------

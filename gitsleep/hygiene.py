@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 
 from gitsleep import documents as docs
-from gitsleep import fragments, honesty, hostile_text, skeleton
+from gitsleep import fragments, honesty, hostile_text, labels, skeleton
 from gitsleep import markdown as md
 from gitsleep.check_ops import OPS
 from gitsleep.check_text import describe_check, is_section_check, passes, wants_text
@@ -283,7 +283,7 @@ def _hygiene_problem(
 
 # A template line's text after its bullet and label (`- **Impact:** ...`).
 _LINE_LEAD = re.compile(
-    r"^\s*(?:[-*+]\s+)?(?:(?:\*\*|__)?[A-Za-z][\w ()/-]{0,30}?:(?:\*\*|__)?)?\s*")
+    rf"^\s*{labels.BULLET}(?:{labels.EMPHASIS}{labels.NAME}?:{labels.EMPHASIS})?\s*")
 _PROSE_WORDS = 8  # a sentence this long with no placeholder is content, not a shape
 
 

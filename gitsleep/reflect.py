@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from gitsleep import check_text, hygiene, proposals, skeleton
 from gitsleep import documents as docs
@@ -99,23 +100,34 @@ def _task_block(result: TaskResult, prompt: str, *, with_reason: bool) -> list[s
     return [*lines, ""]
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What one reflect call shows the optimizer about a document: its failing and passing
+    train tasks, the edits the gate already rejected, and contrasting answers (rollouts)."""
+
+    target: str  # "skill" or "memory"
+    document: str
+    failures: Sequence[TaskResult]
+    passes: Sequence[TaskResult]
+    tasks: dict[str, Task]
+    rejected: Sequence[Edit]
+    contrasts: Sequence[Contrast] = ()
+
+
 def build_prompt(
-    target: str,
-    document: str,
-    failures: Sequence[TaskResult],
-    passes: Sequence[TaskResult],
-    tasks: dict[str, Task],
-    rejected: Sequence[Edit],
+    evidence: Evidence,
     budget: int,
     *,
     rules: Sequence[str] | None = None,
     counts: Counter[Check] | None = None,
-    contrasts: Sequence[Contrast] = (),
 ) -> str:
     """The user message: the document, what failed and why, what passed, what was rejected.
 
     `rules` and `counts` (the block's rules, the failed checks) may be passed in when the
     caller already has them."""
+    target, document, failures, tasks = (evidence.target, evidence.document,
+                                         evidence.failures, evidence.tasks)
+    passes, rejected, contrasts = evidence.passes, evidence.rejected, evidence.contrasts
     parts = [f"You are editing the agent's {target} document.", ""]
     parts += ["<<<DOCUMENT (for context; only the learned block may change)",
               docs.outside_block(document).strip(), "DOCUMENT>>>", ""]
@@ -204,16 +216,10 @@ def _contrast_blocks(contrasts: Sequence[Contrast], tasks: dict[str, Task]) -> l
 def propose(
     runner: CallRunner,
     settings: EpochSettings,
+    evidence: Evidence,
     *,
-    target: str,
-    document: str,
-    failures: Sequence[TaskResult],
-    passes: Sequence[TaskResult],
-    tasks: dict[str, Task],
-    rejected: Sequence[Edit],
     round_no: int,
     index: int,
-    contrasts: Sequence[Contrast] = (),
     redact: Callable[[str], str] | None = None,
 ) -> Proposal:
     """Ask the optimizer once (plus one retry) for edits to `target`.
@@ -224,12 +230,12 @@ def propose(
     The retry is spent on a reply that cannot be parsed (the error is shown) or whose every
     edit hygiene rejected (each reason is shown): a small optimizer often fixes exactly what
     it is told. Every dropped edit of both attempts is kept for the report."""
+    target, document, failures, tasks = (evidence.target, evidence.document,
+                                         evidence.failures, evidence.tasks)
     rules = docs.learned_rules(document)
     counts = failing_checks(failures)
     mask = redact or (lambda text: text)
-    prompt = mask(build_prompt(target, document, failures, passes, tasks, rejected,
-                               settings.edit_budget, rules=rules, counts=counts,
-                               contrasts=contrasts))
+    prompt = mask(build_prompt(evidence, settings.edit_budget, rules=rules, counts=counts))
     context = {
         "target": target,
         "budget": settings.edit_budget,
@@ -237,13 +243,13 @@ def propose(
             {"task_id": r.task_id, "failed": [[c.op, c.arg] for c in _failed_of(r)]}
             for r in failures
         ],
-        "rejected": [e.content or e.anchor for e in rejected],
+        "rejected": [e.content or e.anchor for e in evidence.rejected],
         "rules": rules,
     }
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     proposal = Proposal(target=target, round=round_no, index=index, raw=None,
-                        contrasts=len(contrasts))
+                        contrasts=len(evidence.contrasts))
     train_prompts = [t.prompt for t in tasks.values() if t.split == "train"]
     train_checks = list(dict.fromkeys(c for t in tasks.values() if t.split == "train"
                                       for c in t.judge.checks))

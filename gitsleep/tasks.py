@@ -268,6 +268,17 @@ def _skip(text: str, pos: int) -> int:
     return _WS.match(text, pos).end()  # type: ignore[union-attr]
 
 
+def _next_item(text: str, pos: int, close: str) -> tuple[bool, int]:
+    """After an item of an array or object: (True, past `close`) at its end, (False, at the
+    next item) after a comma; anything else is the error `json` itself would raise."""
+    pos = _skip(text, pos)
+    if text.startswith(",", pos):
+        return False, _skip(text, pos + 1)
+    if text.startswith(close, pos):
+        return True, pos + 1
+    raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+
+
 def _json_array(
     text: str, pos: int, counter: _LineCounter, lines: list[int]
 ) -> tuple[list[Any], int]:
@@ -279,13 +290,9 @@ def _json_array(
         lines.append(counter.at(pos))
         value, pos = _DECODE(text, pos)
         items.append(value)
-        pos = _skip(text, pos)
-        if text.startswith(",", pos):
-            pos = _skip(text, pos + 1)
-        elif text.startswith("]", pos):
-            return items, pos + 1
-        else:
-            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        closed, pos = _next_item(text, pos, "]")
+        if closed:
+            return items, pos
 
 
 def _json_object(
@@ -310,13 +317,9 @@ def _json_object(
             obj[key], pos = _json_array(text, pos, counter, lines)
         else:
             obj[key], pos = _DECODE(text, pos)
-        pos = _skip(text, pos)
-        if text.startswith(",", pos):
-            pos = _skip(text, pos + 1)
-        elif text.startswith("}", pos):
-            return obj, pos + 1
-        else:
-            raise json.JSONDecodeError("Expecting ',' delimiter", text, pos)
+        closed, pos = _next_item(text, pos, "}")
+        if closed:
+            return obj, pos
 
 
 # --- one record -------------------------------------------------------------------------
@@ -826,6 +829,13 @@ def _where(task: Task) -> str:
     return f"{task.source}:{task.line}" if task.line else task.source
 
 
+def _same_prompt(task: Task, other: Task, code: str, level: str, why: str) -> Problem:
+    """`task` asks what `other`, in another split, already asks: `why` says what follows."""
+    return Problem(task.source, task.line, code, level,
+                   f"task {_shown(task.id)} ({task.split}) has the same prompt as task "
+                   f"{_shown(other.id)} ({other.split}, {_where(other)}): {why}")
+
+
 def _drop_duplicates(tasks: list[Task], problems: list[Problem]) -> list[Task]:
     """Keep the first task of each id; a later one is a duplicate, or a leak across splits."""
     first: dict[str, Task] = {}
@@ -870,21 +880,13 @@ def _check_prompt_leaks(tasks: list[Task], problems: list[Problem]) -> None:
         else:
             other = seen["test"].get(key)
         if other is not None:
-            problems.append(Problem(
-                task.source, task.line, "GS113", ERROR,
-                f"task {_shown(task.id)} ({task.split}) has the same prompt as task "
-                f"{_shown(other.id)} "
-                f"({other.split}, {_where(other)}): the held-out split would leak into "
-                "selection; reword or remove one"))
+            problems.append(_same_prompt(task, other, "GS113", ERROR, "the held-out split "
+                                         "would leak into selection; reword or remove one"))
         elif task.split != "test":
             twin = seen["val" if task.split == "train" else "train"].get(key)
             if twin is not None:
-                problems.append(Problem(
-                    task.source, task.line, "GS117", WARNING,
-                    f"task {_shown(task.id)} ({task.split}) has the same prompt as task "
-                    f"{_shown(twin.id)} "
-                    f"({twin.split}, {_where(twin)}): the gate would re-test what reflection "
-                    "saw"))
+                problems.append(_same_prompt(task, twin, "GS117", WARNING,
+                                             "the gate would re-test what reflection saw"))
         seen[task.split].setdefault(key, task)
 
 

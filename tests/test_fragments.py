@@ -97,7 +97,7 @@ def test_a_rewritten_fragment_that_is_already_a_rule_is_a_duplicate():
 def test_the_reflection_prompt_teaches_imperative_rules_and_shows_one_per_check():
     assert "imperative sentence" in reflect.SYSTEM
     assert "bare heading" in reflect.SYSTEM
-    prompt = reflect.build_prompt("skill", "# Skill\n", [], [], {}, [], 4,
+    prompt = reflect.build_prompt(reflect.Evidence("skill", "# Skill\n", [], [], {}, []), 4,
                                   counts=reflect.Counter({IMPACT: 2, SEVERITY: 1}))
     assert 'as a rule: Every answer must have a section headed "## Impact".' in prompt
     assert ('as a rule: Every answer must have a line "Severity: <1-4>", with <1-4> chosen '

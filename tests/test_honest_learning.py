@@ -67,7 +67,7 @@ def test_one_label_whose_value_differs_per_task_is_one_typed_line_not_two() -> N
     high, low = Check("regex", r"Severity:\s*[12]\b"), Check("regex", r"Severity:\s*[34]\b")
     assert skeleton.derive([IMPACT, high, low]) == \
         "## Impact\n<write the impact here>\nSeverity: <1-4>"
-    prompt = reflect.build_prompt("skill", "# Notes\n", [], [], {}, [], 4,
+    prompt = reflect.build_prompt(reflect.Evidence("skill", "# Notes\n", [], [], {}, []), 4,
                                   counts=reflect.Counter({high: 3, low: 2}))
     assert "Severity: <1|2>" not in prompt and "Severity: <3|4>" not in prompt
     assert prompt.count("a line of the shape it wants: Severity: <1-4>") == 2
@@ -78,7 +78,7 @@ def test_one_label_whose_value_differs_per_task_is_one_typed_line_not_two() -> N
 
 
 def test_the_optimizer_is_asked_for_the_rule_that_says_how_to_choose() -> None:
-    prompt = reflect.build_prompt("skill", "# Notes\n", [], [], {}, [], 4,
+    prompt = reflect.build_prompt(reflect.Evidence("skill", "# Notes\n", [], [], {}, []), 4,
                                   counts=reflect.Counter({SEVERITY: 3}))
     assert "Severity: 1" not in prompt
     assert "keep <1-4> and add a rule that says which value fits which task" in prompt

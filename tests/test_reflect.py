@@ -40,8 +40,8 @@ PASSES = [result("t3", "a passing answer", ())]
 
 
 def test_prompt_shows_failures_examples_context_rejections_and_budget() -> None:
-    prompt = reflect.build_prompt("skill", DOC, FAILURES, PASSES, TASKS,
-                                  [Edit("add", content="Never say maybe")], 2)
+    prompt = reflect.build_prompt(reflect.Evidence(
+        "skill", DOC, FAILURES, PASSES, TASKS, [Edit("add", content="Never say maybe")]), 2)
     assert "Write well." in prompt  # the rest of the document, for context
     assert '- Use the heading "## Key Risks"' in prompt  # the current learned rules
     assert "failed in 2 task(s)" in prompt
@@ -72,8 +72,8 @@ class Scripted(Backend):
 
 
 def propose(backend: Backend):
-    return reflect.propose(CallRunner(backend), SETTINGS, target="skill", document=DOC,
-                           failures=FAILURES, passes=PASSES, tasks=TASKS, rejected=[],
+    return reflect.propose(CallRunner(backend), SETTINGS,
+                           reflect.Evidence("skill", DOC, FAILURES, PASSES, TASKS, []),
                            round_no=1, index=0)
 
 

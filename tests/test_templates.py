@@ -109,10 +109,11 @@ def test_one_template_per_proposal_and_none_that_is_already_there():
 def test_the_reflection_prompt_offers_a_derived_template_when_a_check_is_about_structure():
     assert '"op": "template"' in reflect.SYSTEM
     counts = reflect.Counter({IMPACT: 3, SEVERITY: 2})
-    prompt = reflect.build_prompt("skill", "# Skill\n", [], [], {}, [], 4, counts=counts)
+    prompt = reflect.build_prompt(reflect.Evidence("skill", "# Skill\n", [], [], {}, []), 4,
+                                  counts=counts)
     assert "template" in prompt
     assert '"content": "## Impact\\n<write the impact here>\\nSeverity: <1-4>"' in prompt
-    plain = reflect.build_prompt("skill", "# Skill\n", [], [], {}, [], 4,
+    plain = reflect.build_prompt(reflect.Evidence("skill", "# Skill\n", [], [], {}, []), 4,
                                  counts=reflect.Counter({SHORT: 3}))
     assert '"op": "template", "content"' not in plain.split("Failing checks")[1]
 

@@ -62,7 +62,8 @@ def test_a_failing_workspace_task_shows_the_optimizer_its_diff_and_check_tails()
               'CHANGELOG.md has no "## Unreleased" heading]')
     failing = TaskResult("cl-1", "train", [SampleResult(0, "Done: edited CHANGELOG.md.", None,
                                                         Score(0.0, 0.0, reason), diff=diff)])
-    prompt = reflect.build_prompt("skill", "# Skill\n", [failing], [], {"cl-1": task}, [], 2)
+    prompt = reflect.build_prompt(
+        reflect.Evidence("skill", "# Skill\n", [failing], [], {"cl-1": task}, []), 2)
     assert "<<<AGENT_DIFF\n" + diff.rstrip("\n") + "\nAGENT_DIFF>>>" in prompt
     assert 'has no "## Unreleased" heading' in prompt  # the check's output tail
     assert "Done: edited CHANGELOG.md." in prompt  # and still the final message

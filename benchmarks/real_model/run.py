@@ -236,9 +236,8 @@ def record(example: str, count: int, args: argparse.Namespace, url: str, inner: 
         backend.run_seed = 100 + seed  # apart from the benchmark's run seeds
         started = time.monotonic()
         fresh = CallRunner(backend, workers=1)  # its cache must not answer for another seed
-        proposal = reflect.propose(fresh, settings, target="skill",
-                                   document=documents["skill"] or "", failures=failures,
-                                   passes=passes, tasks=by_id, rejected=[], round_no=1, index=0)
+        evidence = reflect.Evidence("skill", documents["skill"] or "", failures, passes, by_id, [])
+        proposal = reflect.propose(fresh, settings, evidence, round_no=1, index=0)
         print(f"{example} record {seed}: {len(proposal.edits)} edit(s) kept, "
               f"{len(proposal.dropped)} dropped, parse failures {proposal.parse_failures}, "
               f"{time.monotonic() - started:.0f}s", flush=True)

@@ -45,13 +45,9 @@ def read(path: Path, stats: ReadStats, keep_cwd: Callable[[str], bool]) -> Itera
             stats.skip("sidechain line")
             continue
         seen_conversation = True
-        cwd = line.get("cwd")
-        if isinstance(cwd, str) and cwd and session.cwd is None:
-            session.cwd = cwd
-            if not keep_cwd(cwd):
-                session.outside = True
-                yield session
-                return
+        if session.place(line.get("cwd"), keep_cwd):
+            yield session
+            return
         if isinstance(line.get("sessionId"), str) and line["sessionId"]:
             session.session_id = line["sessionId"]
         if isinstance(line.get("gitBranch"), str) and line["gitBranch"]:

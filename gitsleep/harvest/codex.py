@@ -53,13 +53,9 @@ def read(path: Path, stats: ReadStats, keep_cwd: Callable[[str], bool]) -> Itera
             git = payload.get("git")
             if isinstance(git, dict) and isinstance(git.get("branch"), str):
                 session.branch = git["branch"] or session.branch
-            cwd = payload.get("cwd")
-            if isinstance(cwd, str) and cwd and session.cwd is None:
-                session.cwd = cwd
-                if not keep_cwd(cwd):
-                    session.outside = True
-                    yield session
-                    return
+            if session.place(payload.get("cwd"), keep_cwd):
+                yield session
+                return
         elif kind == "response_item":
             seen = True
             has_items = _item(session, payload, stats) or has_items

@@ -26,13 +26,9 @@ def read(path: Path, stats: ReadStats, keep_cwd: Callable[[str], bool]) -> Itera
         ident = line.get("id")
         session = Session("jsonl", str(ident) if isinstance(ident, (str, int)) and
                           not isinstance(ident, bool) else f"{path.name}:{number}", path)
-        cwd = line.get("cwd")
-        if isinstance(cwd, str) and cwd:
-            session.cwd = cwd
-            if not keep_cwd(cwd):
-                session.outside = True
-                yield session
-                continue
+        if session.place(line.get("cwd"), keep_cwd):
+            yield session
+            continue
         session.stamp(line.get("time", line.get("timestamp")))
         if isinstance(line.get("skill"), str):
             session.skills_used.add(line["skill"])

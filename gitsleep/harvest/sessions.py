@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,6 +62,15 @@ class Session:
         self.assistant_turns += 1
         if self.turns and self.user_turns <= MAX_TURNS and text.strip():
             self.turns[-1].answer = clean(text)
+
+    def place(self, cwd: object, keep_cwd: Callable[[str], bool]) -> bool:
+        """Take the session's first working directory from a line; True when it lies
+        outside the repository, so the reader stops and yields the session as `outside`."""
+        if not isinstance(cwd, str) or not cwd or self.cwd is not None:
+            return False
+        self.cwd = cwd
+        self.outside = not keep_cwd(cwd)
+        return self.outside
 
     def stamp(self, value: Any) -> None:
         moment = parse_time(value)
