@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import generate
-from gitsleep import reflect
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend
-from gitsleep.cache import ResponseCache
 from gitsleep.config import load_config
-from gitsleep.epoch import run_epoch
-from gitsleep.models import Answer, EpochResult, EpochSettings, Task
+from gitsleep.core import reflect
+from gitsleep.core.cache import ResponseCache
+from gitsleep.core.epoch import run_epoch
+from gitsleep.core.models import Answer, EpochResult, EpochSettings, Task
 from gitsleep.paths import examples_dir
 from gitsleep.tasks import load_skill_tasks
 

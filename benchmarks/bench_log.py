@@ -8,7 +8,7 @@ last one is on `gitsleep/example-skill`.
 
 Timed, each in a fresh process: the whole `gitsleep log` command, `read_epochs` for `log`
 (every note) and for the pull request's chart (one skill, `details=False`). With
-`--before REV`, the same two reads run with `gitsleep/history.py` as it was at REV of this
+`--before REV`, the same two reads run with `gitsleep/git_forge/history.py` as it was at REV of this
 checkout, and the ratios are printed.
 
     .venv/bin/python -m benchmarks.bench_log --epochs 4000 --before ca6fe20~1
@@ -39,12 +39,12 @@ from pathlib import Path
 source, repo, skills, details = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), \\
     sys.argv[4] == "1"
 if source:
-    spec = importlib.util.spec_from_file_location("gitsleep.history", source)
+    spec = importlib.util.spec_from_file_location("gitsleep.git_forge.history", source)
     history = importlib.util.module_from_spec(spec)
-    sys.modules["gitsleep.history"] = history
+    sys.modules["gitsleep.git_forge.history"] = history
     spec.loader.exec_module(history)
 else:
-    from gitsleep import history
+    from gitsleep.git_forge import history
 from gitsleep.commands.log_cmd import branch_refs
 options = {"details": False} if not details and source == "" else {}
 started = time.perf_counter()
@@ -155,7 +155,7 @@ def main() -> None:
         if args.before:
             old = root / "history_before.py"
             old.write_bytes(subprocess.run(
-                ["git", "show", f"{args.before}:gitsleep/history.py"], cwd=ROOT,
+                ["git", "show", f"{args.before}:gitsleep/git_forge/history.py"], cwd=ROOT,
                 capture_output=True, check=True).stdout)
         for label, skills, details in (("log (every note)", None, True),
                                        ("PR chart (one skill)", [SKILL], False)):

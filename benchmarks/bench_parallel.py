@@ -31,9 +31,9 @@ from typing import Any
 from benchmarks import generate
 from gitsleep.backends.base import ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
-from gitsleep.calls import CallRunner
-from gitsleep.models import EpochSettings
-from gitsleep.replay import score_split
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.models import EpochSettings
+from gitsleep.core.replay import score_split
 from tests.support.fake_openai import FakeOpenAIServer, Fault
 
 API_KEY = "sk-bench-0000000000000000"

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitsleep.models import Check, Judge, Task
+from gitsleep.core.models import Check, Judge, Task
 
 SKILL_NAME = "bench-writer"
 

@@ -38,7 +38,7 @@ from benchmarks import (
     bench_validate,
     generate,
 )
-from gitsleep.epoch import call_ceiling
+from gitsleep.core.epoch import call_ceiling
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 SECTIONS = ("calls", "thrifty", "rerun", "parallel", "overhead", "validate", "timeouts",
@@ -335,7 +335,7 @@ def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
         "measured in section 1",
         "ceiling = (T + V + S) + m * R * (P*(2 + V) + (B + 1)*V + T + (K - 1)*Tl) + S   "
         "(B = edit_budget; K = rollouts, Tl = locally judged train tasks; "
-        "gitsleep.epoch.call_ceiling)",
+        "gitsleep.core.epoch.call_ceiling)",
         f"example: {repo['skills']} skills x (T={repo['train']}, V={repo['val']}, "
         f"S={repo['test']}, R={repo['rounds']}, P={repo['proposals']}, m=1) = "
         f"{repo['skills'] * typical:,.0f} calls per night (ceiling {repo['skills'] * most:,}); "

@@ -179,7 +179,8 @@ def _pr_cell(pr: PrResult) -> str:
 
 def history_charts(results: Sequence[SkillSummary], repo: Path) -> dict[str, str]:
     """skill -> a Mermaid chart of held-out per epoch, for skills with 2 or more epochs."""
-    from gitsleep import history, report
+    from gitsleep import report
+    from gitsleep.git_forge import history
 
     charts: dict[str, str] = {}
     for result in results:

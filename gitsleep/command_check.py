@@ -30,7 +30,7 @@ from gitsleep.errors import BackendError
 from gitsleep.redact import clip
 
 if TYPE_CHECKING:
-    from gitsleep.models import Task
+    from gitsleep.core.models import Task
 
 ANSWER_ENV = "GITSLEEP_ANSWER"
 ANSWER_FILE = "answer.txt"
@@ -187,7 +187,7 @@ def check_answer(argv: Sequence[str], answer: str, **options: Any) -> tuple[bool
 def night_commands(skill: str, tasks: Iterable[Task]) -> list[str]:
     """One line per check command the tasks would run, for `validate` to show: a person
     reading a task file change sees every program a night will start."""
-    from gitsleep.check_ops import check_argv
+    from gitsleep.core.check_ops import check_argv
 
     lines = []
     for task in tasks:

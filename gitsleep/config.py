@@ -25,8 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from gitsleep.core.models import EpochSettings, GateSettings
 from gitsleep.errors import UsageError
-from gitsleep.models import EpochSettings, GateSettings
 from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
 from gitsleep.redact import FORGE_TOKEN_RE
 

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from gitsleep.scores import rounded
+from gitsleep.core.scores import rounded
 
 if TYPE_CHECKING:
-    from gitsleep.models import EditOutcome, EpochResult, SplitSummary
+    from gitsleep.core.models import EditOutcome, EpochResult, SplitSummary
     from gitsleep.redact import Redactor
 
 PR_BODY_LIMIT = 65_536  # GitHub's limit on a pull request's body, in characters
@@ -266,7 +266,7 @@ class SkillSummary:
 
     def redacted(self, redactor: Redactor) -> SkillSummary:
         """The same summary with every string (model names included) redacted."""
-        from gitsleep.models import to_dict
+        from gitsleep.core.models import to_dict
 
         return SkillSummary.from_json(redactor.redact_obj(to_dict(self.to_json())))
 

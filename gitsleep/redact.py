@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from gitsleep.hostile_text import INVISIBLE, without_invisible
+from gitsleep.core.hostile_text import INVISIBLE, without_invisible
 
 REDACTED = "[REDACTED]"
 # Tokens a forge or CI hands a job, by variable name: kept out of agents' and checks'

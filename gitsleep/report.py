@@ -20,11 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gitsleep import documents as docs
-from gitsleep import judges
-from gitsleep import markdown as md
-from gitsleep.errors import EXIT_GIT, GitsleepError, UsageError
-from gitsleep.models import (
+from gitsleep.core import documents as docs
+from gitsleep.core import judges
+from gitsleep.core import markdown as md
+from gitsleep.core.models import (
     Cost,
     EditOutcome,
     EpochResult,
@@ -35,6 +34,9 @@ from gitsleep.models import (
     TaskResult,
     to_dict,
 )
+from gitsleep.core.scores import fmt_change, fmt_score
+from gitsleep.errors import EXIT_GIT, GitsleepError, UsageError
+from gitsleep.git_forge.record import trailer_values, with_proof
 from gitsleep.outcome import (
     PR_BODY_LIMIT,
     CostSummary,
@@ -44,9 +46,7 @@ from gitsleep.outcome import (
     SkillSummary,
     opens_pr,
 )
-from gitsleep.record import trailer_values, with_proof
 from gitsleep.redact import Redactor
-from gitsleep.scores import fmt_change, fmt_score
 
 DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
 DIAGNOSTICS_VERSION = 1

@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gitsleep import gate, replay
-from gitsleep import markdown as md
-from gitsleep.calls import CallRunner, Tick, no_tick
-from gitsleep.models import EpochSettings, PassResult, Split, Task, TaskResult
+from gitsleep.core import gate, replay
+from gitsleep.core import markdown as md
+from gitsleep.core.calls import CallRunner, Tick, no_tick
+from gitsleep.core.models import EpochSettings, PassResult, Split, Task, TaskResult
+from gitsleep.core.scores import fmt_score, rounded
 from gitsleep.redact import Redactor
-from gitsleep.scores import fmt_score, rounded
 
 MARKER = "<!-- gitsleep:review -->"  # finds the one review comment of a pull request
 REVIEW_SPLITS: tuple[Split, ...] = ("val", "test")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep import repo_paths, review
-from gitsleep.calls import CallRunner
 from gitsleep.config import Config, SkillConfig, load_config
+from gitsleep.core.calls import CallRunner
 from gitsleep.errors import (
     EXIT_GIT,
     EXIT_OK,
@@ -29,8 +29,8 @@ from gitsleep.errors import (
     GitError,
     UsageError,
 )
-from gitsleep.gitrun import git_out, git_run
-from gitsleep.setup import Setup, make_backend, make_cache, read_inputs
+from gitsleep.git_forge.gitrun import git_out, git_run
+from gitsleep.prepare import Setup, make_backend, make_cache, read_inputs
 
 SHALLOW_FIX = ("fetch it (`git fetch origin <ref>`, or `git fetch --unshallow`; in GitHub "
                "Actions use actions/checkout with `fetch-depth: 0`)")
@@ -224,7 +224,7 @@ def sync_comment(hub: Any, number: int, body: str) -> dict[str, Any]:
 
 def _comment(setup: Setup, options: ReviewOptions, pr: PullRequestRef | None,
              body: str) -> dict[str, Any]:
-    from gitsleep import forge
+    from gitsleep.git_forge import forge
 
     none: dict[str, Any] = {"operation": "none", "id": None, "url": None,
                             "pr": pr.number if pr else None}

@@ -1,11 +1,11 @@
 """One skill, end to end: lock -> worktree -> epoch -> commit -> note -> push -> PR.
 
 The git steps (claim the branch, commit with its note, push, the forge client) are
-`gitsleep.publish_sequence`, which `harvest --branch` uses too. The epoch itself is pure
-(`gitsleep.epoch`); git and the forge are thin edges around it; what a command needs
-before it runs (config, inputs, backend, cache) is `gitsleep.setup`, what a commit
-records is `gitsleep.record`, and what this run must do (a new epoch, finish an interrupted
-one, or nothing) is `gitsleep.recovery`.
+`gitsleep.git_forge.publish_sequence`, which `harvest --branch` uses too. The epoch itself
+is pure (`gitsleep.core.epoch`); git and the forge are thin edges around it; what a command
+needs before it runs (config, inputs, backend, cache) is `gitsleep.prepare`, what a commit
+records is `gitsleep.git_forge.record`, and what this run must do (a new epoch, finish an
+interrupted one, or nothing) is `gitsleep.git_forge.recovery`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any
 
 from gitsleep import __version__, repo_paths, report
 from gitsleep.config import SkillConfig
-from gitsleep.epoch import budget_note, call_ceiling, run_epoch
+from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
+from gitsleep.core.models import EpochResult, Task
 from gitsleep.errors import UsageError
-from gitsleep.gitrun import run_git
-from gitsleep.models import EpochResult, Task
+from gitsleep.git_forge.gitrun import run_git
+from gitsleep.git_forge.record import NOTES_REF, Digests
+from gitsleep.git_forge.recovery import GitOptions, plan_recovery, up_to_date
 from gitsleep.outcome import PrResult, SkillSummary, opens_pr
-from gitsleep.record import NOTES_REF, Digests
-from gitsleep.recovery import GitOptions, plan_recovery, up_to_date
-from gitsleep.setup import Setup, make_backend, make_cache, read_inputs
+from gitsleep.prepare import Setup, make_backend, make_cache, read_inputs
 
 __all__ = ["GitOptions", "SkillOutcome", "consolidate", "dry_run", "read_inputs",
            "rerun_command"]  # read_inputs: the benchmarks read a skill's inputs from here
@@ -112,9 +112,9 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
     If an earlier run was killed after its commit but before its push or its pull request,
     the epoch is replayed from the response cache (no model call) to finish that work.
     """
-    from gitsleep import gitops
-    from gitsleep import publish_sequence as sequence
-    from gitsleep.lock import RepoLock
+    from gitsleep.git_forge import gitops
+    from gitsleep.git_forge import publish_sequence as sequence
+    from gitsleep.git_forge.lock import RepoLock
 
     repo = gitops.open_repo(setup.repo)
     base = gitops.resolve_base(repo, options.base)
@@ -175,7 +175,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
 def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str,
             result: EpochResult, message: str, note: report.Diagnostics) -> str | None:
     """Write the accepted documents into the worktree, commit them, attach the note."""
-    from gitsleep.publish_sequence import commit_with_note
+    from gitsleep.git_forge.publish_sequence import commit_with_note
 
     if result.decision != "accepted" or not result.changed:
         return None
@@ -197,7 +197,7 @@ def require_tracked(repo: Any, base_sha: str, relative: str) -> None:
 def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
                    metric: str) -> str:
     """The held-out-per-epoch chart for the PR body, from the skill's recorded epochs."""
-    from gitsleep import history
+    from gitsleep.git_forge import history
 
     epochs = history.read_epochs(setup.repo, base=base, branch_refs=[f"refs/heads/{branch}"],
                                  skills=[skill.name], details=False)  # trailers, not notes
@@ -215,8 +215,8 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
         return PrResult(), None
     if remote is None:
         return PrResult(reason="the repository has no remote to push to"), None
-    from gitsleep import forge
-    from gitsleep.publish_sequence import forge_call, forge_for
+    from gitsleep.git_forge import forge
+    from gitsleep.git_forge.publish_sequence import forge_call, forge_for
 
     hub, why_not = forge_for(setup.env, repo, remote)
     if hub is None:

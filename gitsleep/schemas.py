@@ -16,9 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from gitsleep.check_ops import CheckOp
 from gitsleep.config import Config
-from gitsleep.models import Split
+from gitsleep.core.check_ops import CheckOp
+from gitsleep.core.models import Split
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 CONFIG_FILE = "gitsleep-config.schema.json"

@@ -29,12 +29,12 @@ from typing import Any, Literal
 import yaml
 
 from gitsleep import workspace as workspaces
-from gitsleep.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check_op
 from gitsleep.command_check import argv_problem, program_problem
 from gitsleep.config import CONFIG_NAME, SkillConfig
+from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check_op
+from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, is_split
+from gitsleep.core.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.errors import UsageError
-from gitsleep.models import SPLITS, Check, Judge, Split, Task, is_split
-from gitsleep.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.problems import (
     ERROR,
     WARNING,

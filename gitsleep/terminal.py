@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from gitsleep.hostile_text import INVISIBLE
+from gitsleep.core.hostile_text import INVISIBLE
 
 # Kept: tab and newline (layout), the zero-width joiner and the emoji/text variation
 # selectors (they belong to the emoji they follow and drive nothing).

@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from gitsleep.core.patterns import search_untrusted
 from gitsleep.errors import GitError, UsageError
-from gitsleep.gitrun import git_run, last_line, safe_git
-from gitsleep.patterns import search_untrusted
+from gitsleep.git_forge.gitrun import git_run, last_line, safe_git
 
 if TYPE_CHECKING:
-    from gitsleep.models import Check, Task
+    from gitsleep.core.models import Check, Task
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
 MAX_READ_BYTES = 4 * 1024 * 1024  # what `file_contains` reads of one file
@@ -515,8 +515,8 @@ def judge_checks(
     program, judged over `folder` after the agent ran (`changed`: what it changed). Text
     checks are left to the judge, which reads the answer. Raises CheckCannotRun (exit 3)
     when a check program cannot start."""
-    from gitsleep.check_ops import OPS, command_argv, file_text_arg
     from gitsleep.command_check import run_check
+    from gitsleep.core.check_ops import OPS, command_argv, file_text_arg
 
     outcomes: dict[int, tuple[bool, str]] = {}
     for index, check in enumerate(checks):
@@ -635,7 +635,7 @@ def judge_answer(folder: Path, found: Mapping[str, Any], changed: Sequence[str],
     judged in `folder` after the agent ran, the answer in a scratch file outside it (named
     by $GITSLEEP_ANSWER): the outcomes an answer carries, by check index. Raises
     CheckCannotRun (exit 3) when a check program cannot start."""
-    from gitsleep.models import Check
+    from gitsleep.core.models import Check
 
     raw = found.get("checks")
     checks = tuple(Check(op, arg) for op, arg in raw) if isinstance(raw, list) else ()
@@ -677,7 +677,7 @@ def call_key(context: Mapping[str, Any] | None, purpose: str) -> str:
 
 def context_commands(context: Mapping[str, Any]) -> list[list[str]]:
     """The check commands of a workspace call's context (for its cache key)."""
-    from gitsleep.check_ops import check_argv
+    from gitsleep.core.check_ops import check_argv
 
     return [argv for op, arg in context.get("checks", ())
             if (argv := check_argv(str(op), str(arg))) is not None]

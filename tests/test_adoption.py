@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gitsleep import report, run
-from gitsleep.setup import Setup
+from gitsleep.prepare import Setup
 from tests.support.cli import init_repo, run_cli
 from tests.support.gitrepo import git, isolate_git
 

@@ -25,7 +25,7 @@ from benchmarks.bench_calls import RoundOutcome, floor_of, measure_epoch, skillo
 from gitsleep.backends.base import ModelCall
 from gitsleep.backends.offline import OfflineBackend
 from gitsleep.config import load_config
-from gitsleep.models import Answer
+from gitsleep.core.models import Answer
 from gitsleep.tasks import load_skill_tasks
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from gitsleep.config import Config, apply_overrides, config_path, load_config
+from gitsleep.core.models import EpochSettings, GateSettings
 from gitsleep.errors import UsageError
-from gitsleep.models import EpochSettings, GateSettings
 
 MINIMAL = """\
 skills:

@@ -26,18 +26,18 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gitsleep import documents as d
-from gitsleep.check_ops import OPS, RULE_OPS
 from gitsleep.config import Config, load_config
+from gitsleep.core import documents as d
+from gitsleep.core.check_ops import OPS, RULE_OPS
+from gitsleep.core.hygiene import check_hygiene
+from gitsleep.core.judges import check_passes, parse_rubric_reply, score_exact
+from gitsleep.core.models import SPLITS, Check, Edit, Score, Task
+from gitsleep.core.patterns import regex_size
+from gitsleep.core.proposals import parse_reply
+from gitsleep.core.regex_literal import literal_for_regex
 from gitsleep.errors import UsageError
-from gitsleep.hygiene import check_hygiene
-from gitsleep.judges import check_passes, parse_rubric_reply, score_exact
-from gitsleep.models import SPLITS, Check, Edit, Score, Task
-from gitsleep.patterns import regex_size
 from gitsleep.problems import CODES, Problem
-from gitsleep.proposals import parse_reply
 from gitsleep.redact import Redactor
-from gitsleep.regex_literal import literal_for_regex
 from gitsleep.tasks import parse_task_file
 
 LONG_RUN = int(os.environ.get("GITSLEEP_FUZZ_EXAMPLES", "0") or 0)

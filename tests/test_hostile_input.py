@@ -29,13 +29,13 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from gitsleep import documents as d
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import simulate_answer
-from gitsleep.epoch import run_epoch
-from gitsleep.hygiene import check_hygiene
-from gitsleep.models import Answer, Check, Edit, EpochSettings, Judge, Task
-from gitsleep.proposals import parse_reply
+from gitsleep.core import documents as d
+from gitsleep.core.epoch import run_epoch
+from gitsleep.core.hygiene import check_hygiene
+from gitsleep.core.models import Answer, Check, Edit, EpochSettings, Judge, Task
+from gitsleep.core.proposals import parse_reply
 from tests.support.cli import CliResult, run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "brief-writer"
@@ -228,7 +228,7 @@ def test_a_regex_that_backtracks_is_bounded_by_the_judge_timeout(
 ) -> None:
     """A valid regex that stalls the engine on the answers costs REGEX_TIMEOUT per answer
     and reads as a failed check with the reason, never a hang."""
-    from gitsleep.patterns import REGEX_TIMEOUT
+    from gitsleep.core.patterns import REGEX_TIMEOUT
 
     stall = task_line(id="stall", split="train", prompt="a" * 60 + "!",
                       judge={"kind": "rule", "checks": [{"op": "regex", "arg": "(a|a)*$"},

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from gitsleep import hygiene, judges, proposals
 from gitsleep.backends.offline import read_directives, simulate_answer
-from gitsleep.models import Check
-from gitsleep.numbers import loads_json, whole_number
+from gitsleep.core import hygiene, judges, proposals
+from gitsleep.core.models import Check
+from gitsleep.core.numbers import loads_json, whole_number
 
 HUGE = "9" * 5000
 

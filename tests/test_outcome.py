@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep import history, report
+from gitsleep import report
+from gitsleep.git_forge import history
 from gitsleep.outcome import Edits, NoteFacts, PrResult, SkillSummary, opens_pr
 from gitsleep.redact import Redactor
 from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
@@ -105,7 +106,7 @@ def test_the_note_is_the_diagnostics_file_plus_the_commit_and_branch(tmp_path: P
 def test_a_forge_librarys_error_is_one_redacted_line_for_both_publishers() -> None:
     """consolidate's pull request and harvest's share `forge_call`: exit 4, secret masked."""
     from gitsleep.errors import EXIT_GIT, GitsleepError, UsageError
-    from gitsleep.publish_sequence import forge_call
+    from gitsleep.git_forge.publish_sequence import forge_call
 
     secret = "ghp_" + "x" * 36
 

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from gitsleep import paths
-from gitsleep.cache import ResponseCache
-from gitsleep.models import Answer
+from gitsleep.core.cache import ResponseCache
+from gitsleep.core.models import Answer
 from tests.support.cli import CliResult, run_cli
 from tests.support.gitrepo import git, isolate_git, make_repo
 

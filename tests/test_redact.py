@@ -281,7 +281,7 @@ DEPLOY = "Sekr3t-Deploy-Value-0123456789"
 
 
 def invisible_free(text: str) -> str:
-    from gitsleep.hostile_text import without_invisible
+    from gitsleep.core.hostile_text import without_invisible
 
     return without_invisible(text)[0]
 
@@ -331,7 +331,7 @@ def test_the_invisible_set_holds_every_format_character_of_this_python() -> None
     import sys
     import unicodedata
 
-    from gitsleep.hostile_text import INVISIBLE
+    from gitsleep.core.hostile_text import INVISIBLE
 
     missing = [f"U+{c:04X}" for c in range(sys.maxunicode + 1)
                if unicodedata.category(chr(c)) == "Cf" and not INVISIBLE.match(chr(c))]
@@ -502,7 +502,7 @@ def test_ordinary_paths_that_only_resemble_a_home_are_unchanged() -> None:
 def test_a_rubric_reply_cut_to_its_reason_keeps_no_piece_of_a_key() -> None:
     """The grader's reply becomes the reason (its first 300 characters), redacted later
     with the rest of diagnostics.json: a key across character 300 left its first half."""
-    from gitsleep.judges import parse_rubric_reply
+    from gitsleep.core.judges import parse_rubric_reply
 
     key = "Lk9-literal-Value-0123456789-zzQ"
     reply = "Score: 7/10 " + "because " * 34 + key + " and more"

@@ -13,12 +13,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gitsleep import documents as d
-from gitsleep import markdown as md
-from gitsleep import record, report
-from gitsleep.errors import GitsleepError
-from gitsleep.markdown import ZWSP
-from gitsleep.models import (
+from gitsleep import report
+from gitsleep.core import documents as d
+from gitsleep.core import markdown as md
+from gitsleep.core.markdown import ZWSP
+from gitsleep.core.models import (
     Check,
     Cost,
     Edit,
@@ -33,6 +32,8 @@ from gitsleep.models import (
     TaskDelta,
     TaskResult,
 )
+from gitsleep.errors import GitsleepError
+from gitsleep.git_forge import record
 from gitsleep.outcome import PrResult
 from gitsleep.redact import Redactor, secrets_from_env
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep import gate, paths, review, review_run
+from gitsleep import paths, review, review_run
 from gitsleep.config import Config
+from gitsleep.core import gate
+from gitsleep.core.models import PassResult, SampleResult, Score, TaskResult
 from gitsleep.errors import EXIT_REGRESSION, GitError
-from gitsleep.forge import ForgeSettings, GitHubForge, Pacing
-from gitsleep.models import PassResult, SampleResult, Score, TaskResult
+from gitsleep.git_forge.forge import ForgeSettings, GitHubForge, Pacing
 from gitsleep.redact import Redactor
 from tests.support.cli import run_cli
 from tests.support.fake_github import FakeGitHub, Fault

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gitsleep.config import SkillConfig
+from gitsleep.core.models import Check, Judge
 from gitsleep.errors import UsageError
-from gitsleep.models import Check, Judge
 from gitsleep.problems import Problem
 from gitsleep.tasks import (
     char_bound,

@@ -168,7 +168,7 @@ def test_judge_checks_runs_every_workspace_check_over_the_folder(tmp_path: Path)
     import json
     import sys
 
-    from gitsleep.models import Check
+    from gitsleep.core.models import Check
 
     ws = tmp_path / "ws"
     (ws / "docs").mkdir(parents=True)
@@ -198,8 +198,8 @@ def test_judge_checks_runs_every_workspace_check_over_the_folder(tmp_path: Path)
 def test_the_cache_keeps_a_workspace_answers_check_outcomes(tmp_path: Path) -> None:
     """A cached answer of a workspace task must be judged as its workspace was: the
     outcomes travel with the answer (the workspace itself is gone)."""
-    from gitsleep.cache import ResponseCache
-    from gitsleep.models import Answer
+    from gitsleep.core.cache import ResponseCache
+    from gitsleep.core.models import Answer
 
     outcomes = ((1, True, ""), (3, False, "exited 1: 2 failed"))
     ResponseCache(tmp_path).put("ab" * 32, Answer(text="done", checks=outcomes))

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep import reflect
 from gitsleep.backends.base import ModelCall
 from gitsleep.backends.command import AgentSpec, CommandBackend
-from gitsleep.cache import ResponseCache
-from gitsleep.models import Answer, Check, Judge, SampleResult, Score, Task, TaskResult
+from gitsleep.core import reflect
+from gitsleep.core.cache import ResponseCache
+from gitsleep.core.models import Answer, Check, Judge, SampleResult, Score, Task, TaskResult
 from gitsleep.redact import Redactor
 from gitsleep.workspace import DIFF_MAX_CHARS, tree_id, unified_diff
 from tests.support.fake_agents import install

@@ -289,8 +289,8 @@ def test_the_offline_optimizer_proposes_nothing_for_a_failed_command() -> None:
 
 
 def test_a_workspace_answer_is_scored_from_its_outcomes_and_its_text() -> None:
-    from gitsleep.judges import score_local
-    from gitsleep.models import Check, Judge
+    from gitsleep.core.judges import score_local
+    from gitsleep.core.models import Check, Judge
 
     judge = Judge("rule", (Check("contains", "entry"),
                            Check("command", json.dumps(["false"])),

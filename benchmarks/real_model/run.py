@@ -6,7 +6,7 @@ Opt-in. It needs an OpenAI-compatible server (see README.md in this folder) and 
 
 Without that variable it prints why it skipped and exits 0, so it is safe anywhere.
 
-Each run is one epoch of the pure core (`gitsleep.epoch.run_epoch`) on an example's
+Each run is one epoch of the pure core (`gitsleep.core.epoch.run_epoch`) on an example's
 tasks and documents, read from the working tree, with the 0.5B model answering and the
 1.5B model proposing. Runs differ only in the optimizer's seed: the reflection prompt
 fixes its seed per proposal, so a thin backend wrapper shifts the seed of `propose`
@@ -32,15 +32,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gitsleep import documents as docs
-from gitsleep import honesty, reflect, replay, report
+from gitsleep import report
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
-from gitsleep.cache import ResponseCache
-from gitsleep.calls import CallRunner
 from gitsleep.config import Config, load_config
-from gitsleep.epoch import run_epoch
-from gitsleep.models import Answer, EpochResult, Task
+from gitsleep.core import documents as docs
+from gitsleep.core import honesty, reflect, replay
+from gitsleep.core.cache import ResponseCache
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.epoch import run_epoch
+from gitsleep.core.models import Answer, EpochResult, Task
 from gitsleep.paths import examples_dir
 from gitsleep.run import read_inputs
 

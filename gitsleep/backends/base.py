@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitsleep.models import Answer
+from gitsleep.core.models import Answer
 
 PURPOSES = ("answer", "propose", "judge")
 

@@ -42,9 +42,9 @@ from gitsleep import workspace as task_workspace
 from gitsleep.backends import agent_procs
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.presets import ANSWER_FILE
+from gitsleep.core.markdown import clip, one_line
+from gitsleep.core.models import Answer
 from gitsleep.errors import BackendError, UsageError
-from gitsleep.markdown import clip, one_line
-from gitsleep.models import Answer
 from gitsleep.redact import Redactor, without_forge_tokens
 
 STDERR_TAIL_BYTES = 4096

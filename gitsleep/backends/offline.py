@@ -28,10 +28,10 @@ from typing import Any
 
 from gitsleep import workspace as task_workspace
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.models import Answer
-from gitsleep.numbers import whole_number
+from gitsleep.core.models import Answer
+from gitsleep.core.numbers import whole_number
+from gitsleep.core.regex_literal import literal_for_regex
 from gitsleep.redact import Redactor
-from gitsleep.regex_literal import literal_for_regex
 
 _Q = r"[\"'](.+?)[\"']"
 DIRECTIVES = [
@@ -181,7 +181,7 @@ def _quoted(text: str) -> str | None:
 def _add_to_file(arg: str) -> str | None:
     """`Always add "<text>" to "<path>"` for a failed `file_contains` (a regex gives the
     literal it matches, as for `regex`); None when no directive can say it."""
-    from gitsleep.check_ops import file_text_arg
+    from gitsleep.core.check_ops import file_text_arg
 
     try:
         path, kind, value = file_text_arg(arg)

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.core.models import Answer
+from gitsleep.core.numbers import loads_json
 from gitsleep.deadline import DeadlineClientMixin
 from gitsleep.errors import BackendError
-from gitsleep.models import Answer
-from gitsleep.numbers import loads_json
 
 if TYPE_CHECKING:  # openai 3.x ships httpx2; only the type names are needed here
     import httpx2

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from gitsleep.backends import create_backend
 from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.core.models import Answer
 from gitsleep.errors import BackendError, UsageError
-from gitsleep.models import Answer
 
 if TYPE_CHECKING:
     from gitsleep.backends.command import AgentSpec

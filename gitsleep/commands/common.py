@@ -15,13 +15,13 @@ from typing import Any
 import click
 
 from gitsleep.errors import EXIT_OK
-from gitsleep.setup import Setup
+from gitsleep.prepare import Setup
 
 PLAIN_EVERY = 8  # in a log, passes this long get a line per quarter, shorter ones just one
 BAR_WIDTH, BAR_MIN = 20, 6  # a progress bar's cells on a wide terminal; the fewest shown
 
 
-class Progress:
+class StderrProgress:
     """Progress on stderr: one live status line and a progress bar per pass on a terminal,
     plain lines in CI logs, with -v or when stderr is not a terminal; nothing with -q."""
 
@@ -110,7 +110,7 @@ class Progress:
 def setup_from(ctx: click.Context, *, backend: str | None = None,
                model: str | None = None) -> Setup:
     obj = ctx.obj or {}
-    progress = Progress(obj.get("verbosity", 0))
+    progress = StderrProgress(obj.get("verbosity", 0))
     ctx.call_on_close(progress.close)
     return Setup.load(obj.get("repo", "."), obj.get("config"), backend=backend, model=model,
                       progress=progress, steps=progress.steps)

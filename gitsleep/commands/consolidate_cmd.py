@@ -17,7 +17,7 @@ from gitsleep.commands.common import (
 )
 from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
-from gitsleep.gitrun import git_run
+from gitsleep.git_forge.gitrun import git_run
 from gitsleep.terminal import visible
 
 

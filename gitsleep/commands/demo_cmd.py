@@ -18,11 +18,11 @@ import git
 
 from gitsleep import report, run
 from gitsleep.commands.common import print_json
-from gitsleep.gitrun import run_git
+from gitsleep.core.scores import fmt_change
+from gitsleep.git_forge.gitrun import run_git
 from gitsleep.outcome import Scores, opens_pr
 from gitsleep.paths import examples_dir
-from gitsleep.scores import fmt_change
-from gitsleep.setup import Setup
+from gitsleep.prepare import Setup
 
 EXAMPLE = "brief-writer"
 

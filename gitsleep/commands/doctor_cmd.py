@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import click
 
-from gitsleep import judges
 from gitsleep.backends.command import STDERR_TAIL_BYTES, CommandBackend
 from gitsleep.backends.select import RoutedBackend
 from gitsleep.commands.common import end_progress, setup_from
+from gitsleep.core import judges
+from gitsleep.core.models import Answer, Task
+from gitsleep.core.replay import answer_call
 from gitsleep.errors import BackendError, UsageError
-from gitsleep.models import Answer, Task
+from gitsleep.prepare import make_backend, read_inputs
 from gitsleep.redact import Redactor
-from gitsleep.replay import answer_call
-from gitsleep.setup import make_backend, read_inputs
 from gitsleep.terminal import visible
 
 SHOWN_CHARS = 2000  # of the answer

@@ -6,13 +6,14 @@ from typing import Any
 
 import click
 
-from gitsleep import replay, repo_paths
-from gitsleep.calls import CallRunner
+from gitsleep import repo_paths
 from gitsleep.commands.common import end_progress, print_json, setup_from
-from gitsleep.models import SPLITS
+from gitsleep.core import replay
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.models import SPLITS
+from gitsleep.core.scores import fmt_score, rounded
+from gitsleep.prepare import make_backend, make_cache, read_inputs
 from gitsleep.report import SMALL_SPLIT, metric_note, small_splits
-from gitsleep.scores import fmt_score, rounded
-from gitsleep.setup import make_backend, make_cache, read_inputs
 
 
 @click.command("eval")

@@ -14,7 +14,7 @@ from gitsleep.errors import BackendError, UsageError
 from gitsleep.harvest import pipeline
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.select import harvested_before, parse_since
-from gitsleep.setup import Setup, make_backend, make_cache, read_document
+from gitsleep.prepare import Setup, make_backend, make_cache, read_document
 from gitsleep.tasks import check_skill_tasks, parse_task_file
 
 if TYPE_CHECKING:  # the LLM miner and its client load only with --llm
@@ -110,7 +110,7 @@ def _output_path(setup: Setup, output: Path | None, skill: str) -> str:
 
 
 def _llm_miner(setup: Setup) -> LlmMiner:
-    from gitsleep.calls import CallRunner
+    from gitsleep.core.calls import CallRunner
     from gitsleep.harvest.llm import LlmMiner
 
     if setup.config.backend == "offline":

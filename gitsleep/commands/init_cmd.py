@@ -18,7 +18,7 @@ import click
 from gitsleep import paths, repo_paths
 from gitsleep.config import config_path
 from gitsleep.errors import UsageError
-from gitsleep.gitrun import git_out
+from gitsleep.git_forge.gitrun import git_out
 
 SKILL_PATH = "skills/example-skill/SKILL.md"
 TASKS_PATH = "evals/example-skill/tasks.jsonl"

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from gitsleep import history, remote_notes
 from gitsleep.commands.common import print_json
 from gitsleep.config import config_path, load_config
+from gitsleep.core.scores import fmt_change
 from gitsleep.errors import UsageError
-from gitsleep.gitrun import git_out
-from gitsleep.scores import fmt_change
+from gitsleep.git_forge import history, remote_notes
+from gitsleep.git_forge.gitrun import git_out
 
 
 def branch_refs(repo: Path, prefix: str) -> list[str]:

@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from gitsleep import gitops, record, remote_notes
 from gitsleep.commands.common import print_json, setup_from
 from gitsleep.config import SkillConfig
-from gitsleep.gitrun import git_run
-from gitsleep.setup import Setup, read_inputs
+from gitsleep.git_forge import gitops, record, remote_notes
+from gitsleep.git_forge.gitrun import git_run
+from gitsleep.prepare import Setup, read_inputs
 from gitsleep.terminal import visible
 
 

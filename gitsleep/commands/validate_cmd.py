@@ -30,10 +30,10 @@ from gitsleep.config import (
     field_lines,
     load_config,
 )
-from gitsleep.documents import block_problems
+from gitsleep.core.documents import block_problems
+from gitsleep.core.honesty import presence_problems
+from gitsleep.core.models import Task
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
-from gitsleep.honesty import presence_problems
-from gitsleep.models import Task
 from gitsleep.problems import (
     ERROR,
     FileProblem,

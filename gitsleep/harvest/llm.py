@@ -16,8 +16,8 @@ from typing import Any
 import json_repair
 
 from gitsleep.backends.base import ModelCall
-from gitsleep.calls import CallRunner
-from gitsleep.check_ops import ANSWER_OPS
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.check_ops import ANSWER_OPS
 from gitsleep.harvest.mine import Candidate
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.sessions import Session

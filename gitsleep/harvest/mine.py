@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gitsleep.check_ops import ANSWER_OPS, OPS
+from gitsleep.core.check_ops import ANSWER_OPS, OPS
 from gitsleep.harvest.privacy import Masker, has_marker
 from gitsleep.harvest.sessions import Session
 from gitsleep.tasks import parse_judge

@@ -22,13 +22,13 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import Any
 
+from gitsleep.core.models import Task
 from gitsleep.errors import UsageError
 from gitsleep.harvest import claude, codex, plain
 from gitsleep.harvest import select as pick
 from gitsleep.harvest.mine import Candidate, heuristic, prompt_key, to_record
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.sessions import ReadStats, Session
-from gitsleep.models import Task
 from gitsleep.redact import Redactor
 
 SOURCES: dict[str, ModuleType] = {"claude": claude, "codex": codex, "jsonl": plain}

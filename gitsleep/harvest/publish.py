@@ -1,6 +1,6 @@
 """`harvest --branch`: the harvested tasks as one commit on `gitsleep-harvest/<skill>`.
 
-The commit goes through `gitsleep.publish_sequence`, the same claim -> commit -> note ->
+The commit goes through `gitsleep.git_forge.publish_sequence`, the same claim -> commit -> note ->
 push -> PR order consolidate uses, so harvest keeps every one of its git safety rules: the
 branch must be gitsleep's by proof (a note under `refs/notes/gitsleep-harvest`, or this
 clone's reflog), a person's commits that only this clone has stop it (exit 4) instead of
@@ -18,12 +18,12 @@ from typing import Any
 from gitsleep.harvest.mine import prompt_key
 from gitsleep.harvest.pipeline import append_to, plain_target, render
 from gitsleep.harvest.select import harvested_before
-from gitsleep.setup import Setup
+from gitsleep.prepare import Setup
 from gitsleep.tasks import parse_task_file
 
 
 def branch_name(setup: Setup, skill: str) -> str:
-    from gitsleep.publish_sequence import harvest_branch
+    from gitsleep.git_forge.publish_sequence import harvest_branch
 
     return harvest_branch(setup.config.branch_prefix, skill)
 
@@ -31,9 +31,9 @@ def branch_name(setup: Setup, skill: str) -> str:
 def commit_on_branch(setup: Setup, skill: str, relative: str,
                      records: list[dict[str, Any]]) -> dict[str, Any]:
     """Commit the new records on the harvest branch; push and open a PR when possible."""
-    from gitsleep import gitops
-    from gitsleep import publish_sequence as sequence
-    from gitsleep.lock import RepoLock
+    from gitsleep.git_forge import gitops
+    from gitsleep.git_forge import publish_sequence as sequence
+    from gitsleep.git_forge.lock import RepoLock
 
     repo = gitops.open_repo(setup.repo)
     base = gitops.resolve_base(repo, None)
@@ -67,7 +67,7 @@ def commit_on_branch(setup: Setup, skill: str, relative: str,
 def _append_and_commit(setup: Setup, repo: Any, tree: Path, branch: str, skill: str,
                        relative: str, new: list[dict[str, Any]], done: dict[str, Any]) -> None:
     """Append the new tasks in the worktree and commit them with harvest's note."""
-    from gitsleep import publish_sequence as sequence
+    from gitsleep.git_forge import publish_sequence as sequence
 
     append_to(plain_target(tree, relative), render(new))
     message = (f"gitsleep: harvest {len(new)} task(s) for {skill} (review pending)\n\n"
@@ -95,7 +95,7 @@ def _not_in(target: Path, relative: str, records: list[dict[str, Any]]) -> list[
 
 def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill: str,
              count: int) -> str | None:
-    from gitsleep.publish_sequence import forge_call, forge_for
+    from gitsleep.git_forge.publish_sequence import forge_call, forge_for
 
     hub, why_not = forge_for(setup.env, repo, remote)
     if hub is None:

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from gitsleep.errors import UsageError
-from gitsleep.gitrun import git_out
+from gitsleep.git_forge.gitrun import git_out
 from gitsleep.harvest.mine import ID_PREFIX
 from gitsleep.harvest.sessions import Session
 

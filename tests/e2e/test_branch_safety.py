@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep import gitops
+from gitsleep.git_forge import gitops
 from tests.e2e.test_git_run import consolidate
 from tests.support.cli import run_cli
 from tests.support.gitrepo import clone, commit_files, example_repo, git

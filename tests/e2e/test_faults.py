@@ -549,7 +549,7 @@ def test_a_lock_left_by_a_killed_run_is_taken_over(
     work, origin = repo
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time, git\n"
-         "from gitsleep.lock import RepoLock\n"
+         "from gitsleep.git_forge.lock import RepoLock\n"
          "with RepoLock(git.Repo(sys.argv[1]), 'brief-writer'):\n"
          "    print('held', flush=True)\n"
          "    time.sleep(120)\n", str(work)],
@@ -589,8 +589,8 @@ def test_a_rerun_in_a_new_process_makes_no_model_call() -> None:
     come out in 6 orders, so 6 seeds agreeing by chance is a 1-in-7,776 event.
     """
     script = (
-        "from gitsleep.models import Check, Score, SampleResult, TaskResult\n"
-        "from gitsleep.reflect import failing_checks\n"
+        "from gitsleep.core.models import Check, Score, SampleResult, TaskResult\n"
+        "from gitsleep.core.reflect import failing_checks\n"
         "checks = (Check('contains', 'Owner'), Check('regex', 'Risk'), Check('max_chars', 300))\n"
         "failed = [TaskResult(f't{i}', 'train', [SampleResult(0, 'a', None, "
         "Score(0.0, 0.0, 'x', checks))]) for i in range(3)]\n"

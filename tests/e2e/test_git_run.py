@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep.lock import RepoLock
+from gitsleep.git_forge.lock import RepoLock
 from tests.support.cli import run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer

@@ -2,7 +2,7 @@
 task that stays away: real git repositories with a bare origin, a reviewer's own clone, and
 committed symlinks aimed outside the repository and into `.git/hooks`.
 
-Each test here failed before harvest went through `gitsleep.publish_sequence` (issue 24,
+Each test here failed before harvest went through `gitsleep.git_forge.publish_sequence` (issue 24,
 class 2 and the class 11 item about deleted tasks).
 """
 
@@ -153,7 +153,7 @@ def _clash(one: str, other: str) -> bool:
 
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_no_harvest_branch_is_or_shadows_a_consolidate_branch(prefix: str) -> None:
-    from gitsleep.publish_sequence import harvest_branch, skill_branch
+    from gitsleep.git_forge.publish_sequence import harvest_branch, skill_branch
 
     assert harvest_branch(prefix, "x") != skill_branch(prefix, "harvest-x")
     harvest_names = {harvest_branch(prefix, s) for s in SKILLS}
@@ -165,7 +165,7 @@ def test_no_harvest_branch_is_or_shadows_a_consolidate_branch(prefix: str) -> No
 
 
 def test_the_default_names_are_documented_ones() -> None:
-    from gitsleep.publish_sequence import harvest_branch, skill_branch
+    from gitsleep.git_forge.publish_sequence import harvest_branch, skill_branch
 
     assert harvest_branch("gitsleep/", "brief-writer") == BRANCH
     assert skill_branch("gitsleep/", "harvest-brief-writer") == "gitsleep/harvest-brief-writer"

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gitsleep import documents as d
 from gitsleep.backends.offline import simulate_answer
-from gitsleep.record import TRAILER_KEYS
+from gitsleep.core import documents as d
+from gitsleep.git_forge.record import TRAILER_KEYS
 from tests.support.cli import CliResult, run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitsleep.backends.offline import simulate_answer
-from gitsleep.documents import END, START
+from gitsleep.core.documents import END, START
 from tests.support.cli import CliResult
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer
@@ -274,7 +274,7 @@ def test_a_secret_split_by_an_invisible_mark_is_in_no_output_even_once_the_mark_
     """Before: the redactor missed the split secret, so stdout, stderr, diagnostics.json
     and the git note held it with only an invisible mark inside, which a copy-paste, a
     terminal or a cleaning step (like gitsleep's own one-line cleaning) drops."""
-    from gitsleep.hostile_text import without_invisible
+    from gitsleep.core.hostile_text import without_invisible
 
     code, data, found = whole_run(secret, env_name, {"model_reply"}, split_secret_model,
                                   with_document=True)

@@ -1,0 +1,112 @@
+"""Response cache: a reply is a pure function of (model, messages, parameters, sample).
+
+Kept in memory for the epoch and, when a directory is given, on disk under
+`.gitsleep/cache/` so a re-run on unchanged inputs makes no model call. Each entry is
+its own file written atomically (temp file + rename), so concurrent writers never see a
+half-written entry. Failed calls are never cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gitsleep.core.models import Answer
+
+
+def _checks(raw: Any) -> tuple[tuple[int, bool, str], ...] | None:
+    """A workspace answer's check outcomes as stored; a ValueError when they are not
+    [index, passed, reason] triples (the entry is then a miss, never half-read)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ValueError("checks must be a list")
+    outcomes = []
+    for item in raw:
+        if (not isinstance(item, list) or len(item) != 3 or type(item[0]) is not int
+                or not isinstance(item[1], bool) or not isinstance(item[2], str)):
+            raise ValueError("a check outcome must be [index, passed, reason]")
+        outcomes.append((item[0], item[1], item[2]))
+    return tuple(outcomes)
+
+
+class ResponseCache:
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory
+        self._memory: dict[str, Answer] = {}
+        self._lock = threading.Lock()
+
+    def _path(self, key: str) -> Path | None:
+        """The entry's file, or None when a link would lead it out of the cache folder
+        (a committed `.gitsleep/cache/ab` link must not receive or supply replies)."""
+        assert self.directory is not None
+        path = self.directory / key[:2] / f"{key}.json"
+        try:
+            if not path.resolve().is_relative_to(self.directory.resolve()):
+                return None
+        except (OSError, RuntimeError):  # a symlink loop
+            return None
+        return path
+
+    def get(self, key: str) -> Answer | None:
+        with self._lock:
+            hit = self._memory.get(key)
+        if hit is not None or self.directory is None:
+            return hit
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            answer = Answer(
+                text=str(data["text"]),
+                prompt_tokens=int(data.get("prompt_tokens", 0)),
+                completion_tokens=int(data.get("completion_tokens", 0)),
+                finish_reason=data.get("finish_reason") or None,
+                checks=_checks(data.get("checks")),
+                diff=data["diff"] if isinstance(data.get("diff"), str) else None,
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # missing or unreadable: a miss, never an error
+        with self._lock:
+            self._memory[key] = answer
+        return answer
+
+    def put(self, key: str, answer: Answer) -> None:
+        if not answer.ok:
+            return
+        # what a later hit gives back, as a file would: no timing, no per-call flags
+        stored = replace(answer, cached=False, seconds=None, tokens_known=True)
+        with self._lock:
+            self._memory[key] = stored
+        if self.directory is None:
+            return
+        path = self._path(key)
+        if path is None:
+            return
+        payload: dict[str, Any] = {
+            "text": answer.text,
+            "prompt_tokens": answer.prompt_tokens,
+            "completion_tokens": answer.completion_tokens,
+            "finish_reason": answer.finish_reason,
+        }
+        if answer.checks is not None:  # a workspace answer: how its checks came out
+            payload["checks"] = [list(outcome) for outcome in answer.checks]
+        if answer.diff is not None:  # and what the agent changed, for reflection
+            payload["diff"] = answer.diff
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(payload, fh, ensure_ascii=False)
+            os.replace(tmp, path)
+        except OSError:
+            # A cache that cannot be written costs money later, never correctness now.
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(tmp)

@@ -1,0 +1,393 @@
+"""The learned block: the only region of a document gitsleep may change.
+
+A document is kept as its exact text. The block is the lines between
+`<!-- gitsleep:learned:start -->` and `<!-- gitsleep:learned:end -->`, each marker alone
+on its line. Rules are the bullet lines (`- ...`) inside the block; edits address those
+lines and nothing else, so every byte outside the block (frontmatter, blank lines,
+CRLF line endings, a missing final newline) survives any sequence of edits.
+
+Multi-line edit content means several rules: each non-empty line becomes its own
+bullet, and the edit applies all of them or none.
+
+A `template` edit is the exception: its content is an answer skeleton (headings,
+labelled lines, `<placeholders>`), kept whole as one fenced block after the rules, under
+an intro line. A block holds at most one; a second replaces it. Lines inside a fence
+are never rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gitsleep.core.hostile_text import invisible_problem, unsafe_link_problem
+from gitsleep.core.models import Edit, EditOutcome
+from gitsleep.errors import UsageError
+
+START = "<!-- gitsleep:learned:start -->"
+END = "<!-- gitsleep:learned:end -->"
+HEADING = "## Learned rules"
+# Anything that looks like one of our markers, however spaced or cased.
+MARKER_RE = re.compile(r"<!--\s*gitsleep\s*:\s*learned\s*:\s*(start|end)\s*-->", re.IGNORECASE)
+_MARKER_HINT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
+_BULLET = re.compile(r"^\s*[-*+]\s+")
+_FENCE = re.compile(r"^\s*```")
+TEMPLATE_INTRO = "Answer template: every answer follows this shape, with each <...> filled in:"
+
+
+@dataclass(frozen=True)
+class Block:
+    """Where the block sits, as indexes into the document's lines (keepends)."""
+
+    start: int  # index of the start marker line
+    end: int  # index of the end marker line
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings kept, split on `\\n` only so no byte is reinterpreted."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
+
+
+def newline_of(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _marker_lines(lines: list[str]) -> list[tuple[int, str, bool]]:
+    """(index, kind, alone_on_line) for every marker-like text in the document."""
+    found = []
+    for i, line in enumerate(lines):
+        if not _MARKER_HINT.search(line):
+            continue
+        matches = list(MARKER_RE.finditer(line))
+        if not matches:
+            found.append((i, "malformed", False))
+            continue
+        alone = len(matches) == 1 and line.strip() == matches[0].group(0)
+        for m in matches:
+            found.append((i, m.group(1).lower(), alone))
+    return found
+
+
+def structure_problems(text: str) -> list[tuple[int, str]]:
+    """Corrupt-block problems as (1-based line, message); empty when sound or absent."""
+    lines = split_lines(text)
+    markers = _marker_lines(lines)
+    problems: list[tuple[int, str]] = []
+    for i, kind, alone in markers:
+        if kind == "malformed":
+            problems.append((i + 1, f"malformed learned-block marker; use exactly {START} / {END}"))
+        elif not alone:
+            problems.append((i + 1, "learned-block marker must stand alone on its line"))
+    kinds = [(i, k) for i, k, _ in markers if k in ("start", "end")]
+    starts = [i for i, k in kinds if k == "start"]
+    ends = [i for i, k in kinds if k == "end"]
+    if len(starts) > 1 or len(ends) > 1:
+        nested = len(kinds) >= 2 and kinds[0][1] == "start" and kinds[1][1] == "start"
+        what = "nested" if nested else "duplicated"
+        line = (starts[1] if len(starts) > 1 else ends[1]) + 1
+        problems.append((line, f"{what} learned-block markers: keep exactly one start and one end"))
+    elif starts and not ends:
+        problems.append((starts[0] + 1, f"learned block has a start marker but no {END}"))
+    elif ends and not starts:
+        problems.append((ends[0] + 1, f"learned block has an end marker but no {START}"))
+    elif starts and ends and ends[0] < starts[0]:
+        problems.append((ends[0] + 1, "learned-block end marker comes before the start marker"))
+    return problems
+
+
+def find_block(text: str, *, where: str = "document") -> Block | None:
+    """The block of a sound document, None when there is none; UsageError when corrupt."""
+    problems = structure_problems(text)
+    if problems:
+        line, message = problems[0]
+        raise UsageError(f"{where}:{line}: {message}")
+    lines = split_lines(text)
+    starts = [i for i, line in enumerate(lines) if line.strip() == START]
+    if not starts:
+        return None
+    ends = [i for i, line in enumerate(lines) if line.strip() == END]
+    return Block(starts[0], ends[0])
+
+
+def _rule_text(line: str) -> str:
+    return _BULLET.sub("", line.rstrip("\r\n"), count=1).strip()
+
+
+def _norm(text: str) -> str:
+    return " ".join(_rule_text(text).casefold().split())
+
+
+def _rule_indexes(inner: list[str]) -> list[int]:
+    """Indexes of the bullet lines of a block's inner lines, outside any fence."""
+    out, fenced = [], False
+    for i, line in enumerate(inner):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and _BULLET.match(line):
+            out.append(i)
+    return out
+
+
+def _template_span(inner: list[str]) -> tuple[int, int] | None:
+    """(first, after) of the template in the inner lines: intro line, fence, lines, fence."""
+    fences = [i for i, line in enumerate(inner) if _FENCE.match(line)]
+    if len(fences) < 2:
+        return None
+    first = fences[0]
+    if first > 0 and inner[first - 1].strip() == TEMPLATE_INTRO:
+        first -= 1
+    return first, fences[1] + 1
+
+
+def learned_rules(text: str) -> list[str]:
+    """The rule lines of the block (bullet text), in order."""
+    block = find_block(text)
+    if block is None:
+        return []
+    lines = split_lines(text)[block.start + 1 : block.end]
+    return [_rule_text(lines[i]) for i in _rule_indexes(lines)]
+
+
+def learned_template(text: str) -> str | None:
+    """The block's answer template (the lines inside its fence), None when it has none."""
+    block = find_block(text)
+    if block is None:
+        return None
+    inner = split_lines(text)[block.start + 1 : block.end]
+    span = _template_span(inner)
+    if span is None:
+        return None
+    body = [line.rstrip("\r\n") for line in inner[span[0]:span[1]]
+            if line.strip() != TEMPLATE_INTRO]
+    return "\n".join(body[1:-1])
+
+
+def learned_block_text(text: str) -> str:
+    """The block's inner text, for prompts and diffs ('' when there is none)."""
+    block = find_block(text)
+    if block is None:
+        return ""
+    return "".join(split_lines(text)[block.start + 1 : block.end])
+
+
+def outside_block(text: str) -> str:
+    """The document without its block: what an edit must never change."""
+    block = find_block(text)
+    if block is None:
+        return text
+    lines = split_lines(text)
+    return "".join(lines[: block.start] + lines[block.end + 1 :])
+
+
+def block_problems(text: str, max_lines: int, max_chars: int) -> list[tuple[int, str]]:
+    """Everything wrong with a document's block: corruption, then size over the caps."""
+    problems = structure_problems(text)
+    if problems:
+        return problems
+    block = find_block(text)
+    if block is None:
+        return []
+    inner = split_lines(text)[block.start + 1 : block.end]
+    rules = _rule_indexes(inner)
+    if len(rules) > max_lines:
+        problems.append((block.start + 1, f"learned block has {len(rules)} rules, over the "
+                         f"limit of {max_lines}; delete or merge rules"))
+    size = sum(len(line) for line in inner)
+    if size > max_chars:
+        problems.append((block.start + 1, f"learned block has {size} characters, over the "
+                         f"limit of {max_chars}; shorten it"))
+    return problems
+
+
+def clean_content(content: str) -> tuple[list[str], str | None]:
+    """Rule lines from edit content, or a reason it cannot be written into the block."""
+    if _MARKER_HINT.search(content):
+        return [], "content contains learned-block markers"
+    if "<!--" in content or "-->" in content:
+        return [], "content contains HTML comment markers"
+    # Invisible characters are refused. Control characters are stripped below; the epoch's
+    # secret check reads text without them, so stripping cannot join a split secret.
+    hostile = invisible_problem(_CONTROL.sub("", content)) or unsafe_link_problem(content)
+    if hostile:
+        return [], hostile
+    lines = []
+    for raw in content.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = _rule_text(_CONTROL.sub("", raw).replace("\t", " "))
+        if not line:
+            continue
+        if set(line) <= {"-"} or set(line) <= {"="}:
+            return [], "content contains a frontmatter fence or rule line"
+        lines.append(line)
+    if not lines:
+        return [], "content is empty"
+    return lines, None
+
+
+def anchor_names_a_rule(rules: Sequence[str], anchor: str) -> bool:
+    """Whether `anchor` names at least one of `rules`, as `apply_edits` matches anchors."""
+    want = _norm(anchor)
+    return bool(want) and any(want in _norm(rule) for rule in rules)
+
+
+def _match(rule_lines: list[tuple[int, str]], anchor: str) -> tuple[int | None, str]:
+    """The one rule line an anchor names, or the reason there is not exactly one."""
+    want = _norm(anchor)
+    if not want:
+        return None, "empty anchor"
+    exact = [i for i, line in rule_lines if _norm(line) == want]
+    if len(exact) == 1:
+        return exact[0], ""
+    partial = [i for i, line in rule_lines if want in _norm(line)]
+    if len(partial) == 1:
+        return partial[0], ""
+    if not partial:
+        return None, "anchor matches no rule in the learned block"
+    return None, f"anchor matches {len(partial)} rules; quote one rule exactly"
+
+
+def _new_block(nl: str) -> list[str]:
+    return [START + nl, HEADING + nl, nl, END + nl]
+
+
+def apply_edits(
+    text: str,
+    edits: Iterable[Edit],
+    *,
+    max_lines: int = 40,
+    max_chars: int = 4000,
+    where: str = "document",
+) -> tuple[str, list[EditOutcome]]:
+    """Apply edits to the block (created at the end when needed); report each outcome.
+
+    An edit that cannot apply exactly (no anchor match, several matches, a duplicate,
+    over the size cap, unsafe content) is `unmatched` and changes nothing.
+    """
+    edits = list(edits)
+    nl = newline_of(text)
+    lines = split_lines(text)
+    block = find_block(text, where=where)
+    created = False
+    if block is None:
+        if not edits:
+            return text, []
+        prefix = [] if not lines or lines[-1].endswith("\n") else [nl]
+        separator = [nl] if lines else []
+        lines = lines + prefix + separator + _new_block(nl)
+        block = Block(len(lines) - 4, len(lines) - 1)
+        created = True
+    head, tail = lines[: block.start + 1], lines[block.end :]
+    inner = lines[block.start + 1 : block.end]
+    outcomes: list[EditOutcome] = []
+    for edit in edits:
+        inner, outcome = _apply_one(inner, edit, nl, max_lines, max_chars)
+        outcomes.append(outcome)
+    if created and not any(o.status == "applied" for o in outcomes):
+        return text, outcomes
+    return "".join(head + inner + tail), outcomes
+
+
+def _apply_one(
+    inner: list[str], edit: Edit, nl: str, max_lines: int, max_chars: int
+) -> tuple[list[str], EditOutcome]:
+    def unmatched(reason: str) -> tuple[list[str], EditOutcome]:
+        return inner, EditOutcome(edit, "unmatched", reason)
+
+    rule_lines = [(i, inner[i]) for i in _rule_indexes(inner)]
+    new_lines: list[str] = []
+    if edit.op == "template":
+        result, problem = _with_template(inner, edit.content, nl)
+        if problem:
+            return unmatched(problem)
+    elif edit.op in ("add", "replace"):
+        contents, problem = clean_content(edit.content)
+        if problem:
+            return unmatched(problem)
+        existing = {_norm(line) for _, line in rule_lines}
+        if len({c.casefold() for c in contents}) < len(contents):
+            return unmatched("content repeats a line")
+        new_lines = [f"- {c}{nl}" for c in contents]
+    if edit.op == "template":
+        pass
+    elif edit.op == "add":
+        if any(_norm(line) in existing for line in new_lines):
+            return unmatched("rule is already in the learned block")
+        span = _template_span(inner)
+        if not rule_lines and span is not None:  # the first rule goes above the template
+            result = inner[: span[0]] + new_lines + [nl] + inner[span[0]:]
+        else:
+            at = rule_lines[-1][0] + 1 if rule_lines else _end_of_content(inner)
+            result = inner[:at] + new_lines + inner[at:]
+    elif edit.op in ("replace", "delete"):
+        anchor = edit.anchor or (edit.content if edit.op == "delete" else "")
+        index, reason = _match(rule_lines, anchor)
+        if index is None:
+            return unmatched(reason)
+        if edit.op == "replace":
+            others = {_norm(line) for i, line in rule_lines if i != index}
+            if any(_norm(line) in others for line in new_lines):
+                return unmatched("replacement duplicates another rule")
+            if [_norm(x) for x in new_lines] == [_norm(inner[index])]:
+                return unmatched("replacement is identical to the rule")
+        result = inner[:index] + new_lines + inner[index + 1 :]
+    else:
+        return unmatched(f"unknown op {edit.op!r}; use add, replace, delete or template")
+    rules = len(_rule_indexes(result))
+    if rules > max_lines:
+        return unmatched(f"learned block would have {rules} rules (limit {max_lines})")
+    if sum(len(line) for line in result) > max_chars:
+        return unmatched(f"learned block would exceed {max_chars} characters")
+    return result, EditOutcome(edit, "applied")
+
+
+def template_lines(content: str) -> tuple[list[str], str | None]:
+    """The skeleton's lines (inner blank lines kept), or why it cannot be a template."""
+    if _MARKER_HINT.search(content):
+        return [], "template contains learned-block markers"
+    if "<!--" in content or "-->" in content:
+        return [], "template contains HTML comment markers"
+    lines = [_CONTROL.sub("", raw).replace("\t", " ").rstrip()
+             for raw in content.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return [], "template is empty"
+    if any(_FENCE.match(line) for line in lines):
+        return [], "template contains a ``` fence line; give only the skeleton's lines"
+    return lines, None
+
+
+def _with_template(inner: list[str], content: str, nl: str) -> tuple[list[str], str | None]:
+    """The inner lines with the template put in (or in place of the one there)."""
+    lines, problem = template_lines(content)
+    if problem:
+        return inner, problem
+    region = [TEMPLATE_INTRO + nl, "```" + nl] + [line + nl for line in lines] + ["```" + nl]
+    span = _template_span(inner)
+    if span is not None:
+        if [x.rstrip("\r\n") for x in inner[span[0]:span[1]]] == [
+                x.rstrip("\r\n") for x in region]:
+            return inner, "template is already in the learned block"
+        return inner[: span[0]] + region + inner[span[1]:], None
+    at = len(inner)
+    while at > 0 and not inner[at - 1].strip():
+        at -= 1
+    return inner[:at] + ([nl] if at else []) + region, None
+
+
+def _end_of_content(inner: list[str]) -> int:
+    """Where a first rule goes: after the last non-blank line of the block."""
+    at = len(inner)
+    while at > 0 and not inner[at - 1].strip():
+        at -= 1
+    if at == 0:
+        return 0
+    # keep one blank line between a heading or prose and the first rule
+    return at + 1 if at < len(inner) else at

@@ -1,0 +1,191 @@
+"""The gate: does a candidate beat the current best on val, by more than noise allows?
+
+Means are compared over the tasks scored in both passes (a task whose calls all failed
+drops out of the comparison rather than counting as zero). A paired bootstrap interval
+of the per-task difference is reported so a reader sees whether a gain is noise.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+
+from gitsleep.core import judges
+from gitsleep.core.models import GateSettings, PassResult, SplitSummary, TaskDelta, TaskResult
+
+BOOTSTRAP_SAMPLES = 2000
+BOOTSTRAP_SEED = 20260
+MAX_TASK_VALUE = 1.0  # the most any metric gives one task (hard, soft and mixed are in [0, 1])
+# Early stopping stops only when the best reachable gain is below zero by more than float
+# rounding could ever move a mean: at an exact tie the scoring goes on, as it did before.
+STOP_MARGIN = 1e-9
+
+
+def improves(before: float, after: float, min_delta: float) -> bool:
+    """The gate's one rule: `after` beats `before` by more than `min_delta` (a tie never
+    does). The gate, the pruning, the held-out PR rule and the benchmark all ask here."""
+    return after > before + min_delta
+
+
+def paired(before: PassResult, after: PassResult) -> list[tuple[str, float, float]]:
+    """(task id, before, after) for tasks scored in both passes, in task order."""
+    b = before.by_id()
+    out = []
+    for task in after.tasks:
+        prior = b.get(task.task_id)
+        if prior is not None and prior.value is not None and task.value is not None:
+            out.append((task.task_id, prior.value, task.value))
+    return out
+
+
+def deltas(before: PassResult, after: PassResult) -> list[TaskDelta]:
+    b = before.by_id()
+    return [
+        TaskDelta(t.task_id, b[t.task_id].value if t.task_id in b else None, t.value)
+        for t in after.tasks
+    ]
+
+
+def bootstrap_interval(diffs: list[float]) -> tuple[float, float] | None:
+    """95% percentile interval of the mean per-task difference (fixed seed: repeatable)."""
+    if not diffs:
+        return None
+    if len(diffs) == 1:
+        return (diffs[0], diffs[0])
+    rng = random.Random(BOOTSTRAP_SEED)
+    n = len(diffs)
+    # Large splits need fewer resamples for the same precision: bound the work at ~2M draws.
+    samples = max(200, min(BOOTSTRAP_SAMPLES, 2_000_000 // n))
+    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(samples))
+    return (means[int(0.025 * samples)], means[int(0.975 * samples) - 1])
+
+
+def summarise(baseline: PassResult, final: PassResult, n: int) -> SplitSummary:
+    pairs = paired(baseline, final)
+    interval = bootstrap_interval([a - b for _, b, a in pairs])
+    return SplitSummary(
+        baseline=baseline.mean,
+        candidate=final.mean,
+        n=n,
+        ci_low=interval[0] if interval else None,
+        ci_high=interval[1] if interval else None,
+    )
+
+
+def judge_trial(
+    best: PassResult, candidate: PassResult, gate: GateSettings
+) -> tuple[bool, str, float | None, float | None]:
+    """(accepted, reason, best mean, candidate mean) on the tasks both passes scored."""
+    pairs = paired(best, candidate)
+    if not pairs:
+        return False, "no val task was scored under both documents", None, None
+    before = sum(b for _, b, _ in pairs) / len(pairs)
+    after = sum(a for _, _, a in pairs) / len(pairs)
+    shown = f"val {before:.3f} -> {after:.3f} on {len(pairs)} task(s)"
+    if not improves(before, after, gate.min_delta):
+        if after == before:
+            why = "a tie is not an improvement"
+        elif after < before:
+            why = "worse than the current best"
+        else:
+            why = f"gain {after - before:+.3f} is not more than min_delta {gate.min_delta:.3f}"
+        return False, f"{shown}: {why}", before, after
+    if gate.no_regression:
+        dropped = [(tid, b, a) for tid, b, a in pairs if a < b]
+        if dropped:
+            tid, b, a = dropped[0]
+            return (
+                False,
+                f"{shown}, but no_regression: task {tid} fell {b:.3f} -> {a:.3f}"
+                + (f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""),
+                before,
+                after,
+            )
+    hollow = _hollow_answers(candidate, pairs)
+    if hollow > _hollow_answers(best, pairs):
+        answers = sum(len(t.samples) for t in candidate.tasks if t.task_id in _ids(pairs))
+        return (False, f"{shown}, but {hollow} of {answers} val answers repeat a placeholder of "
+                "the learned template or leave a part it requires empty (integrity): a template "
+                "the agent copies is not one to merge", before, after)
+    return True, f"{shown}: improves by {after - before:+.3f}", before, after
+
+
+def _ids(pairs: list[tuple[str, float, float]]) -> set[str]:
+    return {tid for tid, _, _ in pairs}
+
+
+def _hollow_answers(result: PassResult, pairs: list[tuple[str, float, float]]) -> int:
+    """Answers on the compared tasks that failed integrity (issue 25): a candidate with more
+    of them than the current best is refused, however much the other answers rose, because
+    an agent that copies the template would copy it on held-out tasks and in use too."""
+    ids = _ids(pairs)
+    return judges.integrity_failures(s for t in result.tasks if t.task_id in ids
+                                     for s in t.samples)
+
+
+def cannot_win(
+    best: PassResult, scored: Iterable[TaskResult], remaining: Sequence[str],
+    gate: GateSettings,
+) -> bool:
+    """True when no scores of the `remaining` val tasks could make `judge_trial` accept.
+
+    Over the tasks finally paired, the gate accepts when the sum of (candidate - best -
+    min_delta) is above zero. A finished task adds its term (or drops out when either
+    side failed); a remaining task adds at most `MAX_TASK_VALUE - best - min_delta`, or
+    nothing when that is negative (its calls may fail and drop it out). When even that
+    best case is below zero the candidate has provably lost. With `no_regression`, one
+    finished task below the best's decides it too. Tasks are taken as they come: the
+    caller passes only tasks whose every call is finished."""
+    prior = best.by_id()
+    gain = 0.0
+    for task in scored:
+        before = prior.get(task.task_id)
+        if before is None or before.value is None or task.value is None:
+            continue
+        if gate.no_regression and task.value < before.value:
+            return True
+        gain += task.value - before.value - gate.min_delta
+    for task_id in remaining:
+        before = prior.get(task_id)
+        if before is not None and before.value is not None:
+            gain += max(0.0, MAX_TASK_VALUE - before.value - gate.min_delta)
+    return gain < -STOP_MARGIN
+
+
+def best_reachable(
+    best: PassResult, scored: Iterable[TaskResult], remaining: Sequence[str]
+) -> float:
+    """The highest candidate mean `judge_trial` could still report (over the tasks paired
+    with `best`): every remaining task at the top score; 0.0 when nothing can pair."""
+    prior = best.by_id()
+    values = [t.value for t in scored if t.value is not None
+              and (before := prior.get(t.task_id)) is not None and before.value is not None]
+    open_ = sum(1 for task_id in remaining
+                if (before := prior.get(task_id)) is not None and before.value is not None)
+    count = len(values) + open_
+    return (sum(v for v in values if v is not None) + open_ * MAX_TASK_VALUE) / count \
+        if count else 0.0
+
+
+def screen(before: Sequence[TaskResult], after: PassResult,
+           keep: str | None = None) -> tuple[bool, str]:
+    """`search: thrifty`'s screen (GEPA's minibatch): does a candidate beat the current
+    documents on the few train tasks it was scored on? Strictly higher mean over the tasks
+    scored under both, and the task `keep` (one that passed) no lower. Nothing paired
+    (failed calls) passes: an error is never a score, so val decides."""
+    prior = {t.task_id: t.value for t in before}
+    pairs = [(t.task_id, prior[t.task_id], t.value) for t in after.tasks
+             if prior.get(t.task_id) is not None and t.value is not None]
+    if not pairs:
+        return True, "no train task scored under both documents"
+    old = sum(b for _, b, _ in pairs if b is not None) / len(pairs)
+    new = sum(a for _, _, a in pairs if a is not None) / len(pairs)
+    shown = f"train {old:.3f} -> {new:.3f} on {len(pairs)} task(s) it was meant to fix"
+    broken = [(tid, b, a) for tid, b, a in pairs if tid == keep and b is not None
+              and a is not None and a < b]
+    if broken:
+        tid, b, a = broken[0]
+        return False, f"{shown}, but it breaks {tid} ({b:.3f} -> {a:.3f})"
+    if not improves(old, new, 0.0):
+        return False, f"{shown}: no better"
+    return True, f"{shown}: better"

@@ -1,0 +1,441 @@
+"""The data types of an epoch, defined once.
+
+Everything the core produces (diagnostics, commit message, PR body) is rendered from
+these records; nothing downstream recomputes a score. They are plain dataclasses so the
+hot path (scoring thousands of answers) stays cheap; `to_dict` turns any of them into
+JSON-ready data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeGuard, get_args
+
+from gitsleep.core.check_ops import FORMAT_OPS, OPS, CheckOp
+
+Split = Literal["train", "val", "test"]
+# Where progress lines go, one at a time: stderr in the CLI, a list in tests, nothing with -q.
+ProgressLines = Callable[[str], None]
+EditOp = Literal["add", "replace", "delete", "template"]
+Decision = Literal["accepted", "rejected", "no_edits", "aborted"]
+SPLITS: tuple[Split, ...] = get_args(Split)
+TARGETS = ("skill", "memory")
+EDIT_OPS: tuple[EditOp, ...] = get_args(EditOp)
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+
+
+def is_split(value: object) -> TypeGuard[Split]:
+    return isinstance(value, str) and value in SPLITS
+
+
+def is_edit_op(value: object) -> TypeGuard[EditOp]:
+    return isinstance(value, str) and value in EDIT_OPS
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule check: `op` applied with `arg` (an int for the char bounds)."""
+
+    op: CheckOp
+    arg: str | int | None = None
+
+    @property
+    def text(self) -> str:
+        """The arg as text, "" when there is none: what the op table's functions take."""
+        return "" if self.arg is None else str(self.arg)
+
+    def label(self) -> str:
+        if self.arg is None:
+            return self.op
+        spec = OPS.get(self.op)
+        if spec is not None and spec.arg_shape in ("argv", "file_text"):  # canonical JSON, as the
+            return f"{self.op} {self.arg}"  # task file wrote it (not a quoted string)
+        return f"{self.op} {self.arg!r}"
+
+
+@dataclass(frozen=True)
+class Judge:
+    """How an answer is scored: `rule` checks, an `exact` answer, or an LLM `rubric`."""
+
+    kind: str  # rule | exact | rubric
+    checks: tuple[Check, ...] = ()
+    answer: str | None = None
+    rubric: str | None = None
+
+    @property
+    def format_only(self) -> bool:
+        return self.kind == "rule" and bool(self.checks) and all(
+            c.op in FORMAT_OPS for c in self.checks
+        )
+
+
+@dataclass(frozen=True)
+class Task:
+    """A prompt plus its judge, in exactly one split."""
+
+    id: str
+    prompt: str
+    split: Split
+    judge: Judge
+    system: str | None = None
+    tags: tuple[str, ...] = ()
+    source: str = ""  # the task file it came from (for messages)
+    line: int | None = None  # 1-based line in that file when known
+    review: str | None = None  # "pending": harvested, not yet read by a person (left out of runs)
+    workspace: str | None = None  # a repository folder the agent works in (issue 26)
+    # where a run reads the workspace from: the git tree id of `workspace` at the commit
+    # the tasks were read at, and the checkout whose object store holds it (set on load)
+    workspace_tree: str | None = None
+    workspace_repo: str | None = None
+    # the skill's package folder, pinned on load like a workspace: (folder, git tree id,
+    # checkout); installed beside the skill document in the agent's folder (issue 26)
+    package: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Score:
+    """A judged answer: hard (0/1), soft (0..1) and the reason the optimizer reads."""
+
+    hard: float
+    soft: float
+    reason: str
+    failed: tuple[Check, ...] = ()  # failed rule checks, most useful to reflection
+
+
+@dataclass
+class Answer:
+    """One model reply. `error` set means the call failed: it is never scored."""
+
+    text: str | None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    finish_reason: str | None = None  # "length": cut off by the token cap
+    seconds: float | None = None  # wall time of the call, when the backend measures it
+    tokens_known: bool = True  # False: the backend could not report tokens (an agent CLI)
+    # a workspace task's checks judged in the workspace after the agent ran, by the check's
+    # index in the judge: (index, passed, reason); None when the call had no workspace
+    checks: tuple[tuple[int, bool, str], ...] | None = None
+    # a workspace task: the agent's change as a unified diff, redacted and clipped
+    diff: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.text is not None
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A bounded change to one learned block. Only its lines are addressable."""
+
+    # add | replace | delete | template (an answer skeleton, one per document); a str, not
+    # an EditOp: a dropped edit keeps the op the optimizer wrote, for the record
+    op: str
+    content: str = ""
+    anchor: str = ""
+    rationale: str = ""
+    target: str = "skill"  # skill | memory
+
+    def key(self) -> tuple[str, str, str, str]:
+        """Identity used to remember rejections: whitespace and case do not matter."""
+        norm = " ".join
+        return (
+            self.target,
+            self.op,
+            norm(self.anchor.lower().split()),
+            norm(self.content.lower().split()),
+        )
+
+    def summary(self) -> str:
+        if self.op == "add":
+            return f"add: {self.content}"
+        if self.op == "delete":
+            return f"delete: {self.anchor}"
+        if self.op == "template":
+            return f"template: {self.content}"
+        return f"replace: {self.anchor} -> {self.content}"
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    """An edit with what became of it: applied, unmatched or rejected, and why."""
+
+    edit: Edit
+    status: str  # applied | unmatched | rejected
+    reason: str = ""
+
+
+@dataclass
+class SampleResult:
+    """One sample of one task under one document version."""
+
+    sample: int
+    answer: str | None
+    error: str | None
+    score: Score | None  # None when the call failed
+    finish_reason: str | None = None  # "length": the answer was cut at max_answer_tokens
+    diff: str | None = None  # a workspace task: what the agent changed (for reflection)
+
+
+@dataclass
+class TaskResult:
+    """A task scored under one document version: repeats averaged, errors excluded."""
+
+    task_id: str
+    split: Split | Literal["rollouts"]  # rollouts: answers sampled for contrast, never gated
+    samples: list[SampleResult]
+    hard: float | None = None
+    soft: float | None = None
+    value: float | None = None  # the gate metric; None when every sample failed
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for s in self.samples if s.error is not None)
+
+
+@dataclass
+class PassResult:
+    """One scoring pass: a split under one document version."""
+
+    label: str
+    split: Split | Literal["rollouts"]
+    version: str  # digest of the documents scored
+    tasks: list[TaskResult]
+    final: bool = False  # the pass the split's reported candidate score comes from
+    calls: int = 0  # model calls this pass made (cache hits excluded)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # early stopping: the pass ended after this many of its `planned` tasks, because the
+    # rest could not change the gate's decision (None: every task was scored)
+    stopped_after: int | None = None
+    planned: int = 0
+    seconds: float = 0.0  # wall time of the pass
+
+    @property
+    def scored(self) -> list[TaskResult]:
+        return [t for t in self.tasks if t.value is not None]
+
+    @property
+    def mean(self) -> float | None:
+        vals = [t.value for t in self.scored]
+        return sum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
+
+    @property
+    def errors(self) -> int:
+        return sum(t.errors for t in self.tasks)
+
+    def by_id(self) -> dict[str, TaskResult]:
+        return {t.task_id: t for t in self.tasks}
+
+
+@dataclass
+class Proposal:
+    """One optimizer reply for one target: the edits that survived parsing and hygiene."""
+
+    target: str
+    round: int
+    index: int
+    raw: str | None
+    edits: list[Edit] = field(default_factory=list)
+    dropped: list[EditOutcome] = field(default_factory=list)
+    error: str | None = None
+    parse_failures: int = 0
+    calls: int = 0  # optimizer calls made: 1, or 2 with the retry
+    contrasts: int = 0  # better/worse answer pairs shown (contrastive rollouts)
+
+
+@dataclass
+class TaskDelta:
+    task_id: str
+    before: float | None
+    after: float | None
+
+    @property
+    def status(self) -> str:
+        if self.before is None or self.after is None:
+            return "missing"
+        if self.after > self.before:
+            return "improved"
+        if self.after < self.before:
+            return "regressed"
+        return "unchanged"
+
+
+@dataclass
+class GateTrial:
+    """One candidate document scored on val against the current best."""
+
+    target: str
+    round: int
+    proposal: int
+    baseline: float | None
+    candidate: float | None
+    accepted: bool
+    reason: str
+    applied: list[Edit] = field(default_factory=list)
+    unmatched: list[EditOutcome] = field(default_factory=list)
+    deltas: list[TaskDelta] = field(default_factory=list)
+    interval: tuple[float, float] | None = None
+    # early stopping: scoring ended after this many val tasks because the candidate could
+    # no longer beat the gate; it lost, and `candidate` is None (it has no full val mean)
+    stopped_after: int | None = None
+    # `search: thrifty`: it did not beat the current documents on the train tasks it was
+    # meant to fix, so it was never scored on val (`candidate` is None)
+    screened: bool = False
+
+
+@dataclass
+class SplitSummary:
+    """Baseline vs final scores of a split, with a paired bootstrap 95% interval."""
+
+    baseline: float | None
+    candidate: float | None
+    n: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def improved(self) -> bool:
+        return (
+            self.baseline is not None
+            and self.candidate is not None
+            and self.candidate > self.baseline
+        )
+
+
+@dataclass
+class Cost:
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_model: dict[str, dict[str, int]] = field(default_factory=dict)  # model -> tokens, calls
+    wall_seconds: float = 0.0  # summed over calls whose backend measures time (agent CLIs)
+    unmetered_calls: int = 0  # calls whose tokens nobody reported: counted as 0, not guessed
+    seconds: float = 0.0  # the epoch's wall time, start to decision
+    # per model: seconds spent in its calls (summed) and the p50/p95 latency of one call
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def estimate_usd(self, prices: dict[str, dict[str, float]]) -> float | None:
+        """Estimated spend from a {model: {prompt, completion}} USD-per-1M-token table."""
+        if not prices:
+            return None
+        total = 0.0
+        for model, used in self.by_model.items():
+            price = prices.get(model)
+            if price is None:
+                return None  # an unpriced model: no estimate rather than a wrong one
+            total += usd(price, used.get("prompt_tokens", 0), used.get("completion_tokens", 0))
+        return round(total, 6)
+
+
+def usd(price: Mapping[str, float] | None, prompt_tokens: float,
+        completion_tokens: float) -> float:
+    """What tokens cost at one model's {prompt, completion} USD-per-1M-token price (no
+    price: 0; callers that must not guess check for a price first)."""
+    price = price or {}
+    return (prompt_tokens * price.get("prompt", 0.0)
+            + completion_tokens * price.get("completion", 0.0)) / 1e6
+
+
+@dataclass
+class EpochResult:
+    """Everything an epoch decided and why. The edges render only from this."""
+
+    skill: str
+    decision: Decision
+    reason: str
+    metric: str
+    backend: str
+    agent_model: str
+    optimizer_model: str
+    judge_model: str
+    train: SplitSummary
+    val: SplitSummary
+    test: SplitSummary
+    documents: dict[str, tuple[str, str]]  # target -> (before, after)
+    applied: list[EditOutcome] = field(default_factory=list)
+    rejected: list[EditOutcome] = field(default_factory=list)
+    unmatched: list[EditOutcome] = field(default_factory=list)
+    passes: list[PassResult] = field(default_factory=list)
+    proposals: list[Proposal] = field(default_factory=list)
+    trials: list[GateTrial] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    cost: Cost = field(default_factory=Cost)
+    pr_eligible: bool = False  # held-out (or val, without test tasks) strictly improved
+    decided_by: str = "test"  # which split decides the PR: test, or val when test is empty
+    abort_code: int = 0  # exit code of an aborted epoch (3 backend, 6 budget), else 0
+    # when every candidate tied: per failing val check, did the agent ignore the rules or
+    # did they not help (gitsleep.core.diagnose)
+    diagnosis: list[dict[str, object]] = field(default_factory=list)
+    # what a reviewer should know about the learned rules the scores cannot show, e.g. a
+    # rule that asks every answer for a text only some tasks want (gitsleep.core.honesty)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(before != after for before, after in self.documents.values())
+
+
+def to_dict(obj: Any) -> Any:
+    """JSON-ready data from any of the records above (non-finite floats become null)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        for name in ("mean", "errors", "status", "improved"):
+            prop = getattr(type(obj), name, None)
+            if isinstance(prop, property):
+                out[name] = to_dict(getattr(obj, name))
+        return out
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    metric: str = "mixed"  # hard | soft | mixed
+    mixed_weight: float = 0.5
+    min_delta: float = 0.0
+    no_regression: bool = False
+    repeats: int = 1
+
+
+@dataclass(frozen=True)
+class EpochSettings:
+    """What the core needs from the configuration, with nothing about files or git."""
+
+    model: str
+    optimizer_model: str
+    judge_model: str
+    gate: GateSettings = field(default_factory=GateSettings)
+    edit_budget: int = 4
+    rounds: int = 2
+    proposals: int = 3
+    workers: int = 4
+    max_calls: int = 500
+    max_tokens: int = 2_000_000
+    max_error_rate: float = 0.2  # share of failed calls in one pass that aborts the epoch
+    max_answer_tokens: int | None = 1024  # completion cap of an agent answer (None: no cap)
+    max_reflect_tokens: int | None = 2048  # cap of an optimizer or rubric-judge reply
+    block_max_lines: int = 40
+    block_max_chars: int = 4000
+    rollouts: int = 1  # answers per train task for contrastive reflection (1 = off)
+    # stop scoring a candidate on val once it provably cannot beat the gate (off only to
+    # show, in the benchmark and tests, that decisions are the same without it)
+    early_stop: bool = True
+    # thorough: every proposal is gated on val; thrifty: a proposal goes to val only when
+    # it beats the current documents on a few train tasks it was meant to fix (issue 30)
+    search: str = "thorough"
+    max_agent_minutes: float | None = None  # wall minutes in model calls (None: no cap)
+    max_cost: float | None = None  # USD at `prices` (None: no cap)
+    # {model: {"prompt": USD per 1M tokens, "completion": ...}}; only a cost cap needs it
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)

@@ -1,0 +1,228 @@
+"""Replay: answer a split's tasks under one document version and judge the answers.
+
+The agent sees the skill (and memory) document as its system instructions and the task
+as the user message, with nothing added that competes with the skill. Scoring calls use
+temperature 0 and a fixed seed per sample, so a score is repeatable and cacheable. An
+answer that repeats a placeholder of the learned template, or leaves a section it
+requires empty, is scored as failing (see `judges.with_integrity`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from gitsleep import workspace as workspaces
+from gitsleep.backends.base import ModelCall
+from gitsleep.core import documents as docs
+from gitsleep.core import judges
+from gitsleep.core.calls import CallRunner, Tick, no_tick
+from gitsleep.core.models import (
+    Answer,
+    EpochSettings,
+    GateSettings,
+    PassResult,
+    SampleResult,
+    Score,
+    Split,
+    Task,
+    TaskResult,
+)
+from gitsleep.errors import BackendError, UsageError
+
+
+def documents_version(documents: Mapping[str, str | None]) -> str:
+    """A short digest naming one version of the documents."""
+    h = hashlib.sha256()
+    for name in sorted(documents):
+        h.update(name.encode())
+        h.update(b"\0")
+        h.update((documents[name] or "").encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def agent_messages(documents: Mapping[str, str | None], task: Task) -> tuple[tuple[str, str], ...]:
+    instructions = "\n\n".join(
+        doc for doc in (documents.get("skill"), documents.get("memory")) if doc
+    )
+    messages = [("system", instructions)]
+    if task.system:
+        messages.append(("system", task.system))
+    messages.append(("user", task.prompt))
+    return tuple(messages)
+
+
+def answer_call(
+    documents: Mapping[str, str | None], task: Task, model: str, sample: int,
+    max_tokens: int | None = None,
+) -> ModelCall:
+    docs = [doc for doc in (documents.get("skill"), documents.get("memory")) if doc]
+    return ModelCall(
+        purpose="answer",
+        model=model,
+        messages=agent_messages(documents, task),
+        temperature=0.0,
+        seed=sample,
+        sample=sample,
+        max_tokens=max_tokens,
+        # named too, so an agent CLI can install each document where its agent reads it
+        context={"documents": docs, "skill": documents.get("skill"),
+                 "memory": documents.get("memory"),
+                 **workspaces.call_context(task)},  # a workspace task: its folder, checks
+    )
+
+
+def learned_templates(documents: Mapping[str, str | None]) -> list[str]:
+    """The answer templates of the documents' learned blocks (a corrupt block has none)."""
+    found = []
+    for text in (documents.get("skill"), documents.get("memory")):
+        try:
+            template = docs.learned_template(text) if text else None
+        except UsageError:
+            template = None
+        if template:
+            found.append(template)
+    return found
+
+
+def metric_value(score: Score, gate: GateSettings) -> float:
+    """The gate metric of one judged answer."""
+    if gate.metric == "hard":
+        return score.hard
+    if gate.metric == "soft":
+        return score.soft
+    w = min(1.0, max(0.0, gate.mixed_weight))
+    return (1.0 - w) * score.hard + w * score.soft
+
+
+def _summarise(result: TaskResult, gate: GateSettings) -> TaskResult:
+    scored = [s.score for s in result.samples if s.score is not None]
+    if scored:
+        result.hard = sum(s.hard for s in scored) / len(scored)
+        result.soft = sum(s.soft for s in scored) / len(scored)
+        result.value = sum(metric_value(s, gate) for s in scored) / len(scored)
+    return result
+
+
+StopRule = Callable[[list[TaskResult], list[str]], bool]  # (finished, remaining ids) -> stop
+
+
+def score_split(
+    runner: CallRunner,
+    tasks: Sequence[Task],
+    documents: Mapping[str, str | None],
+    settings: EpochSettings,
+    *,
+    label: str,
+    split: Split,
+    on_answer: Tick = no_tick,
+    stop: StopRule | None = None,
+    chunk: int = 0,
+) -> PassResult:
+    """Score every task `repeats` times; failed calls are recorded, never scored.
+
+    `on_answer` ticks once per answer (tasks x repeats), for a progress display.
+
+    With a `stop` rule, tasks are scored in their given order, `chunk` tasks at a time,
+    and the rule is asked between chunks with the finished tasks only; when it says the
+    rest cannot change the outcome, the pass ends there (`stopped_after` is set and
+    `tasks` holds only the finished ones). A pass with a failed call is never stopped:
+    which tasks drop out is not known yet, and the error rate is judged on the whole pass.
+
+    Raises BackendError when more than `max_error_rate` of the pass's calls failed:
+    a night of errors must never read as a night of zeros.
+    """
+    for task in tasks:  # before any call: only an agent CLI can work in a folder
+        if task.workspace and not runner.backend.workspaces:
+            raise UsageError(workspaces.backend_problem(task, runner.backend.name))
+    started = time.perf_counter()
+    step = len(tasks) if stop is None or chunk <= 0 else chunk
+    results: list[TaskResult] = []
+    fresh: list[Answer] = []
+    total = 0
+    stopped_after: int | None = None
+    for start in range(0, len(tasks), max(1, step)):
+        part = tasks[start:start + max(1, step)]
+        done, answers, judged = _score_tasks(runner, part, documents, settings, split,
+                                             on_answer)
+        results += done
+        fresh += [a for a in answers if not a.cached]
+        total += len(answers) + judged
+        rest = [t.id for t in tasks[start + len(part):]]
+        if (stop is not None and rest and not any(t.errors for t in results)
+                and stop(results, rest)):
+            stopped_after = len(results)
+            break
+    outcome = PassResult(
+        label, split, documents_version(documents), results, calls=len(fresh),
+        prompt_tokens=sum(a.prompt_tokens for a in fresh),
+        completion_tokens=sum(a.completion_tokens for a in fresh),
+        stopped_after=stopped_after, planned=len(tasks),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    if total and outcome.errors / total > settings.max_error_rate:
+        first = next(s.error for t in results for s in t.samples if s.error)
+        raise BackendError(
+            f"{outcome.errors} of {total} model calls failed while scoring {split} "
+            f"({label}), over max_error_rate {settings.max_error_rate:.0%}; first error: {first}"
+        )
+    return outcome
+
+
+def _score_tasks(
+    runner: CallRunner,
+    tasks: Sequence[Task],
+    documents: Mapping[str, str | None],
+    settings: EpochSettings,
+    split: Split,
+    on_answer: Tick,
+) -> tuple[list[TaskResult], list[Answer], int]:
+    """The tasks' results, the answers that made them and the number of judge calls."""
+    repeats = max(1, settings.gate.repeats)
+    jobs = [(task, s) for task in tasks for s in range(repeats)]
+    answers = runner.map([answer_call(documents, t, settings.model, s, settings.max_answer_tokens)
+                          for t, s in jobs], on_answer)
+    samples: list[SampleResult] = []
+    rubric_jobs: list[int] = []
+    for i, ((task, s), answer) in enumerate(zip(jobs, answers, strict=True)):
+        if not answer.ok:
+            samples.append(SampleResult(s, None, answer.error, None))
+            continue
+        text = answer.text or ""
+        # An answer cut at the cap is scored as it is (see the README) and marked.
+        # a workspace task: its workspace and command checks as the backend judged them
+        outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
+        samples.append(SampleResult(s, text, None,
+                                    judges.score_local(task.judge, text, outcomes),
+                                    finish_reason=answer.finish_reason, diff=answer.diff))
+        if task.judge.kind == "rubric":
+            rubric_jobs.append(i)
+    if rubric_jobs:
+        calls = [
+            judges.rubric_call(
+                settings.judge_model,
+                jobs[i][0].prompt,
+                jobs[i][0].judge.rubric or "",
+                samples[i].answer or "",
+                jobs[i][1],
+                max_tokens=settings.max_reflect_tokens,
+            )
+            for i in rubric_jobs
+        ]
+        for i, reply in zip(rubric_jobs, runner.map(calls), strict=True):
+            parsed = judges.parse_rubric_reply(reply.text or "") if reply.ok else None
+            if parsed is None:
+                why = reply.error if not reply.ok else "judge reply had no readable score"
+                samples[i].error = f"rubric judge: {why}"
+            samples[i].score = parsed
+    templates = learned_templates(documents)
+    for sample in samples:
+        if sample.score is not None and sample.answer is not None:
+            sample.score = judges.with_integrity(sample.score, sample.answer, templates)
+    results: list[TaskResult] = []
+    for t_index, task in enumerate(tasks):
+        mine = samples[t_index * repeats : (t_index + 1) * repeats]
+        results.append(_summarise(TaskResult(task.id, split, mine), settings.gate))
+    return results, answers, len(rubric_jobs)

@@ -1,0 +1,217 @@
+"""The one order for putting gitsleep's work on a branch: claim -> commit -> note -> push -> PR.
+
+`consolidate` (`run.py`) and `harvest --branch` (`harvest/publish.py`) both go through
+here, so neither has a git safety rule the other lacks:
+
+- **claim**: the name is one gitsleep may move (not the base, the checkout, the remote's
+  default branch, no ref-path clash); the branch is gitsleep's by proof (its note or this
+  clone's reflog), never by its name; no commit gitsleep cannot prove it made is
+  overwritten or pushed. consolidate *replaces* its own commit (every epoch is the base plus
+  one commit), so any other commit on the branch stops it (exit 4). harvest *appends* on
+  the newest tip, so a reviewer's pushed commits are kept, and stops (exit 4) only on
+  commits that exist in this clone alone: pushing them would publish a person's unshared work.
+- **commit + note**: the branch moves by compare-and-swap, and the note names the commit and
+  the branch (`record.with_proof`), the proof a later run or another clone reads.
+- **push**: with a lease on the tip that was inspected; harvest's push is a fast-forward.
+- **PR**: the forge client for the remote, or the one-line reason there is none.
+
+Branch names: consolidate's is `<branch_prefix><skill>`; harvest's is the prefix's stem
+(without a final `/`) plus `-harvest/<skill>`, `gitsleep-harvest/x` by default. Skill names
+are `[a-z0-9]+(-[a-z0-9]+)*`, so right after the stem consolidate's name holds `/` or a
+letter or digit where harvest's holds `-`: no harvest branch equals a consolidate branch,
+nor sits in a folder of one (git could not hold both refs), for any skill or prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from gitsleep.errors import GitError, GitsleepError
+from gitsleep.git_forge import gitops
+from gitsleep.git_forge.gitrun import is_ancestor, ref_sha
+from gitsleep.git_forge.record import NOTES_REF, with_proof
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import git
+
+    from gitsleep.git_forge.gitops import BaseRef, BranchState, PushResult
+
+T = TypeVar("T")
+HARVEST_NOTES_REF = "refs/notes/gitsleep-harvest"  # apart from the epochs' diagnostics notes
+HARVEST_STEM = "-harvest/"
+
+
+def skill_branch(prefix: str, skill: str) -> str:
+    """consolidate's branch for `skill`: `<branch_prefix><skill>`."""
+    return f"{prefix}{skill}"
+
+
+def harvest_branch(prefix: str, skill: str) -> str:
+    """harvest's branch for `skill`: `gitsleep-harvest/<skill>` for the default prefix.
+
+    Never a consolidate branch nor in a folder of one (see the module docstring).
+    """
+    stem = prefix[:-1] if prefix.endswith("/") else prefix
+    return f"{stem}{HARVEST_STEM}{skill}"
+
+
+def harvest_lock(skill: str) -> str:
+    """harvest's lock name: `_` starts no skill name, so it never waits on consolidate's."""
+    return f"_harvest-{skill}"
+
+
+# -- claim -----------------------------------------------------------------------------
+
+
+def claim(
+    repo: git.Repo,
+    branch: str,
+    base: BaseRef,
+    remote: str | None,
+    *,
+    notes_ref: str = NOTES_REF,
+    keep_reviews: bool = False,
+) -> BranchState:
+    """The branch's state once it is proven gitsleep's to move; raise otherwise.
+
+    UsageError (exit 2): a name gitsleep must not move, or a branch it never made.
+    GitError (exit 4): commits it cannot prove it made, anywhere on the branch
+    (`keep_reviews=False`, consolidate) or only in this clone (`keep_reviews=True`, harvest).
+    Call it holding the branch's `RepoLock`.
+    """
+    gitops.check_branch_name(repo, branch, base, remote)
+    state = gitops.inspect_branch(repo, branch, base.sha, remote, notes_ref)
+    gitops.ensure_gitsleep_branch(state)
+    if keep_reviews:
+        ensure_nothing_unshared(repo, state)
+    else:
+        gitops.ensure_only_gitsleep_commits(state)
+    return state
+
+
+def unshared_commits(repo: git.Repo, state: BranchState) -> list[gitops.CommitInfo]:
+    """Commits gitsleep did not make that only this clone has (none without a remote:
+    then nothing is pushed, and a person's commits stay under the appended one)."""
+    if state.remote is None:
+        return []
+    tip = state.remote_tip
+    return [c for c in state.foreign_commits if not (tip and is_ancestor(repo, c.sha, tip))]
+
+
+def ensure_nothing_unshared(repo: git.Repo, state: BranchState) -> None:
+    """GitError (exit 4) when appending and pushing would publish a person's local commits."""
+    found = unshared_commits(repo, state)
+    if not found:
+        return
+    shown = "; ".join(f"{c.short} {c.subject}" for c in found[:5])
+    if len(found) > 5:
+        shown += f"; and {len(found) - 5} more"
+    raise GitError(
+        f"branch {state.name} has {len(found)} commit(s) here that are not on {state.remote} "
+        f"and that gitsleep did not make ({shown}); gitsleep keeps pushed reviews but never "
+        f"pushes someone's unshared work: push them (`git push {state.remote} {state.name}`) "
+        f"or drop them (`git branch -f {state.name} {state.remote}/{state.name}`), and re-run"
+    )
+
+
+def append_start(repo: git.Repo, state: BranchState, base_sha: str) -> str:
+    """Where an appending run starts: the newest tip, or the base once the branch is in it.
+
+    The remote tip wins unless the local one is ahead of it (a run whose push failed), so
+    a reviewer's pushed commits are built on, never pushed over; gitsleep's own local-only
+    commits that diverged are superseded (`claim` refused anyone else's). A branch merged
+    into the base (every tip an ancestor of it) starts again from the base.
+    """
+    local, remote = state.local_tip, state.remote_tip
+    tip = local if local and (remote is None or is_ancestor(repo, remote, local)) else remote
+    if tip is None or is_ancestor(repo, tip, base_sha):
+        return base_sha
+    return tip
+
+
+# -- commit, note, push, forge ---------------------------------------------------------
+
+
+class Note(Protocol):
+    """What a commit's note says, rendered once it names the commit and branch it proves
+    (`record.with_proof`): an epoch's `report.Diagnostics`, harvest's `JsonNote`."""
+
+    def note_text(self, sha: str, branch: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class JsonNote:
+    """A small note (harvest's: which tasks a commit added) as sorted, indented JSON."""
+
+    data: Mapping[str, object]
+
+    def note_text(self, sha: str, branch: str) -> str:
+        return json.dumps(with_proof(self.data, sha, branch), indent=2, sort_keys=True,
+                          ensure_ascii=False) + "\n"
+
+
+def attach_note(repo: git.Repo, sha: str, branch: str, note: Note, *,
+                notes_ref: str = NOTES_REF) -> None:
+    """The note on `sha` that proves gitsleep made it on `branch`."""
+    gitops.add_note(repo, sha, note.note_text(sha, branch), notes_ref)
+
+
+def commit_with_note(repo: git.Repo, tree: Path, branch: str, paths: list[str], message: str,
+                     note: Note, *, notes_ref: str = NOTES_REF) -> str:
+    """Commit `paths` in the worktree, move `branch` there (compare-and-swap), attach the
+    note; return the new commit's sha."""
+    sha = gitops.commit_documents(repo, tree, branch, paths, message)
+    attach_note(repo, sha, branch, note, notes_ref=notes_ref)
+    return sha
+
+
+def push(
+    repo: git.Repo,
+    remote: str,
+    branch: str,
+    state: BranchState,
+    *,
+    notes_ref: str = NOTES_REF,
+    fast_forward: bool = False,
+) -> PushResult:
+    """Push with a lease on the inspected remote tip, then the notes.
+
+    `fast_forward=True` (harvest) first checks that the new tip contains the remote one, so
+    the push can only add commits.
+    """
+    if fast_forward and state.remote_tip:
+        local = ref_sha(repo, f"refs/heads/{branch}")
+        if local is None or not is_ancestor(repo, state.remote_tip, local):
+            raise GitError(
+                f"push of {branch} to {remote} refused: it would drop commits on {remote} "
+                f"(its tip {state.remote_tip[:12]} is not in the new commit); nothing was "
+                f"pushed. Look at `git log {remote}/{branch}` and re-run"
+            )
+    return gitops.push(repo, remote, branch, state.remote_tip, notes_ref=notes_ref)
+
+
+def forge_call(redact: Callable[[str], str], request: Callable[[], T]) -> T:
+    """One forge request; a forge library's error becomes one redacted line (GitError,
+    exit 4), and gitsleep's own errors pass as they are."""
+    try:
+        return request()
+    except GitsleepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a forge library error must be one line
+        raise GitError(f"GitHub API error: {redact(str(exc))[:300]}") from None
+
+
+def forge_for(env: Mapping[str, str], repo: git.Repo, remote: str) -> tuple[Any, str]:
+    """The GitHub client for this remote, or None and the reason there is none."""
+    from gitsleep.git_forge import forge
+
+    remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None
+    settings, why_not = forge.settings_from_env(env, remote_url)
+    if settings is None:
+        return None, why_not
+    return forge.forge_from_env(env, remote_url), ""

@@ -1,0 +1,194 @@
+"""The git record of an epoch: its commit trailers, its note ref, and what makes it current.
+
+An accepted epoch is one commit on `gitsleep/<skill>` whose message ends in `Gitsleep-*`
+trailers, with its diagnostics.json as a note under `NOTES_REF`. The trailers say what the
+epoch decided and which inputs it saw (base, task files, documents and config as digests),
+so a re-run with the same inputs is "up to date" without a model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitsleep.core import gate
+from gitsleep.core import markdown as md
+from gitsleep.core.models import EpochResult
+from gitsleep.core.scores import fmt_change, parse_change
+from gitsleep.git_forge.gitrun import run_git
+from gitsleep.tasks import task_files_digest
+
+if TYPE_CHECKING:
+    import git
+
+    from gitsleep.config import Config, SkillConfig
+
+NOTES_REF = "refs/notes/gitsleep"
+ALGORITHM = "gitsleep-epoch-v1"  # part of the inputs digest: a new algorithm re-runs
+PREFIX = "Gitsleep-"
+SKILL = "Gitsleep-Skill"
+DECISION = "Gitsleep-Decision"
+METRIC = "Gitsleep-Metric"
+VAL = "Gitsleep-Val"
+TEST = "Gitsleep-Test"
+BASE = "Gitsleep-Base"
+TASKS = "Gitsleep-Tasks"
+MODEL = "Gitsleep-Model"
+INPUTS = "Gitsleep-Inputs"
+TRAILER_KEYS = (SKILL, DECISION, METRIC, VAL, TEST, BASE, TASKS, MODEL, INPUTS)
+_TRAILER_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\Z")
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str, str]:
+    """The commit's trailers in their fixed order (extra keys from `trailers` follow).
+
+    Base, Tasks, Model and Inputs come from `trailers`; a missing one reads `unknown`
+    (Model defaults to `<agent> / <optimizer>`). Values are folded to one line.
+    """
+    values = {
+        SKILL: result.skill,
+        DECISION: result.decision,
+        METRIC: result.metric,
+        VAL: fmt_change(result.val.baseline, result.val.candidate),
+        TEST: fmt_change(result.test.baseline, result.test.candidate),
+        BASE: trailers.get(BASE, "unknown"),
+        TASKS: trailers.get(TASKS, "unknown"),
+        MODEL: trailers.get(MODEL, f"{result.agent_model} / {result.optimizer_model}"),
+        INPUTS: trailers.get(INPUTS, "unknown"),
+    }
+    for key, value in trailers.items():
+        if key in values:
+            continue
+        if not _TRAILER_KEY.match(key):
+            raise ValueError(f"not a git trailer key: {key!r}")
+        values[key] = value
+    # git drops or mis-reads empty and multi-line values: fold, and never leave one empty.
+    return {k: " ".join(md.one_line(v).split()) or "unknown" for k, v in values.items()}
+
+
+def with_proof(data: Mapping[str, Any], sha: str, branch: str) -> dict[str, Any]:
+    """The note for commit `sha` on `branch`: `data` plus the commit and branch it is for.
+
+    A note copied to another commit (`notes.rewriteRef` on an amend or rebase) names the
+    original sha, so it proves nothing about the copy.
+    """
+    return {**data, "commit": sha, "branch": branch}
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def parse_lines(text: str) -> dict[str, str]:
+    """`Key: value` lines as a dict (a key given twice keeps its last value)."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, separator, value = line.partition(":")
+        if separator and key.strip():
+            found[key.strip()] = value.strip()
+    return found
+
+
+def ours(trailers: Mapping[str, str]) -> dict[str, str]:
+    """Only the `Gitsleep-*` trailers."""
+    return {k: v for k, v in trailers.items() if k.startswith(PREFIX)}
+
+
+def read_trailers(repo: git.Repo, rev: str) -> dict[str, str]:
+    """The trailers of a commit's message, as `git interpret-trailers --parse` reads them.
+
+    A key given twice keeps its last value.
+    """
+    message = run_git(repo.git, "log", "-1", "--format=%B", rev, "--")
+    handle, message_path = tempfile.mkstemp(prefix="gitsleep-msg-", suffix=".txt")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(message + "\n")
+        parsed = run_git(repo.git, "interpret-trailers", "--parse", message_path)
+    finally:
+        os.unlink(message_path)
+    return parse_lines(parsed)
+
+
+def scores(trailers: Mapping[str, str], key: str) -> tuple[float | None, float | None]:
+    """(baseline, candidate) recorded under `key` (VAL or TEST); None where unknown."""
+    return parse_change(trailers.get(key))
+
+
+def deciding_scores(trailers: Mapping[str, str]) -> tuple[float, float] | None:
+    """The recorded scores a pull request is decided on: held-out, else val; None if none."""
+    for key in (TEST, VAL):
+        before, after = scores(trailers, key)
+        if before is not None and after is not None:
+            return before, after
+    return None
+
+
+def recorded_improvement(trailers: Mapping[str, str], min_delta: float) -> bool:
+    """Whether a recorded epoch asks for a pull request: its deciding scores pass the
+    gate's one rule (`gate.improves`), as the epoch's own `pr_eligible` did."""
+    found = deciding_scores(trailers)
+    return found is not None and gate.improves(*found, min_delta)
+
+
+# -- what makes a recorded epoch current --------------------------------------------------
+
+
+def inputs_digest(config: Config, skill: SkillConfig, root: Path,
+                  documents: Mapping[str, str | None]) -> str:
+    """sha256 of what decides an epoch: documents, task files and the effective config."""
+    h = hashlib.sha256(ALGORITHM.encode())
+    for name in ("skill", "memory"):
+        h.update(f"\0{name}\0".encode())
+        h.update((documents.get(name) or "").encode("utf-8"))
+    h.update(task_files_digest(root, skill).encode())
+    effective = config.model_dump(mode="json")
+    effective["skills"] = [s for s in effective["skills"] if s["name"] == skill.name]
+    h.update(json.dumps(effective, sort_keys=True).encode())
+    return "sha256:" + h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Digests:
+    """The inputs an epoch ran on, as its Base, Tasks, Model and Inputs trailers record them."""
+
+    base: str
+    tasks: str
+    model: str
+    inputs: str
+
+    @classmethod
+    def of(cls, config: Config, skill: SkillConfig, root: Path,
+           documents: Mapping[str, str | None], base_sha: str) -> Digests:
+        agent, optimizer, _ = config.models()
+        return cls(base=base_sha, tasks=task_files_digest(root, skill),
+                   model=f"{agent} / {optimizer}",
+                   inputs=inputs_digest(config, skill, root, documents))
+
+    def trailers(self) -> dict[str, str]:
+        return {BASE: self.base, TASKS: self.tasks, MODEL: self.model, INPUTS: self.inputs}
+
+    def recorded_in(self, trailers: Mapping[str, str]) -> bool:
+        """Whether `trailers` record an epoch on exactly these inputs (it is up to date)."""
+        return is_up_to_date(trailers, base_sha=self.base, tasks_digest=self.tasks,
+                             inputs_digest=self.inputs)
+
+
+def is_up_to_date(
+    trailers: Mapping[str, str], *, base_sha: str, tasks_digest: str, inputs_digest: str
+) -> bool:
+    """Whether the branch already holds this exact epoch (same base, tasks and inputs)."""
+    return bool(trailers) and (
+        trailers.get(BASE) == base_sha
+        and trailers.get(TASKS) == tasks_digest
+        and trailers.get(INPUTS) == inputs_digest
+    )

@@ -1,0 +1,134 @@
+"""Failing checks in words, and the concrete passing lines derived from them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitsleep.core.check_text import describe_check, example_for_check
+from gitsleep.core.models import Check
+from gitsleep.core.regex_literal import sample_fill
+from tests.support.replies import SEVERITY
+
+# --------------------------------------------------------------------------------------
+# example_for_check and describe_check
+# --------------------------------------------------------------------------------------
+
+# Where the pattern leaves a choice, the example keeps a typed placeholder (issue 25):
+# one constant would pass only the tasks that happen to want it.
+REGEX_EXAMPLES = [
+    (SEVERITY, "Severity: <1-4>"),
+    # a label the check asks no value for: the value is the agent's to give, not "medium"
+    (r"[Cc]onfidence\s*[:=]", "Confidence: <text>"),
+    (r"(?i)owner:\s*\w+", "Owner: <text>"),
+    (r"Confidence:\s*(high|medium|low)", "Confidence: <high|medium|low>"),
+    (r"^## (Key )?Risks", "## Risks"),
+    (r"(?i)^summary\b", "Summary"),
+    (r"TL;DR", "TL;DR"),
+    (r"(high|medium|low) priority", "<high|medium|low> priority"),
+    (r"v\d+\.\d+", "v<number>.<number>"),
+    (r"[A-Z]{3}-\d+", "AAA-<number>"),
+    (r"\bRisk\b", "Risk"),
+    (r"[^\s]+@example\.com", "a@example.com"),
+    (r"\$\d+(\.\d{2})?", "$<number>"),
+    (r"(?i:next steps?):?", "Next step"),
+    (r"(?x) ^ \#\# \s+ Owners", "## Owners"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), REGEX_EXAMPLES)
+def test_a_literal_derived_from_a_regex_matches_it(pattern, expected):
+    literal = example_for_check(Check("regex", pattern))
+
+    assert literal == expected
+    assert re.search(pattern, sample_fill(literal))
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(?<=a)b",  # lookbehind
+        r"foo(?=bar)",  # lookahead
+        r"(?!x)y",  # negative lookahead
+        r"(\w+) \1",  # backreference
+        r"(a)?(?(1)b|c)",  # conditional
+        r"a{1000}",  # too long to be a rule
+        r"^$",  # only an empty text matches
+        r"line one\nline two",  # cannot be one line of a rule
+        r"[",  # not a regex at all
+    ],
+)
+def test_no_literal_for_patterns_that_cannot_give_one(pattern):
+    assert example_for_check(Check("regex", pattern)) is None
+
+
+@pytest.mark.parametrize(
+    ("check", "expected"),
+    [
+        (Check("contains", "Confidence:"), "Confidence:"),
+        (Check("section_present", "Key Risks"), "## Key Risks"),
+        (Check("section_contains", "Next Steps"), "## Next Steps"),
+        (Check("section_present", "### Owners"), "### Owners"),
+        (Check("max_chars", 600), None),
+        (Check("min_chars", 50), None),
+        (Check("not_contains", "As an AI"), None),
+        (Check("no_refusal"), None),
+        (Check("equals", "42"), None),
+        (Check("contains", ""), None),
+    ],
+)
+def test_examples_for_other_checks(check, expected):
+    assert example_for_check(check) == expected
+
+
+@pytest.mark.parametrize(
+    ("check", "words"),
+    [
+        (Check("contains", "Confidence:"), 'the answer must contain the text "Confidence:"'),
+        (Check("not_contains", "As an AI"), 'the answer must not contain the text "As an AI"'),
+        (Check("max_chars", 600), "the answer must be at most 600 characters"),
+        (Check("min_chars", 80), "the answer must be at least 80 characters"),
+        (Check("regex", SEVERITY), f"the answer must match the regular expression `{SEVERITY}`"),
+        (
+            Check("section_present", "Key Risks"),
+            'the answer must have a section headed "Key Risks"',
+        ),
+        (
+            Check("section_contains", "Risks"),
+            'the answer must have a Markdown heading containing "Risks"',
+        ),
+        (Check("no_refusal"), "the answer must not refuse the task"),
+        (Check("equals", "42"), 'the answer must be exactly "42" (whitespace aside)'),
+        (Check("tool_called", "x"), "the check tool_called 'x' must pass"),
+    ],
+)
+def test_describe_check_says_it_in_plain_words(check, words):
+    assert describe_check(check) == words
+
+
+
+
+# --------------------------------------------------------------------------------------
+# Properties
+# --------------------------------------------------------------------------------------
+
+
+_REGEX_PARTS = [
+    "[Cc]onfidence", "severity", "Owner", "\\s*", "\\s+", "[:=]", ":", " ", "[1-4]", "\\d+",
+    "\\w+", "(high|low)", "\\b", "-", "[A-Z]{2}", ".+", "x?", "^", "$", "(?:## )?", "[^,]",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.booleans(),
+    st.lists(st.sampled_from(_REGEX_PARTS), min_size=1, max_size=6).map("".join),
+)
+def test_any_derived_literal_verifies(ignorecase, pattern):
+    pattern = ("(?i)" if ignorecase else "") + pattern
+    literal = example_for_check(Check("regex", pattern))
+
+    assert literal is None or re.search(pattern, sample_fill(literal))

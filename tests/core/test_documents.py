@@ -1,0 +1,267 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitsleep.core import documents as d
+from gitsleep.core.models import Edit
+from gitsleep.errors import UsageError
+from tests.support.hostile_edits import INVISIBLE_CONTENTS, LINK_CONTENTS, SAFE_CONTENTS
+
+SKILL = """---
+name: brief-writer
+description: Writes briefs.
+metadata:
+  owner: "docs team"   # trailing comment, odd spacing
+---
+
+# Brief writer
+
+Write plainly.
+
+
+Two blank lines above are hand-written and must stay.
+"""
+
+WITH_BLOCK = (
+    "# Notes\n\nhand text\n\n"
+    f"{d.START}\n## Learned rules\n\n- Always include \"Confidence:\"\n- Keep it short\n{d.END}\n"
+    "\ntrailing hand text\n"
+)
+
+
+def add(content: str, target: str = "skill") -> Edit:
+    return Edit("add", content=content, target=target)
+
+
+def test_first_accepted_edit_creates_block_at_end_and_keeps_every_byte() -> None:
+    new, outcomes = d.apply_edits(SKILL, [add('Always include "Confidence:"')])
+    assert [o.status for o in outcomes] == ["applied"]
+    assert new.startswith(SKILL)
+    assert d.learned_rules(new) == ['Always include "Confidence:"']
+    assert d.outside_block(new).startswith(SKILL)
+    assert new.endswith(d.END + "\n")
+
+
+def test_no_applicable_edit_leaves_document_untouched() -> None:
+    new, outcomes = d.apply_edits(SKILL, [Edit("delete", anchor="nothing here")])
+    assert new == SKILL
+    assert outcomes[0].status == "unmatched"
+    assert "no rule" in outcomes[0].reason
+
+
+def test_document_without_trailing_newline() -> None:
+    text = "# Title\nlast line without newline"
+    new, _ = d.apply_edits(text, [add("rule one")])
+    assert new.startswith(text + "\n")
+    assert d.learned_rules(new) == ["rule one"]
+
+
+def test_crlf_document_keeps_crlf_everywhere() -> None:
+    text = SKILL.replace("\n", "\r\n")
+    new, _ = d.apply_edits(text, [add("rule one"), add("rule two")])
+    assert new.startswith(text)
+    assert "\n" not in new.replace("\r\n", "")
+    assert d.learned_rules(new) == ["rule one", "rule two"]
+
+
+def test_block_stays_where_it_is_and_outside_bytes_survive() -> None:
+    new, outcomes = d.apply_edits(
+        WITH_BLOCK,
+        [
+            add("New rule"),
+            Edit("replace", anchor="Keep it short", content="Keep answers under 300 characters"),
+            Edit("delete", anchor='always include "confidence:"'),
+        ],
+    )
+    assert [o.status for o in outcomes] == ["applied"] * 3
+    assert d.outside_block(new) == d.outside_block(WITH_BLOCK)
+    assert new.endswith("\ntrailing hand text\n")
+    assert d.learned_rules(new) == ["Keep answers under 300 characters", "New rule"]
+
+
+def test_anchor_matching_several_rules_is_unmatched() -> None:
+    text = WITH_BLOCK.replace("- Keep it short", "- Keep it short\n- Keep it shorter")
+    new, outcomes = d.apply_edits(text, [Edit("delete", anchor="keep it")])
+    assert new == text
+    assert outcomes[0].status == "unmatched"
+    assert "2 rules" in outcomes[0].reason
+
+
+def test_exact_anchor_wins_over_substring_matches() -> None:
+    text = WITH_BLOCK.replace("- Keep it short", "- Keep it short\n- Keep it shorter")
+    new, outcomes = d.apply_edits(text, [Edit("delete", anchor="Keep it short")])
+    assert outcomes[0].status == "applied"
+    assert "Keep it shorter" in d.learned_rules(new)
+
+
+def test_anchor_cannot_reach_hand_written_text() -> None:
+    new, outcomes = d.apply_edits(WITH_BLOCK, [Edit("replace", anchor="hand text", content="x")])
+    assert new == WITH_BLOCK
+    assert outcomes[0].status == "unmatched"
+
+
+@pytest.mark.parametrize(
+    "edit, reason",
+    [
+        (add(""), "empty"),
+        (add("   \n  "), "empty"),
+        (add(f"sneaky {d.END}"), "markers"),
+        (add("<!-- gitsleep:learned:start -->"), "markers"),
+        (add("a\n---\nb"), "fence"),
+        (add("open <!-- comment"), "HTML comment"),
+        (Edit("upsert", content="x"), "unknown op"),
+        (add('always include "confidence:"'), "already"),
+        (Edit("replace", anchor="Keep it short", content="Keep it short"), "identical"),
+        (Edit("replace", anchor="", content="x"), "empty anchor"),
+    ],
+)
+def test_unsafe_or_pointless_edits_are_unmatched(edit: Edit, reason: str) -> None:
+    new, outcomes = d.apply_edits(WITH_BLOCK, [edit])
+    assert new == WITH_BLOCK
+    assert outcomes[0].status == "unmatched"
+    assert reason in outcomes[0].reason
+
+
+def test_multi_line_content_becomes_several_rules_all_or_nothing() -> None:
+    new, outcomes = d.apply_edits(WITH_BLOCK, [add("## Impact\nSeverity: 2")])
+    assert outcomes[0].status == "applied"
+    assert d.learned_rules(new)[-2:] == ["## Impact", "Severity: 2"]
+    # a heading inside a rule stays a bullet's text: it cannot add document structure
+    assert "- ## Impact" in new
+    again, outcomes = d.apply_edits(new, [add("Severity: 2\nbrand new")])
+    assert again == new
+    assert outcomes[0].status == "unmatched"
+
+
+def test_control_characters_are_stripped_from_rules() -> None:
+    new, outcomes = d.apply_edits(WITH_BLOCK, [add("bell\x07 and\x1b[31m colour")])
+    assert outcomes[0].status == "applied"
+    assert "\x07" not in new and "\x1b" not in new
+
+
+def test_size_caps_make_edits_unmatched() -> None:
+    text = WITH_BLOCK
+    new, outcomes = d.apply_edits(text, [add("three")], max_lines=2)
+    assert new == text and "limit 2" in outcomes[0].reason
+    new, outcomes = d.apply_edits(text, [add("x" * 200)], max_chars=100)
+    assert new == text and "100 characters" in outcomes[0].reason
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (f"a\n{d.START}\nb\n", "no <!-- gitsleep:learned:end -->"),
+        (f"a\n{d.END}\nb\n", "end marker but no"),
+        (f"{d.END}\n{d.START}\n", "comes before"),
+        (f"{d.START}\n{d.START}\n{d.END}\n{d.END}\n", "nested"),
+        (f"{d.START}\n{d.END}\n{d.START}\n{d.END}\n", "duplicated"),
+        (f"text {d.START}\n{d.END}\n", "alone"),
+        ("<!-- gitsleep:learned:begin -->\n", "malformed"),
+    ],
+)
+def test_corrupt_blocks_are_reported_with_line_numbers(text: str, fragment: str) -> None:
+    problems = d.block_problems(text, 40, 4000)
+    assert problems, text
+    line, message = problems[0]
+    assert line >= 1
+    assert fragment in message
+    with pytest.raises(UsageError):
+        d.apply_edits(text, [add("x")])
+
+
+def test_block_size_problems() -> None:
+    assert d.block_problems(WITH_BLOCK, 40, 4000) == []
+    assert "over the limit of 1" in d.block_problems(WITH_BLOCK, 1, 4000)[0][1]
+    assert "characters" in d.block_problems(WITH_BLOCK, 40, 10)[0][1]
+
+
+def test_hand_edits_inside_a_wellformed_block_are_fine() -> None:
+    text = WITH_BLOCK.replace("- Keep it short", "- Keep it short\nA note a human wrote here.")
+    assert d.block_problems(text, 40, 4000) == []
+    new, _ = d.apply_edits(text, [add("another")])
+    assert "A note a human wrote here." in new
+
+
+lines = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+docs = st.lists(lines, max_size=12).map(lambda ls: "\n".join(ls))
+edits = st.lists(
+    st.builds(
+        Edit,
+        op=st.sampled_from(["add", "replace", "delete", "bogus"]),
+        content=st.one_of(lines, st.sampled_from([d.START, d.END, "---", "a\nb", "<!--"])),
+        anchor=lines,
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=docs, batch=edits)
+def test_edits_never_change_bytes_outside_the_block(doc: str, batch: list[Edit]) -> None:
+    if d.structure_problems(doc):
+        with pytest.raises(UsageError):
+            d.apply_edits(doc, batch)
+        return
+    before_outside = d.outside_block(doc)
+    new, outcomes = d.apply_edits(doc, batch)
+    assert len(outcomes) == len(batch)
+    assert d.structure_problems(new) == []
+    if d.find_block(doc) is None:
+        assert new == doc or new.startswith(doc)
+    else:
+        assert d.outside_block(new) == before_outside
+    # applying again on the result keeps the block sound
+    d.apply_edits(new, [Edit("add", content="one more")])
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "fixtures" / "documents"
+
+
+@pytest.mark.parametrize("name", ["pdf-skill.md", "agents-crlf.md"])
+def test_real_world_documents_keep_every_byte_outside_the_block(name: str) -> None:
+    raw = (FIXTURES / name).read_bytes()
+    text = raw.decode("utf-8")  # as run.read_document does: no newline translation
+    new, outcomes = d.apply_edits(text, [add("Cite the source file"), add("Keep tables")])
+    assert [o.status for o in outcomes] == ["applied", "applied"]
+    if d.find_block(text) is not None:  # an existing block stays where it is
+        assert d.outside_block(new) == d.outside_block(text)
+        assert new.index(d.START) == text.index(d.START)
+        assert new.endswith("See [REFERENCE.md](REFERENCE.md) for form filling.\n")
+        assert d.learned_rules(new) == ['Quote page numbers as "p. N"', "Cite the source file",
+                                        "Keep tables"]
+    else:
+        assert new.encode("utf-8").startswith(raw)
+        assert "\r\n" in new[len(text):] and "\n" not in new[len(text):].replace("\r\n", "")
+    again, _ = d.apply_edits(new, [Edit("delete", anchor="Cite the source file"),
+                                   Edit("delete", anchor="Keep tables")])
+    assert d.outside_block(again) == d.outside_block(new)
+
+
+@pytest.mark.parametrize("content", INVISIBLE_CONTENTS + LINK_CONTENTS, ids=repr)
+def test_invisible_characters_and_script_links_are_refused_not_cleaned(content: str) -> None:
+    # the document layer is the last line: an edit that reached it unchecked changes nothing
+    for edit in (add(content), Edit("replace", anchor="Keep it short", content=content)):
+        new, outcomes = d.apply_edits(WITH_BLOCK, [edit])
+        assert new == WITH_BLOCK
+        assert outcomes[0].status == "unmatched"
+        assert "invisible character" in outcomes[0].reason or " link;" in outcomes[0].reason
+
+
+@pytest.mark.parametrize("content", SAFE_CONTENTS, ids=repr)
+def test_rules_that_only_look_like_hostile_text_are_written(content: str) -> None:
+    new, outcomes = d.apply_edits(WITH_BLOCK, [add(content)])
+    assert outcomes[0].status == "applied", outcomes[0].reason
+    assert d.learned_rules(new)[-1] == content
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("content", [
+    "](" + " " * 200_000, "a=" + " " * 200_000, "[x]:" + " " * 200_000, "<" * 200_000,
+    "[x]\n" * 50_000, "j\t" * 100_000, "a=" * 100_000, "\u200b" * 200_000,
+], ids=lambda c: repr(c[:6]))
+def test_the_hostile_text_checks_take_linear_time(content: str) -> None:
+    # whitespace runs after a link start were quadratic in a first version (minutes here)
+    new, outcomes = d.apply_edits(WITH_BLOCK, [add(content + "x")])
+    assert new == WITH_BLOCK and outcomes[0].status == "unmatched"

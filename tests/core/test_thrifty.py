@@ -1,0 +1,323 @@
+"""Thrifty nights (issue 30): screening on train, budgets in minutes and money, and reuse
+of the cached baseline across nights."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.backends.offline import OfflineBackend, simulate_answer
+from gitsleep.config import load_config
+from gitsleep.core import documents as d
+from gitsleep.core.cache import ResponseCache
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.epoch import call_ceiling, run_epoch
+from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
+from gitsleep.errors import BudgetExhausted, UsageError
+from tests.core.test_epoch import example_tasks
+from tests.support.cli import run_cli
+from tests.support.fake_openai import FakeOpenAIServer
+from tests.support.gitrepo import commit_files, example_repo, git
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
+SKILL = "# Brief writer\n\nWrite plainly.\n"
+BRANCH = "gitsleep/brief-writer"
+KEY = "sk-test-thrifty-0123456789abcdefghijklmnop"
+
+
+def rule(*checks: tuple[Any, ...]) -> Judge:
+    return Judge("rule", tuple(Check(*c) for c in checks))
+
+
+def settings(**overrides: Any) -> EpochSettings:
+    base = EpochSettings(model="offline", optimizer_model="offline", judge_model="offline")
+    return replace(base, **overrides)
+
+
+class Scripted(Backend):
+    """Offline answers (the real simulator); proposal k (by its seed) gets the k-th rules.
+    Every call is recorded."""
+
+    name = "offline"
+    simulated = True
+
+    def __init__(self, *replies: list[str]) -> None:
+        self.inner = OfflineBackend()
+        self.replies = replies
+        self.calls: list[ModelCall] = []
+        self._lock = threading.Lock()
+
+    def complete(self, call: ModelCall) -> Answer:
+        with self._lock:
+            self.calls.append(call)
+        if call.purpose != "propose":
+            return self.inner.complete(call)
+        rules = self.replies[(call.seed or 0) % 1000 % len(self.replies)]
+        edits = [{"op": "add", "content": c, "anchor": "", "rationale": "r"} for c in rules]
+        return Answer(json.dumps({"edits": edits}), None, 10, 10)
+
+
+def alpha_beta_tasks() -> list[Task]:
+    return [Task("t1", "first", "train", rule(("contains", "Alpha"))),
+            Task("t2", "second", "train", rule(("contains", "Alpha"))),
+            Task("t3", "third", "train", rule(("max_chars", 5000))),
+            Task("v1", "one", "val", rule(("contains", "Alpha"))),
+            Task("v2", "two", "val", rule(("contains", "Alpha"))),
+            Task("v3", "three", "val", rule(("max_chars", 5000)))]
+
+
+# -- 1. screening --------------------------------------------------------------------------
+
+
+def test_thrifty_screens_out_a_proposal_that_does_not_beat_the_current_documents_on_train(
+) -> None:
+    """Proposal 1 adds a rule no train failure wants: its train tasks score as before, so
+    it never reaches val. Proposal 2 fixes them and goes on to val and wins."""
+    backend = Scripted(['Always include "Gamma"'], ['Always include "Alpha"'])
+    result = run_epoch(alpha_beta_tasks(), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=2, search="thrifty"), backend, skill="s")
+    assert result.decision == "accepted", result.reason
+    assert d.learned_rules(result.documents["skill"][1]) == ['Always include "Alpha"']
+    labels = [(p.split, p.label) for p in result.passes]
+    assert ("val", "skill round 1 proposal 1") not in labels
+    assert ("val", "skill round 1 proposal 2") in labels
+    gamma = [c for c in backend.calls if c.purpose == "answer"
+             and "Gamma" in c.messages[0][1]]
+    assert gamma and {c.messages[-1][1] for c in gamma} <= {"first", "second", "third"}, \
+        "the screened-out proposal was answered on train tasks only"
+    screened = result.trials[0]
+    assert screened.screened and not screened.accepted and screened.candidate is None
+    assert "screened out on train" in screened.reason
+    # its lone edit is reported (and fed back to the optimizer) as rejected
+    assert any("Gamma" in o.edit.content and "screened out" in o.reason for o in result.rejected)
+
+
+def test_thorough_scores_the_same_proposal_on_val() -> None:
+    backend = Scripted(['Always include "Gamma"'], ['Always include "Alpha"'])
+    result = run_epoch(alpha_beta_tasks(), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=2), backend, skill="s")
+    assert settings().search == "thorough"
+    assert ("val", "skill round 1 proposal 1") in [(p.split, p.label) for p in result.passes]
+    assert not any(t.screened for t in result.trials)
+    assert d.learned_rules(result.documents["skill"][1]) == ['Always include "Alpha"']
+
+
+def test_a_winner_screened_on_train_costs_no_call_in_the_train_rescore() -> None:
+    """The screening's train answers under the winner are the re-score's: cache hits."""
+    backend = Scripted(['Always include "Alpha"'])
+    result = run_epoch(alpha_beta_tasks(), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=1, search="thrifty"), backend, skill="s")
+    assert result.decision == "accepted"
+    screen = [p for p in result.passes if p.split == "train" and "screen" in p.label]
+    rescore = [p for p in result.passes if p.label == "after skill round 1"]
+    assert screen and screen[0].calls == 3  # two failures it was shown, one passing task
+    assert rescore and rescore[0].calls == 0
+
+
+def test_thrifty_ceiling_counts_the_screening() -> None:
+    tasks = alpha_beta_tasks()
+    thorough = call_ceiling(settings(), tasks, False)
+    assert call_ceiling(settings(search="thrifty"), tasks, False) > thorough
+
+
+def test_search_setting_is_read_and_a_bad_value_is_one_line(tmp_path: Path) -> None:
+    base = "backend: offline\nskills:\n  - {name: a, skill: a.md, tasks: [a.jsonl]}\n"
+    (tmp_path / "good.yml").write_text(base + "search: thrifty\n")
+    assert load_config(tmp_path / "good.yml").epoch_settings().search == "thrifty"
+    (tmp_path / "default.yml").write_text(base)
+    assert load_config(tmp_path / "default.yml").epoch_settings().search == "thorough"
+    (tmp_path / "bad.yml").write_text(base + "search: cheap\n")
+    with pytest.raises(UsageError) as caught:
+        load_config(tmp_path / "bad.yml")
+    assert "search" in str(caught.value) and "\n" not in str(caught.value)
+
+
+# -- 2. budgets in minutes and money ---------------------------------------------------------
+
+
+class Timed(Backend):
+    """Each call reports the wall time and tokens an agent CLI or a server would."""
+
+    name = "timed"
+
+    def __init__(self, seconds: float = 30.0, prompt: int = 1000, completion: int = 500
+                 ) -> None:
+        self.seconds, self.prompt, self.completion = seconds, prompt, completion
+        self.calls: list[ModelCall] = []
+
+    def complete(self, call: ModelCall) -> Answer:
+        self.calls.append(call)
+        return Answer(f"answer {len(self.calls)}", prompt_tokens=self.prompt,
+                      completion_tokens=self.completion, seconds=self.seconds)
+
+
+def ask(i: int) -> ModelCall:
+    return ModelCall("answer", "m", (("user", f"q{i}"),))
+
+
+def test_agent_minutes_stop_before_the_call_that_would_pass_them() -> None:
+    backend = Timed(seconds=30.0)
+    runner = CallRunner(backend, workers=1, max_agent_minutes=2.0)
+    for i in range(4):
+        runner.call(ask(i))
+    with pytest.raises(BudgetExhausted, match=r"max_agent_minutes \(2"):
+        runner.call(ask(4))
+    assert len(backend.calls) == 4 and runner.cost.calls == 4
+    assert runner.agent_seconds() == 120.0
+    runner.call(ask(0))  # a cache hit costs nothing and is still answered
+
+
+def test_cost_stops_before_the_call_that_would_pass_it() -> None:
+    # 1000 prompt tokens at $1/M + 500 completion at $2/M = $0.002 a call
+    backend = Timed(prompt=1000, completion=500)
+    runner = CallRunner(backend, workers=1, max_cost=0.007,
+                        prices={"m": {"prompt": 1.0, "completion": 2.0}})
+    with pytest.raises(BudgetExhausted, match=r"max_cost"):
+        for i in range(10):
+            runner.call(ask(i))
+    assert len(backend.calls) == 3, "a fourth call would spend $0.008"
+    assert runner.spent_usd() == pytest.approx(0.006)
+
+
+def test_epoch_over_its_minutes_aborts_with_exit_6_and_says_what_it_skipped() -> None:
+    result = run_epoch(alpha_beta_tasks(), {"skill": SKILL, "memory": None},
+                       settings(max_agent_minutes=3.0, workers=1), Timed(seconds=30.0),
+                       skill="s")
+    assert result.decision == "aborted" and result.abort_code == 6
+    assert "max_agent_minutes" in result.reason and "skipped" in result.reason
+    assert result.cost.calls == 6
+    assert result.documents["skill"][0] == result.documents["skill"][1]
+
+
+def test_max_cost_needs_a_price_for_every_model(tmp_path: Path) -> None:
+    (tmp_path / "c.yml").write_text(
+        "skills:\n  - {name: a, skill: a.md, tasks: [a.jsonl]}\nmodel: agent\n"
+        "budget: {max_cost: 2.5}\nprices: {agent: {prompt: 1.0, completion: 2.0}}\n"
+        "optimizer_model: big\n")
+    with pytest.raises(UsageError, match=r"budget\.max_cost.*big"):
+        load_config(tmp_path / "c.yml").epoch_settings()
+
+
+# -- 3. the cache across nights and in the progress line ---------------------------------------
+
+
+def test_progress_line_says_how_many_answers_came_from_the_cache() -> None:
+    cache = ResponseCache()
+    skill = (EXAMPLE / "skills" / "brief-writer" / "SKILL.md").read_text()
+    run_epoch(example_tasks(), {"skill": skill, "memory": None}, settings(), OfflineBackend(),
+              skill="brief-writer", cache=cache)
+    lines: list[str] = []
+    again = run_epoch(example_tasks(), {"skill": skill, "memory": None}, settings(),
+                      OfflineBackend(), skill="brief-writer", cache=cache,
+                      progress=lines.append)
+    assert again.cost.calls == 0
+    assert "brief-writer: val (baseline): 6/6, 6 from cache" in lines
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    return example_repo(tmp_path, monkeypatch)
+
+
+def test_the_night_after_a_merged_pr_starts_from_the_cached_baseline(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, origin = repo
+    first = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    assert first.code == 0, first.err
+    assert json.loads(first.out)["decision"] == "accepted"
+    # a person merges the pull request on the forge
+    git(work, "fetch", "--quiet", "origin")
+    git(work, "merge", "--quiet", "--no-ff", "-m", "Merge gitsleep/brief-writer",
+        f"origin/{BRANCH}")
+    git(work, "push", "--quiet", "origin", "main")
+    second = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    assert second.code == 0, second.err
+    night1 = json.loads(Path(json.loads(first.out)["diagnostics"]).read_text())
+    night2 = json.loads(Path(json.loads(second.out)["diagnostics"]).read_text())
+    final = {p["split"]: p["version"] for p in night1["passes"]
+             if p["label"] in ("final", "after skill round 1")}
+    baseline = {p["split"]: p["version"] for p in night2["passes"] if p["label"] == "baseline"}
+    assert baseline["test"] == final["test"], "the merged documents are the accepted ones"
+    assert "brief-writer: val (baseline): 6/6, 6 from cache" in second.err
+    assert "brief-writer: test (baseline): 6/6, 6 from cache" in second.err
+
+
+def test_a_cost_budget_stops_a_real_run_with_exit_6_and_commits_nothing(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    work, origin = repo
+    monkeypatch.setenv("GITSLEEP_E2E_KEY", KEY)
+
+    def model(request: dict[str, Any]) -> str:
+        if request.get("response_format"):
+            return json.dumps({"edits": [{"op": "add", "content": "Keep answers under 300 "
+                                          "characters", "rationale": "r"}]})
+        system = [m["content"] for m in request["messages"] if m["role"] == "system"]
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        return simulate_answer(system, user)
+
+    with FakeOpenAIServer(responder=model) as server:
+        path = work / ".gitsleep.yml"
+        cfg = yaml.safe_load(path.read_text())
+        cfg.update(backend="openai", model="agent-model", optimizer_model="agent-model",
+                   base_url=server.base_url, api_key_env="GITSLEEP_E2E_KEY", timeout=5,
+                   max_retries=0, workers=1, budget={"max_cost": 0.01},
+                   prices={"agent-model": {"prompt": 100.0, "completion": 100.0}})
+        commit_files(work, {".gitsleep.yml": yaml.safe_dump(cfg)}, "a real model")
+        git(work, "push", "--quiet", "origin", "main")
+        result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+        requests = server.request_count
+    assert result.code == 6, result.err
+    data = json.loads(result.out)
+    assert data["decision"] == "aborted" and "budget.max_cost" in data["reason"]
+    assert 0 < requests < 27
+    assert "estimated cost at most" in result.err  # the estimate, before the first call
+    assert git(origin, "branch", "--list", BRANCH) == ""
+    assert git(work, "branch", "--list", BRANCH) == ""
+
+
+def test_eval_keeps_the_cost_budget_too(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every command that spends calls keeps every budget (one constructor builds them)."""
+    work, _ = repo
+    monkeypatch.setenv("GITSLEEP_E2E_KEY", KEY)
+
+    def model(request: dict[str, Any]) -> str:
+        system = [m["content"] for m in request["messages"] if m["role"] == "system"]
+        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+        return simulate_answer(system, user)
+
+    with FakeOpenAIServer(responder=model) as server:
+        path = work / ".gitsleep.yml"
+        cfg = yaml.safe_load(path.read_text())
+        cfg.update(backend="openai", model="agent-model", optimizer_model="agent-model",
+                   base_url=server.base_url, api_key_env="GITSLEEP_E2E_KEY", timeout=5,
+                   max_retries=0, workers=1, budget={"max_cost": 0.01},
+                   prices={"agent-model": {"prompt": 100.0, "completion": 100.0}})
+        path.write_text(yaml.safe_dump(cfg))
+        result = run_cli(capsys, "--repo", str(work), "eval", "--split", "val")
+        requests = server.request_count
+    assert result.code == 6, result.err
+    assert "budget.max_cost" in result.err
+    assert 0 < requests < 6
+
+
+def test_a_budget_stop_names_the_step_it_skipped() -> None:
+    """Six baseline answers take 3 minutes; the optimizer call, estimated at the longest
+    call of its model so far, would pass 3.4: the reason names the proposals it skipped."""
+    result = run_epoch(alpha_beta_tasks(), {"skill": SKILL, "memory": None},
+                       settings(max_agent_minutes=3.4, workers=1), Timed(seconds=30.0),
+                       skill="s")
+    assert result.abort_code == 6 and result.cost.calls == 6
+    assert "3.00 min spent in 6 calls, the next estimated at 30 s" in result.reason
+    assert "skipped: the skill round 1 proposals and the rest of the epoch" in result.reason

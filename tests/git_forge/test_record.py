@@ -1,0 +1,38 @@
+"""The git record: trailer keys written in order, read back, and what makes an epoch current."""
+
+from __future__ import annotations
+
+from gitsleep.core.scores import fmt_change, parse_change
+from gitsleep.git_forge import record
+
+
+def test_trailer_lines_parse_back_and_only_gitsleep_keys_are_ours() -> None:
+    text = "Gitsleep-Val: 0.250 -> 1.000\nSigned-off-by: A <a@b>\nGitsleep-Val: 0.500 -> 1.000\n"
+    parsed = record.parse_lines(text)
+    assert parsed["Gitsleep-Val"] == "0.500 -> 1.000"  # a key given twice keeps its last value
+    assert record.ours(parsed) == {"Gitsleep-Val": "0.500 -> 1.000"}
+
+
+def test_scores_round_trip_through_the_trailer_form() -> None:
+    assert parse_change(fmt_change(0.25, 1.0)) == (0.25, 1.0)
+    assert parse_change(fmt_change(None, 0.5)) == (None, 0.5)
+    assert parse_change("garbage") == (None, None)
+
+
+def test_held_out_decides_before_val_and_nothing_without_scores() -> None:
+    both = {record.TEST: "0.100 -> 0.200", record.VAL: "0.300 -> 0.900"}
+    assert record.deciding_scores(both) == (0.1, 0.2)
+    assert record.deciding_scores({record.VAL: "0.300 -> 0.900",
+                                   record.TEST: "n/a -> n/a"}) == (0.3, 0.9)
+    assert record.deciding_scores({}) is None
+
+
+def test_digests_are_current_only_for_the_same_base_tasks_and_inputs() -> None:
+    digests = record.Digests(base="b" * 40, tasks="sha256:t", model="m / o",
+                             inputs="sha256:i")
+    trailers = digests.trailers()
+    assert list(trailers) == [record.BASE, record.TASKS, record.MODEL, record.INPUTS]
+    assert digests.recorded_in(trailers)
+    assert digests.recorded_in({**trailers, record.MODEL: "another / model"})
+    assert not digests.recorded_in({**trailers, record.INPUTS: "sha256:other"})
+    assert not digests.recorded_in({})
