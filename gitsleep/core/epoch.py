@@ -57,14 +57,27 @@ class _Candidate:
 
 @dataclass
 class _Round:
-    """One round of the search on one document: the val pass candidates must beat, the
-    documents already tried (each is scored once), and the candidates scored so far."""
+    """One round of the search on one document, and what it found: the val pass candidates
+    must beat, the documents already tried (each is scored once), the candidates scored,
+    and the round's proposals, trials and refused edits. `Epoch._round` fills it and
+    returns it with its winner; `Epoch._run` adds it to the epoch's result in one place."""
 
     target: str
     number: int
     best_val: PassResult
     seen: set[str] = field(default_factory=set)
     candidates: list[_Candidate] = field(default_factory=list)
+    proposals: list[Proposal] = field(default_factory=list)
+    trials: list[GateTrial] = field(default_factory=list)
+    rejected: list[EditOutcome] = field(default_factory=list)  # lost on val or screened out
+    unmatched: list[EditOutcome] = field(default_factory=list)  # never scored, with why
+    winner: _Candidate | None = None
+
+    @property
+    def tried(self) -> bool:
+        """A candidate was scored on val, or screened out on train: the optimizer had
+        something new for this document."""
+        return bool(self.candidates) or any(t.screened for t in self.trials)
 
 
 def _quiet(_: str) -> None:
@@ -239,11 +252,15 @@ class Epoch:
                     break
                 passes = [t for t in train_now.tasks if t.hard == 1.0]
                 contrasts = self._contrasts(train_now)
-                winner, tried = self._round(target, round_no, failures, passes, best_val,
-                                            contrasts)
-                any_candidate = any_candidate or tried
+                rnd = _Round(target, round_no, best_val)
+                try:
+                    self._round(rnd, failures, passes, contrasts)
+                finally:  # an aborted round's trials are part of the record too
+                    self._record(rnd)
+                winner = rnd.winner
+                any_candidate = any_candidate or rnd.tried
                 if winner is None:
-                    if not tried:
+                    if not rnd.tried:
                         break  # the optimizer has nothing new for this target
                     continue
                 self.current = winner.documents
@@ -271,6 +288,13 @@ class Epoch:
                 why = diagnose.summary(self.result.diagnosis)
                 self.result.reason += f"; every candidate tied, per check: {why}"
 
+    def _record(self, rnd: _Round) -> None:
+        """A round's proposals, trials and refused edits become part of the epoch's result."""
+        self.result.proposals.extend(rnd.proposals)
+        self.result.unmatched.extend(rnd.unmatched)
+        self.result.trials.extend(rnd.trials)
+        self.result.rejected.extend(rnd.rejected)
+
     def _contrasts(self, train: PassResult) -> list[rollouts.Contrast]:
         """Better/worse answer pairs of the train tasks under `train`'s documents, from
         `rollouts - 1` sampled answers per task (none when rollouts are off)."""
@@ -290,29 +314,21 @@ class Epoch:
                                                                self.settings)
         return self.contrasts[train.version]
 
-    def _round(
-        self,
-        target: str,
-        round_no: int,
-        failures: list[TaskResult],
-        passes: list[TaskResult],
-        best_val: PassResult,
-        contrasts: list[rollouts.Contrast] | None = None,
-    ) -> tuple[_Candidate | None, bool]:
-        """Propose, apply and gate `proposals` candidates; return the winner, if any.
+    def _round(self, rnd: _Round, failures: list[TaskResult], passes: list[TaskResult],
+               contrasts: list[rollouts.Contrast]) -> None:
+        """Propose, apply and gate `proposals` candidates; `rnd.winner` is the winner, if any.
 
         When no candidate passes and the best one bundled several edits, each of its
         edits is gated alone: a helpful edit must not be lost to a harmful companion.
         """
+        target, round_no, best_val = rnd.target, rnd.number, rnd.best_val
         document = self.current[target] or ""
-        rnd = _Round(target, round_no, best_val)
         candidates = rnd.candidates
-        screened_any = False  # a proposal screened out on train was tried all the same
         count = max(1, self.settings.proposals)
         for index, proposal in enumerate(self._propose(target, round_no, document, failures,
-                                                       passes, contrasts or [], count)):
-            self.result.proposals.append(proposal)
-            self.result.unmatched.extend(proposal.dropped)
+                                                       passes, contrasts, count)):
+            rnd.proposals.append(proposal)
+            rnd.unmatched.extend(proposal.dropped)
             label = f"{target} round {round_no} proposal {index + 1}"
             # a later bundle must reach the best passing one so far to matter (item 2)
             leader = _leader(candidates)
@@ -320,16 +336,13 @@ class Epoch:
             if self.settings.search == "thrifty":
                 screen = screening_tasks(reflect.slice_failures(failures, index, count),
                                          passes, index)
-            screened = self.screened
             cand = self._try(rnd, index, proposal.edits, label,
                              bar=None if leader is None else leader.trial.candidate,
                              near=None if leader is None else leader.val, screen=screen)
-            screened_any = screened_any or self.screened > screened
             if cand is not None:
                 candidates.append(cand)
-        round_proposals = self.result.proposals[-count:]
-        failed_calls = [p for p in round_proposals if p.raw is None and p.error]
-        if len(failed_calls) == len(round_proposals):
+        failed_calls = [p for p in rnd.proposals if p.raw is None and p.error]
+        if len(failed_calls) == len(rnd.proposals):
             # every optimizer call failed: a silent "no edits" night would hide it
             raise BackendError(f"the optimizer model failed on all {count} call(s) of {target} "
                                f"round {round_no}; first error: {failed_calls[0].error}")
@@ -350,16 +363,16 @@ class Epoch:
             candidates.append(merged)
             passing += [merged] if merged.trial.accepted else []
         winner = max(passing, key=lambda c: (c.trial.candidate or 0.0, -c.size), default=None)
-        pruned_from = len(self.result.trials)
+        pruned_from = len(rnd.trials)
         if (winner is not None and len(winner.trial.applied) > 1
                 and (winner.trial.candidate or 0.0) < 1.0):
             # at a perfect val score no edit can be harmful on val: nothing to prune for
             winner = self._prune(rnd, winner)
         if winner is not None:  # within the val passes the pruning may use (the ceiling)
-            spare = self.settings.edit_budget - 1 - (len(self.result.trials) - pruned_from)
+            spare = self.settings.edit_budget - 1 - (len(rnd.trials) - pruned_from)
             winner = self._prove_deletes(rnd, winner, spare)
-        self._book_losers(candidates, winner)
-        return winner, bool(candidates) or screened_any
+        self._book_losers(rnd, winner)
+        rnd.winner = winner
 
     def _propose(
         self,
@@ -513,7 +526,7 @@ class Epoch:
                 why = (f"harmful in its bundle: val {fmt_score(winner.trial.candidate)} with it, "
                        f"{fmt_score(cand.trial.candidate)} without it")
                 self.rejected.append(edit)
-                self.result.rejected.append(EditOutcome(edit, "rejected", why))
+                rnd.rejected.append(EditOutcome(edit, "rejected", why))
             winner = cand
         return winner
 
@@ -559,7 +572,7 @@ class Epoch:
                    "(a person's rule is deleted only when val is strictly lower without the "
                    "delete)")
             self.rejected.append(edit)
-            self.result.rejected.append(EditOutcome(edit, "rejected", why))
+            rnd.rejected.append(EditOutcome(edit, "rejected", why))
             winner.trial.accepted = False
             winner.trial.reason += ("; not taken: it deletes a rule of the document as given "
                                     "that val does not show is better gone")
@@ -588,7 +601,7 @@ class Epoch:
         if self.redact is not None:  # a secret must never be written into a document
             leaking = [e for e in edits
                        if self.redact(e.content) != e.content or self.redact(e.anchor) != e.anchor]
-            self.result.unmatched.extend(
+            rnd.unmatched.extend(
                 EditOutcome(e, "unmatched", "content contains a secret; never written")
                 for e in leaking)
             edits = [e for e in edits if e not in leaking]
@@ -600,7 +613,7 @@ class Epoch:
             max_chars=self.settings.block_max_chars, where=target,
         )
         unmatched = [o for o in outcomes if o.status != "applied"]
-        self.result.unmatched.extend(unmatched)
+        rnd.unmatched.extend(unmatched)
         applied = [o.edit for o in outcomes if o.status == "applied"]
         if not applied or new_text in seen:
             return None  # nothing changed, or the same document as another candidate
@@ -609,12 +622,12 @@ class Epoch:
                                          docs.learned_template(new_text))
         if conflict:  # refused before any scoring: a block that contradicts itself
             why = f"refused before scoring: {conflict}"
-            self.result.unmatched.extend(EditOutcome(e, "unmatched", why) for e in applied)
+            rnd.unmatched.extend(EditOutcome(e, "unmatched", why) for e in applied)
             self.progress(f"{self.skill}: {label}: {why}")
             return None
         trial_docs = {**self.current, target: new_text}
-        if screen and self._screened_out(target, round_no, index, label, applied, unmatched,
-                                         trial_docs, screen):
+        if screen and self._screened_out(rnd, index, label, applied, unmatched, trial_docs,
+                                         screen):
             return None
         val = self.score("val", trial_docs, label, against=best_val,
                          bar=bar if len(applied) > 1 else None, near=near)
@@ -632,15 +645,15 @@ class Epoch:
             trial.reason = (f"stopped after {val.stopped_after}/{val.planned} val tasks: "
                             + ("cannot beat the gate" if short else
                                f"cannot reach {bar:.3f}, the val mean it had to match"))
-        self.result.trials.append(trial)
+        rnd.trials.append(trial)
         self.trial_passes.append(val)
         self.progress(f"{self.skill}: {label}: {trial.reason}")
         size = abs(len(new_text) - len(document)) + sum(len(e.content) for e in applied)
         return _Candidate(trial, trial_docs, val, size)
 
-    def _screened_out(self, target: str, round_no: int, index: int, label: str,
-                      applied: list[Edit], unmatched: list[EditOutcome],
-                      trial_docs: dict[str, str | None], screen: list[TaskResult]) -> bool:
+    def _screened_out(self, rnd: _Round, index: int, label: str, applied: list[Edit],
+                      unmatched: list[EditOutcome], trial_docs: dict[str, str | None],
+                      screen: list[TaskResult]) -> bool:
         """`search: thrifty` (GEPA's minibatch): score the candidate on the train tasks in
         `screen` (under the current documents they are already scored) and keep it off val
         unless it beats them there. A screened-out lone edit is reported as rejected and
@@ -654,14 +667,14 @@ class Epoch:
             return False
         self.screened += 1
         reason = f"screened out on train, not scored on val: {why}"
-        trial = GateTrial(target=target, round=round_no, proposal=index, baseline=None,
+        trial = GateTrial(target=rnd.target, round=rnd.number, proposal=index, baseline=None,
                           candidate=None, accepted=False, reason=reason, applied=applied,
                           unmatched=unmatched, screened=True)
-        self.result.trials.append(trial)
+        rnd.trials.append(trial)
         self.progress(f"{self.skill}: {label}: {reason}")
         if len(applied) == 1:
             self.rejected.append(applied[0])
-            self.result.rejected.append(EditOutcome(applied[0], "rejected", reason))
+            rnd.rejected.append(EditOutcome(applied[0], "rejected", reason))
         return True
 
     def _judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
@@ -671,11 +684,11 @@ class Epoch:
         trial.baseline, trial.candidate, trial.accepted, trial.reason = before, after, accepted, why
         trial.interval = gate.bootstrap_interval([a - b for _, b, a in pairs])
 
-    def _book_losers(self, candidates: list[_Candidate], winner: _Candidate | None) -> None:
+    def _book_losers(self, rnd: _Round, winner: _Candidate | None) -> None:
         """Record why each losing candidate lost; feed back edits rejected on their own."""
         winner_keys = {e.key() for e in winner.trial.applied} if winner else set()
-        known = {o.edit.key() for o in self.result.rejected}
-        for cand in candidates:
+        known = {o.edit.key() for o in [*self.result.rejected, *rnd.rejected]}
+        for cand in rnd.candidates:
             if cand is winner:
                 continue
             trial = cand.trial
@@ -690,7 +703,7 @@ class Epoch:
                 if alone:
                     self.rejected.append(edit)
                     known.add(edit.key())
-                    self.result.rejected.append(EditOutcome(edit, "rejected", trial.reason))
+                    rnd.rejected.append(EditOutcome(edit, "rejected", trial.reason))
 
     def _decide(self, base_train: PassResult, any_candidate: bool) -> None:
         r = self.result
