@@ -239,10 +239,14 @@ class Epoch:
         self.result.applied = []
 
     def _run(self) -> None:
+        thrifty = self.settings.search == "thrifty"
         base_train = self.score("train", self.original, "baseline")
         base_val = self.score("val", self.original, "baseline")
-        base_test = self.score("test", self.original, "baseline") if self.split["test"] else None
+        # thrifty scores held-out only once something is accepted: no PR can open otherwise
+        base_test = (self.score("test", self.original, "baseline")
+                     if self.split["test"] and not thrifty else None)
         best_val, train_now = base_val, base_train
+        train_current = True  # train_now was scored under the current documents
         targets = ["skill"] + (["memory"] if self.original.get("memory") is not None else [])
         any_candidate = False
         for target in targets:
@@ -266,14 +270,28 @@ class Epoch:
                 self.current = winner.documents
                 best_val = winner.val
                 self.result.applied.extend(EditOutcome(e, "applied") for e in winner.trial.applied)
+                if thrifty and target == targets[-1] and round_no == self.settings.rounds:
+                    # nothing reflects on it after the last round (SkillOpt-Sleep's schedule)
+                    train_current = False
+                    self.progress(f"{self.skill}: train not re-scored after the last round "
+                                  "(search: thrifty)")
+                    continue
                 train_now = self.score("train", self.current, f"after {target} round {round_no}")
+        if thrifty and self.split["test"]:
+            if self.current != self.original:
+                base_test = self.score("test", self.original, "baseline")
+            else:
+                self.progress(f"{self.skill}: held-out not scored: nothing was accepted "
+                              "(search: thrifty)")
         final_test = base_test
         if base_test is not None and self.current != self.original:
             final_test = self.score("test", self.current, "final")
-        for final in (train_now, best_val, final_test):
+        for final in (train_now if train_current else None, best_val, final_test):
             if final is not None and final.label != "baseline":
                 final.final = True
-        self.result.train = gate.summarise(base_train, train_now, len(self.split["train"]))
+        self.result.train = (gate.summarise(base_train, train_now, len(self.split["train"]))
+                             if train_current else
+                             SplitSummary(base_train.mean, None, len(self.split["train"])))
         self.result.val = gate.summarise(base_val, best_val, len(self.split["val"]))
         if base_test is not None and final_test is not None:
             self.result.test = gate.summarise(base_test, final_test, len(self.split["test"]))

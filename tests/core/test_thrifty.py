@@ -112,13 +112,65 @@ def test_thorough_scores_the_same_proposal_on_val() -> None:
 def test_a_winner_screened_on_train_costs_no_call_in_the_train_rescore() -> None:
     """The screening's train answers under the winner are the re-score's: cache hits."""
     backend = Scripted(['Always include "Alpha"'])
+    # two rounds: the train re-score after round 1 is what round 2 reflects on (thrifty
+    # skips only the re-score after the last round)
     result = run_epoch(alpha_beta_tasks(), {"skill": SKILL, "memory": None},
-                       settings(rounds=1, proposals=1, search="thrifty"), backend, skill="s")
+                       settings(rounds=2, proposals=1, search="thrifty"), backend, skill="s")
     assert result.decision == "accepted"
     screen = [p for p in result.passes if p.split == "train" and "screen" in p.label]
     rescore = [p for p in result.passes if p.label == "after skill round 1"]
     assert screen and screen[0].calls == 3  # two failures it was shown, one passing task
     assert rescore and rescore[0].calls == 0
+
+
+def with_held_out() -> list[Task]:
+    return [*alpha_beta_tasks(), Task("h1", "held one", "test", rule(("contains", "Alpha"))),
+            Task("h2", "held two", "test", rule(("max_chars", 5000)))]
+
+
+def test_thrifty_skips_the_train_rescore_after_the_last_round() -> None:
+    """SkillOpt-Sleep's schedule does not replay train after its last step; thorough does,
+    for the reported train score. Thrifty reflects on nothing after the last round, so it
+    skips that pass: the train summary keeps its baseline and says it was not re-scored."""
+    lines: list[str] = []
+    backend = Scripted(['Always include "Alpha"'])
+    result = run_epoch(with_held_out(), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=1, search="thrifty"), backend, skill="s",
+                       progress=lines.append)
+    assert result.decision == "accepted", result.reason
+    assert "after skill round 1" not in [p.label for p in result.passes]
+    assert result.train.baseline is not None and result.train.candidate is None
+    assert any("train not re-scored after the last round (search: thrifty)" in line
+               for line in lines), lines
+    assert result.test.candidate == 1.0  # held-out is still scored: the PR rests on it
+    thorough = run_epoch(with_held_out(), {"skill": SKILL, "memory": None},
+                         settings(rounds=1, proposals=1), Scripted(['Always include "Alpha"']),
+                         skill="s")
+    assert "after skill round 1" in [p.label for p in thorough.passes]
+    # its screen answered all three train tasks, the re-score it skips: no more calls
+    assert result.cost.calls <= thorough.cost.calls
+
+
+def test_thrifty_scores_held_out_only_once_something_was_accepted() -> None:
+    """No candidate accepted: no pull request can open, so the held-out baseline would
+    only be a number in the report. Thrifty leaves it unscored and says so."""
+    lines: list[str] = []
+    nothing = Scripted(['Always include "Gamma"'])  # fixes no train failure: screened out
+    result = run_epoch(with_held_out(), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=1, search="thrifty"), nothing, skill="s",
+                       progress=lines.append)
+    assert result.decision != "accepted"
+    assert [p for p in result.passes if p.split == "test"] == []
+    assert not any(c.messages[-1][1].startswith("held") for c in nothing.calls)
+    assert result.test.baseline is None
+    assert any("held-out not scored: nothing was accepted (search: thrifty)" in line
+               for line in lines), lines
+    # accepted: both held-out passes, baseline and final
+    accepted = run_epoch(with_held_out(), {"skill": SKILL, "memory": None},
+                         settings(rounds=1, proposals=1, search="thrifty"),
+                         Scripted(['Always include "Alpha"']), skill="s")
+    assert [p.label for p in accepted.passes if p.split == "test"] == ["baseline", "final"]
+    assert (accepted.test.baseline, accepted.test.candidate) == (0.5, 1.0)
 
 
 def test_thrifty_ceiling_counts_the_screening() -> None:
