@@ -227,8 +227,12 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
     body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor,
                           chart=_history_chart(setup, skill, branch, base_name, result.metric))
     pr_cfg = setup.config.pr
-    done = forge_call(setup.redactor.redact, lambda: forge.sync_pull_request(
-        hub, head=branch, base=pr_cfg.base or base_name, title=report.pr_title(result),
-        body=body, labels=list(pr_cfg.labels), draft=pr_cfg.draft, improved=opens_pr(result),
-        branch_changed=pushed, close_reason=result.reason, redact=setup.redactor.redact))
+    try:
+        done = forge_call(setup.redactor.redact, lambda: forge.sync_pull_request(
+            hub, head=branch, base=pr_cfg.base or base_name, title=report.pr_title(result),
+            body=body, labels=list(pr_cfg.labels), draft=pr_cfg.draft,
+            improved=opens_pr(result), branch_changed=pushed, close_reason=result.reason,
+            redact=setup.redactor.redact))
+    finally:
+        hub.close()
     return PrResult(done.operation, done.number, done.url), body

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gitsleep.errors import GitError, GitsleepError
 from gitsleep.git_forge import gitops
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     import git
 
+    from gitsleep.git_forge.forge import GitHubForge
     from gitsleep.git_forge.gitops import BaseRef, BranchState, PushResult
 
 T = TypeVar("T")
@@ -206,8 +207,10 @@ def forge_call(redact: Callable[[str], str], request: Callable[[], T]) -> T:
         raise GitError(f"GitHub API error: {redact(str(exc))[:300]}") from None
 
 
-def forge_for(env: Mapping[str, str], repo: git.Repo, remote: str) -> tuple[Any, str]:
-    """The GitHub client for this remote, or None and the reason there is none."""
+def forge_for(env: Mapping[str, str], repo: git.Repo, remote: str
+              ) -> tuple[GitHubForge | None, str]:
+    """The GitHub client for this remote (the caller closes it), or None and the reason
+    there is none."""
     from gitsleep.git_forge import forge
 
     remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None

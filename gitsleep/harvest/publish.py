@@ -107,8 +107,11 @@ def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill
             "`consolidate` until the mark is removed. Review each one: keep it by deleting the "
             "mark, fix its prompt or checks, or delete it (a deleted task is not harvested "
             "again). `gitsleep validate` lists what is still pending.")
-    found = forge_call(setup.redactor.redact, lambda: hub.find_open_pr(branch) or hub.create_pr(
-        head=branch, base=setup.config.pr.base or base,
-        title=f"gitsleep: harvested tasks for {skill} (review needed)",
-        body=setup.redactor.redact(body), labels=list(setup.config.pr.labels), draft=False))
+    try:
+        found = forge_call(setup.redactor.redact, lambda: hub.find_open_pr(branch) or hub.create_pr(
+            head=branch, base=setup.config.pr.base or base,
+            title=f"gitsleep: harvested tasks for {skill} (review needed)",
+            body=setup.redactor.redact(body), labels=list(setup.config.pr.labels), draft=False))
+    finally:
+        hub.close()
     return str(found.url)

@@ -391,3 +391,31 @@ def test_two_skills_in_two_processes_against_one_origin(
         assert git(origin, "rev-parse", data["branch"]) == data["commit"]
         assert git(origin, "notes", "--ref=gitsleep", "show", data["commit"])
     assert results[0]["branch"] != results[1]["branch"]
+
+
+def test_every_github_client_a_night_opens_is_closed(
+    repo: tuple[Path, Path], github: FakeGitHub, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The consolidate path left its PyGithub client (and its connection pool) open; the
+    review path closed its own. Every client a night opens is closed when it is done."""
+    from gitsleep.git_forge import forge
+
+    opened: list[int] = []
+    closed: list[int] = []
+    real_init, real_close = forge.GitHubForge.__init__, forge.GitHubForge.close
+
+    def init(self: forge.GitHubForge, *args: object, **kwargs: object) -> None:
+        opened.append(id(self))
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def close(self: forge.GitHubForge) -> None:
+        closed.append(id(self))
+        real_close(self)
+
+    monkeypatch.setattr(forge.GitHubForge, "__init__", init)
+    monkeypatch.setattr(forge.GitHubForge, "close", close)
+    work, _ = repo
+    code, data = consolidate(capsys, work)
+    assert code == 0 and data["pr"]["operation"] == "created"
+    assert opened and sorted(opened) == sorted(closed)
