@@ -302,6 +302,23 @@ def test_the_night_after_a_merged_pr_starts_from_the_cached_baseline(
     assert "brief-writer: test (baseline): 6/6, 6 from cache" in second.err
 
 
+def priced_config(work: Path, server: FakeOpenAIServer) -> str:
+    """The example's config on the loopback server, priced so that $0.01 runs out early."""
+    cfg = yaml.safe_load((work / ".gitsleep.yml").read_text())
+    cfg.update(backend="openai", model="agent-model", optimizer_model="agent-model",
+               base_url=server.base_url, api_key_env="GITSLEEP_E2E_KEY", timeout=5,
+               max_retries=0, workers=1, budget={"max_cost": 0.01},
+               prices={"agent-model": {"prompt": 100.0, "completion": 100.0}})
+    return yaml.safe_dump(cfg)
+
+
+def simulated(request: dict[str, Any]) -> str:
+    """The offline simulator's answer to a chat request the loopback server received."""
+    system = [m["content"] for m in request["messages"] if m["role"] == "system"]
+    user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
+    return simulate_answer(system, user)
+
+
 def test_a_cost_budget_stops_a_real_run_with_exit_6_and_commits_nothing(
     repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -313,18 +330,10 @@ def test_a_cost_budget_stops_a_real_run_with_exit_6_and_commits_nothing(
         if request.get("response_format"):
             return json.dumps({"edits": [{"op": "add", "content": "Keep answers under 300 "
                                           "characters", "rationale": "r"}]})
-        system = [m["content"] for m in request["messages"] if m["role"] == "system"]
-        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
-        return simulate_answer(system, user)
+        return simulated(request)
 
     with FakeOpenAIServer(responder=model) as server:
-        path = work / ".gitsleep.yml"
-        cfg = yaml.safe_load(path.read_text())
-        cfg.update(backend="openai", model="agent-model", optimizer_model="agent-model",
-                   base_url=server.base_url, api_key_env="GITSLEEP_E2E_KEY", timeout=5,
-                   max_retries=0, workers=1, budget={"max_cost": 0.01},
-                   prices={"agent-model": {"prompt": 100.0, "completion": 100.0}})
-        commit_files(work, {".gitsleep.yml": yaml.safe_dump(cfg)}, "a real model")
+        commit_files(work, {".gitsleep.yml": priced_config(work, server)}, "a real model")
         git(work, "push", "--quiet", "origin", "main")
         result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
         requests = server.request_count
@@ -345,18 +354,10 @@ def test_eval_keeps_the_cost_budget_too(
     monkeypatch.setenv("GITSLEEP_E2E_KEY", KEY)
 
     def model(request: dict[str, Any]) -> str:
-        system = [m["content"] for m in request["messages"] if m["role"] == "system"]
-        user = "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
-        return simulate_answer(system, user)
+        return simulated(request)
 
     with FakeOpenAIServer(responder=model) as server:
-        path = work / ".gitsleep.yml"
-        cfg = yaml.safe_load(path.read_text())
-        cfg.update(backend="openai", model="agent-model", optimizer_model="agent-model",
-                   base_url=server.base_url, api_key_env="GITSLEEP_E2E_KEY", timeout=5,
-                   max_retries=0, workers=1, budget={"max_cost": 0.01},
-                   prices={"agent-model": {"prompt": 100.0, "completion": 100.0}})
-        path.write_text(yaml.safe_dump(cfg))
+        (work / ".gitsleep.yml").write_text(priced_config(work, server))
         result = run_cli(capsys, "--repo", str(work), "eval", "--split", "val")
         requests = server.request_count
     assert result.code == 6, result.err
