@@ -117,11 +117,14 @@ def _records(
         if start[0] in "[{":
             try:
                 data, lines, top_line = _json_document(text)
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, DuplicateKey) as exc:
                 if suffix == ".jsonl" or _looks_like_jsonl(text):
                     return _jsonl_records(text, source, problems)
                 if suffix in (".yaml", ".yml"):
                     return _yaml_records(text, source, problems)
+                if isinstance(exc, DuplicateKey):
+                    problems.append(Problem(source, None, "GS101", ERROR, exc.message("JSON")))
+                    return []
                 problems.append(
                     Problem(source, exc.lineno, "GS101", ERROR,
                             f"JSON does not parse: {exc.msg} (column {exc.colno})")
@@ -162,7 +165,10 @@ def _jsonl_records(
         if not line.strip():
             continue
         try:
-            records.append((json.loads(line), number))
+            records.append((json.loads(line, object_pairs_hook=_no_duplicate_keys), number))
+        except DuplicateKey as exc:
+            problems.append(Problem(source, number, "GS101", ERROR,
+                                    exc.message("JSON Lines record")))
         except json.JSONDecodeError as exc:
             problems.append(
                 Problem(source, number, "GS101", ERROR,
@@ -230,7 +236,28 @@ def _shape(
 
 # JSON with line numbers: the standard decoder does the work, element by element.
 _WS = re.compile(r"[ \t\n\r]*")
-_DECODE = json.JSONDecoder().raw_decode
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice: `json` would keep the last value and lose the
+    first unseen (a task's first judge, say), so it is refused as YAML's duplicates are."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+    def message(self, what: str) -> str:
+        return f"{what} names the key {self.key!r} twice; keep one"
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
+_DECODE = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys).raw_decode
 
 
 class _LineCounter:
@@ -308,6 +335,8 @@ def _json_object(
                 "Expecting property name enclosed in double quotes", text, pos
             )
         key, pos = _DECODE(text, pos)
+        if key in obj:
+            raise DuplicateKey(key)
         pos = _skip(text, pos)
         if not text.startswith(":", pos):
             raise json.JSONDecodeError("Expecting ':' delimiter", text, pos)

@@ -214,6 +214,33 @@ def test_json_parse_error_has_line_and_column(tmp_path: Path) -> None:
     assert "Expecting ',' delimiter (column 18)" in problem.message
 
 
+DUPLICATE_JUDGE = ('{"id": "dup-1", "prompt": "Write the notes.", "judge": '
+                   '{"kind": "rule", "checks": [{"op": "contains", "arg": "Action needed:"}]}, '
+                   '"judge": {"kind": "rule", "checks": [{"op": "no_refusal"}]}}')
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "line"),
+    [
+        (jsonl(task("a", "train")) + DUPLICATE_JUDGE + "\n", "t.jsonl", 2),
+        ("[\n" + DUPLICATE_JUDGE + "\n]\n", "t.json", None),
+        ('{\n"tasks": [' + DUPLICATE_JUDGE + '],\n"tasks": []\n}\n', "t.json", None),
+        (DUPLICATE_JUDGE.replace('"no_refusal"}', '"no_refusal", "op": "max_chars"}'),
+         "t.jsonl", 1),
+    ],
+)
+def test_a_key_named_twice_in_json_is_an_error_not_a_silent_overwrite(
+    tmp_path: Path, text: str, name: str, line: int | None
+) -> None:
+    """json keeps the last of two equal keys, so the user's first judge vanished unseen
+    (YAML's duplicate keys were already refused)."""
+    tasks, problems = parse(tmp_path, text, name)
+    problem = only(problems, "GS101")
+    assert problem.is_error and problem.line == line
+    assert "twice" in problem.message and "keep one" in problem.message
+    assert "dup-1" not in [t.id for t in tasks]
+
+
 def test_yaml_parse_error_has_line(tmp_path: Path) -> None:
     tasks, problems = parse(tmp_path, "- id: a\n  prompt: [unclosed\n- id: b\n", "t.yaml")
     problem = only(problems, "GS101")
