@@ -163,3 +163,14 @@ def test_hooks_fail_with_their_message(
     assert failing in failed, output
     assert expected in output, output
     assert "Z9y8X7w6" not in output, "a planted secret is never echoed"
+
+
+def test_learned_block_hook_takes_a_file_named_like_an_option(
+    tmp_path: Path, hook_repo: tuple[Path, str], pre_commit_env: dict[str, str]
+) -> None:
+    """pre-commit appends the staged names to the entry: `-more.md` was read as the option
+    `-m` (exit 2, commit blocked) until the hook's default args ended the options with `--`."""
+    result = run_hooks(tmp_path, hook_repo, pre_commit_env, {"-more.md": "# notes\n"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("Passed") == 2
+    assert "No such option" not in result.stdout + result.stderr
