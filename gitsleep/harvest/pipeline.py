@@ -29,6 +29,7 @@ from gitsleep.harvest import select as pick
 from gitsleep.harvest.mine import Candidate, heuristic, prompt_key, to_record
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.sessions import ReadStats, Session
+from gitsleep.problems import FileProblem, read_text
 from gitsleep.redact import Redactor
 
 SOURCES: dict[str, ModuleType] = {"claude": claude, "codex": codex, "jsonl": plain}
@@ -202,6 +203,52 @@ def inside_work_tree(relative: str) -> None:
     if any(part.casefold() == ".git" for part in PurePosixPath(relative).parts):
         raise UsageError(f"{relative}: a task file cannot be inside .git (git's own folder, "
                          "whose hooks run programs); give --output a path in the work tree")
+
+
+def jsonl_name(relative: str) -> None:
+    """UsageError (exit 2) for a task file not named `.jsonl`: harvest appends one JSON
+    object a line, which would corrupt a YAML or JSON document."""
+    path = PurePosixPath(relative)
+    if path.suffix.lower() != ".jsonl":
+        named = f"a {path.suffix} file" if path.suffix else "a file not named .jsonl"
+        raise UsageError(f"--output {relative}: harvest appends JSON Lines (one task a line), "
+                         f"which would corrupt {named}: point --output at a .jsonl file "
+                         f"(e.g. {path.with_suffix('.jsonl')})")
+
+
+def jsonl_target(root: Path, relative: str, where: str = "") -> Path:
+    """`plain_target`, refused (exit 2) unless appending lines keeps the file readable:
+    it must be named `.jsonl` and, when it exists, hold one JSON object a line (a JSON or
+    YAML document named `.jsonl` would be corrupted too). `where` names a branch."""
+    jsonl_name(relative)
+    path = plain_target(root, relative)
+    if not path.is_file():
+        return path
+    try:
+        text = read_text(path)
+    except FileProblem as exc:
+        raise UsageError(f"{relative}{where}: {exc.message}; harvest appends to it only as "
+                         "a JSON Lines text file: fix it, or point --output at another "
+                         ".jsonl file") from None
+    lines = text.split("\n")  # "\n" only, as tasks.py reads JSON Lines
+    alone = sum(1 for line in lines if line.strip()) == 1
+    for number, line in enumerate(lines, start=1):
+        if line.strip() and not _json_object(line, alone=alone):
+            raise UsageError(
+                f"{relative}{where}: line {number} is not one JSON object, so this is not a "
+                "JSON Lines file and appended lines would corrupt it; harvest appends JSON "
+                "Lines: point --output at a .jsonl file with one task a line (or a new one)")
+    return path
+
+
+def _json_object(line: str, *, alone: bool) -> bool:
+    """Whether `line` is one JSON object (a task record), not `{"tasks": [...]}`, the
+    whole-file form that a one-line document would be read as."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and not (alone and isinstance(value.get("tasks"), list))
 
 
 def plain_target(root: Path, relative: str) -> Path:

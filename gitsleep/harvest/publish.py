@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep.harvest.mine import prompt_key
-from gitsleep.harvest.pipeline import append_to, plain_target, render
+from gitsleep.harvest.pipeline import append_to, jsonl_target, plain_target, render
 from gitsleep.harvest.select import harvested_before
 from gitsleep.prepare import Setup
 from gitsleep.tasks import parse_task_file
@@ -46,7 +46,7 @@ def commit_on_branch(setup: Setup, skill: str, relative: str,
         state = sequence.claim(repo, branch, base, remote, notes_ref=notes, keep_reviews=True)
         start = sequence.append_start(repo, state, base.sha)
         with gitops.temporary_worktree(repo, branch, start) as tree:
-            target = plain_target(Path(tree), relative)
+            target = jsonl_target(Path(tree), relative, f" on {branch}")
             fresh = _not_in(target, relative, records)
             before = harvested_before(setup.repo, [start], [relative])
             new = [r for r in fresh if r["id"] not in before]

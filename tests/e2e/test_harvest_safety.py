@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_harvest_run import HARVESTED, SESSIONS, example_files, harvest
+from tests.support.cli import CliResult
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo
 from tests.support.transcripts import claude_file
 
@@ -373,3 +374,95 @@ def test_after_the_pull_request_is_merged_harvest_starts_from_the_base(
     assert git(work, "rev-parse", f"{branch}~1") == git(work, "rev-parse", "main")
     ids = [t["id"] for t in tasks_on(origin, branch)]
     assert json.loads(first)["id"] not in ids and len(ids) == len(others) + 1
+
+
+# -- --output must be a JSON Lines file, in the checkout and on the branch -------------------
+
+
+YAML_TASKS = (
+    "# reviewed by hand\n"
+    "- id: extra-1\n"
+    "  prompt: Write a decision brief on a new CDN.\n"
+    "  judge: {kind: rule, checks: [{op: section_present, arg: Key Risks}]}\n"
+)
+JSON_TASKS = json.dumps(
+    [{"id": "extra-1", "prompt": "Write a decision brief on a new CDN.",
+      "judge": {"kind": "rule", "checks": [{"op": "section_present", "arg": "Key Risks"}]}}],
+    indent=2,
+) + "\n"
+NOT_JSON_LINES = [
+    ("evals/brief-writer/extra.yaml", YAML_TASKS),
+    ("evals/brief-writer/extra.json", JSON_TASKS),
+    ("evals/brief-writer/extra.jsonl", JSON_TASKS),  # a JSON document, named .jsonl
+    ("evals/brief-writer/extra.jsonl", YAML_TASKS),
+]
+
+
+def _refused(result: CliResult, *words: str) -> None:
+    """Exit 2 with one line that holds `words`, and no traceback."""
+    assert result.code == 2, (result.out, result.err)
+    assert "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    for word in words:
+        assert word in result.err, result.err
+
+
+@pytest.mark.parametrize("on_branch", [False, True])
+@pytest.mark.parametrize(("relative", "content"), NOT_JSON_LINES)
+def test_output_that_is_not_a_json_lines_file_is_refused(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], relative: str,
+    content: str, on_branch: bool
+) -> None:
+    work, origin, _ = repo
+    commit_files(work, {relative: content}, "a task file written by hand")
+    git(work, "push", "--quiet", "origin", "main")
+
+    result = harvest(capsys, work, "--from", "claude", "--output", relative,
+                     *(["--branch"] if on_branch else []))
+
+    _refused(result, relative, "JSON Lines", ".jsonl")
+    assert (work / relative).read_text() == content
+    assert git(work, "status", "--porcelain") == ""
+    assert git(work, "rev-parse", "--verify", "--quiet", BRANCH, check=False) == ""
+    assert git(origin, "rev-parse", "--verify", "--quiet", BRANCH, check=False) == ""
+
+
+@pytest.mark.parametrize("on_branch", [False, True])
+def test_output_named_like_another_format_is_refused_before_it_exists(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], on_branch: bool
+) -> None:
+    work, origin, _ = repo
+    result = harvest(capsys, work, "--from", "claude", "--output", "evals/new.yaml",
+                     *(["--branch"] if on_branch else []))
+    _refused(result, "evals/new.yaml", ".jsonl")
+    assert not (work / "evals" / "new.yaml").exists()
+    assert git(origin, "rev-parse", "--verify", "--quiet", BRANCH, check=False) == ""
+
+
+def test_a_json_lines_output_with_another_name_case_is_appended_to(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, _, _ = repo
+    result = harvest(capsys, work, "--from", "claude", "--output", "evals/brief-writer/H.JSONL")
+    assert result.code == 0, result.err
+    assert len((work / "evals/brief-writer/H.JSONL").read_text().splitlines()) == 3
+
+
+def test_a_harvest_branch_whose_task_file_became_a_json_document_is_not_appended_to(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    work, origin, home = repo
+    branch = first_harvest(capsys, work)
+    review = reviewer_clone(origin, tmp_path, branch)
+    records = [json.loads(line) for line in (review / HARVESTED).read_text().splitlines()]
+    pretty = json.dumps(records, indent=2) + "\n"
+    commit_files(review, {HARVESTED: pretty}, "review: one JSON array")
+    git(review, "push", "--quiet", "origin", branch)
+    tip = git(origin, "rev-parse", branch)
+
+    new_session(home, work)
+    result = harvest(capsys, work, "--from", "claude", "--branch")
+
+    _refused(result, HARVESTED, "JSON Lines", branch)
+    assert git(origin, "rev-parse", branch) == tip
+    assert git(origin, "show", f"{branch}:{HARVESTED}") + "\n" == pretty
