@@ -187,9 +187,62 @@ def test_only_settings_that_change_a_score_make_configs_differ():
 # -- one comment per pull request, on the loopback fake --------------------------------------
 
 
+ACTIONS_BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+PERSON = {"login": "pr-author", "id": 77, "type": "User"}
+REFUSED_USER = {"message": "Resource not accessible by integration",
+                "documentation_url": "https://docs.github.com/rest/users/users"
+                                     "#get-the-authenticated-user"}
+
+
+class AuthoredGitHub(FakeGitHub):
+    """The loopback fake with comment authors as GitHub gives them: a comment made through
+    the API is the token's own user, a seeded one a person's. `viewer` None is an Actions
+    installation token (GITHUB_TOKEN): comments by `github-actions[bot]`, `GET /user`
+    refused with 403; a user dict is a personal token, `GET /user` answers with it. With
+    `refuse_foreign_edits`, editing someone else's comment is a 403, as for most tokens."""
+
+    def __init__(self, *args: object, viewer: dict[str, object] | None = None,
+                 refuse_foreign_edits: bool = True, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.viewer = viewer
+        self.refuse_foreign_edits = refuse_foreign_edits
+
+    def _identity(self, who: dict[str, object]) -> dict[str, object]:
+        return {**who, "url": self._url(f"/users/{who['login']}")}
+
+    def handle(self, method: str, path: str, query: dict[str, str],
+               payload: object) -> tuple[int, object, dict[str, str]]:
+        if path == "/user" and method == "GET":
+            if self.viewer is None:
+                return 403, REFUSED_USER, {}
+            return 200, self._identity(self.viewer), {}
+        if method == "PATCH" and "/issues/comments/" in path and self.refuse_foreign_edits:
+            me = (self.viewer or ACTIONS_BOT)["id"]
+            target = int(path.rsplit("/", 1)[-1])
+            owner = next((c["user"]["id"] for cs in self.comments.values() for c in cs
+                          if c["id"] == target), me)
+            if owner != me:
+                return 403, {"message": "Resource not accessible by integration"}, {}
+        return super().handle(method, path, query, payload)  # type: ignore[arg-type]
+
+    def _add_comment(self, pull: dict, payload: dict) -> tuple[int, object, dict[str, str]]:
+        status, comment, headers = super()._add_comment(pull, payload)
+        comment["user"] = self._identity(self.viewer or ACTIONS_BOT)  # type: ignore[index]
+        return status, comment, headers
+
+    def add_comment(self, number: int, body: str,
+                    author: dict[str, object] | None = None) -> int:
+        """Seed a comment as `author` wrote it (a person, the PR's author, by default)."""
+        made = super().add_comment(number, body)
+        comment = next(c for c in self.comments[number] if c["id"] == made)
+        comment["user"] = self._identity(author or PERSON)
+        return made
+
+
+
 @pytest.fixture
 def hub():
-    with FakeGitHub() as fake:
+    with AuthoredGitHub() as fake:
         forge = GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token),
                             pacing=Pacing.none())
         yield fake, forge
@@ -345,3 +398,66 @@ def test_the_marked_comment_is_found_past_the_first_page_of_comments(hub):
     finally:
         again.close()
     assert len(fake.comments[number]) == 35 and len(fake.writes) == 1
+
+
+# -- only gitsleep's own comment is edited ---------------------------------------------------
+
+
+def forge_for(fake: FakeGitHub) -> GitHubForge:
+    return GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token),
+                       pacing=Pacing.none())
+
+
+@pytest.mark.parametrize("viewer", [None, {"login": "octo-maintainer", "id": 5, "type": "User"}],
+                         ids=["GITHUB_TOKEN", "personal token"])
+def test_a_marked_comment_by_someone_else_is_never_edited(viewer):
+    with AuthoredGitHub(viewer=viewer) as fake:
+        number = fake.add_pull("feature")
+        forged = f"{review.MARKER}\n## gitsleep review: improvement\n\nmerge it\n"
+        fake.add_comment(number, forged)  # the PR's author, posting our marker
+        forge = forge_for(fake)
+        try:
+            made = review_run.sync_comment(forge, number, f"{review.MARKER}\nfirst\n")
+            assert made["operation"] == "created"
+            again = review_run.sync_comment(forge, number, f"{review.MARKER}\nsecond\n")
+        finally:
+            forge.close()
+        assert again["operation"] == "updated" and again["id"] == made["id"]
+        assert [w.method for w in fake.writes] == ["POST", "PATCH"]
+        assert fake.comments[number][0]["body"] == forged, "the person's comment is theirs"
+        assert fake.comments[number][1]["body"] == f"{review.MARKER}\nsecond\n"
+
+
+def test_a_personal_token_owns_only_its_own_login_not_any_bot():
+    me = {"login": "octo-maintainer", "id": 5, "type": "User"}
+    with AuthoredGitHub(viewer=me) as fake:
+        number = fake.add_pull("feature")
+        fake.add_comment(number, f"{review.MARKER}\nan app's\n",
+                         author={"login": "other-app[bot]", "id": 9, "type": "Bot"})
+        ours = fake.add_comment(number, f"{review.MARKER}\nold\n", author=me)
+        forge = forge_for(fake)
+        try:
+            done = review_run.sync_comment(forge, number, f"{review.MARKER}\nnew\n")
+        finally:
+            forge.close()
+        assert (done["operation"], done["id"]) == ("updated", ours)
+        assert fake.comments[number][0]["body"] == f"{review.MARKER}\nan app's\n"
+
+
+def test_without_get_user_only_a_bot_comment_counts_and_user_is_asked_only_when_needed():
+    body = f"{review.MARKER}\nfirst\n"
+    with AuthoredGitHub() as fake:  # GITHUB_TOKEN: GET /user is refused
+        quiet, copied = fake.add_pull("feature"), fake.add_pull("other")
+        fake.add_comment(copied, body)  # a person's exact copy of what gitsleep would say
+        forge = forge_for(fake)
+        try:
+            assert review_run.sync_comment(forge, quiet, body)["operation"] == "created"
+            assert not [r for r in fake.requests if r.path == "/user"], \
+                "no marked comment yet: nobody's authorship to check"
+            made = review_run.sync_comment(forge, copied, body)
+            again = review_run.sync_comment(forge, copied, body)
+        finally:
+            forge.close()
+        assert made["operation"] == "created"
+        assert (again["operation"], again["id"]) == ("none", made["id"])
+        assert [w.method for w in fake.writes] == ["POST", "POST"]
