@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -345,6 +346,8 @@ class AgentConfig(_Section):
 
 
 class Config(_Section):
+    # The file it was read from, so an error found after loading names `file:line` too.
+    _source: Path | None = PrivateAttr(default=None)
     version: Literal[1] = 1
     backend: Literal["openai", "offline", "command"] = "openai"
     # Who answers `propose` and `judge` calls; default: openai when the agent is a
@@ -597,6 +600,23 @@ class Config(_Section):
             **self._thrifty_settings(agent, optimizer, judge),
         )
 
+    def _where(self, loc: tuple[str, ...]) -> str:
+        """`file:line: ` of a key in the file this config was read from ('' when built
+        in code), for an error found after loading."""
+        if self._source is None:
+            return ""
+        line = field_lines(self._source)(loc)
+        return f"{self._source}:{line}: " if line else f"{self._source}: "
+
+    def price_problem(self, models: tuple[str, ...]) -> str | None:
+        """Why `budget.max_cost` cannot be kept: a model that may be called has no price."""
+        unpriced = sorted({m for m in models if m not in self.prices})
+        if self.budget.max_cost is None or not unpriced:
+            return None
+        return (f"budget.max_cost: no price for model {unpriced[0]!r}: add it under `prices:` "
+                f"({unpriced[0]}: {{prompt: USD per 1M tokens, completion: ...}}) or remove "
+                "budget.max_cost")
+
     def _thrifty_settings(self, *models: str) -> dict[str, Any]:
         """The search and the budgets in minutes and money, only when set (issue 30); a
         cost cap needs a price for every model that may be called."""
@@ -606,15 +626,15 @@ class Config(_Section):
         if self.budget.max_agent_minutes is not None:
             out["max_agent_minutes"] = self.budget.max_agent_minutes
         if self.budget.max_cost is not None:
-            unpriced = sorted({m for m in models if m not in self.prices})
-            if unpriced:
-                raise UsageError(
-                    f"budget.max_cost: no price for model {unpriced[0]!r}: add it under "
-                    f"`prices:` ({unpriced[0]}: {{prompt: USD per 1M tokens, completion: "
-                    "...}}) or remove budget.max_cost")
+            problem = self.price_problem(models)
+            if problem:
+                raise UsageError(f"{self._where(KEY_MAX_COST)}{problem}")
             out["max_cost"] = self.budget.max_cost
             out["prices"] = {m: p.model_dump() for m, p in self.prices.items()}
         return out
+
+
+KEY_MAX_COST = ("budget", "max_cost")
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -647,9 +667,11 @@ def load_config(path: Path) -> Config:
             f"not a {type(data).__name__}"
         )
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         raise UsageError(_describe(exc, label, node)) from None
+    config._source = path
+    return config
 
 
 def apply_overrides(
@@ -679,7 +701,9 @@ def apply_overrides(
     data = config.model_dump()
     data.update(updates)
     try:
-        return Config.model_validate(data)
+        overridden = Config.model_validate(data)
+        overridden._source = config._source
+        return overridden
     except ValidationError as exc:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else "?"

@@ -24,6 +24,7 @@ from gitsleep import repo_paths
 from gitsleep.command_check import night_commands
 from gitsleep.config import (
     CONFIG_NAME,
+    KEY_MAX_COST,
     Config,
     apply_overrides,
     config_path,
@@ -173,6 +174,10 @@ def path_problems(repo_root: Path, config: Config, config_file: Path,
     unrunnable = runnable_problem(config, env or {})
     if unrunnable:
         unrunnable = Problem(shown, line_of(("backend",)), "GS005", ERROR, unrunnable.message)
+    else:
+        unpriced = config.price_problem(apply_overrides(config, env or {}).models())
+        if unpriced:
+            unrunnable = Problem(shown, line_of(KEY_MAX_COST), "GS005", ERROR, unpriced)
     problems = [Problem(shown, line_of(issue.loc), issue.code, ERROR,
                         issue.message)
                 for issue in repo_paths.config_issues(repo_root, config)]

@@ -470,3 +470,15 @@ def test_skills_sharing_task_files_each_get_their_own_skill_problems(repo: Path)
     assert any("skill 'first' has no val tasks" in m for m in messages), messages
     assert any("skill 'second' has no val tasks" in m for m in messages), messages
     assert any("skill 'second': package 'missing'" in m for m in messages), messages
+
+
+def test_a_cost_cap_without_a_price_is_found_by_validate(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate said "no problems" and every run then stopped with exit 2."""
+    (repo / ".gitsleep.yml").write_text(CONFIG + "budget:\n  max_cost: 0.5\n")
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1
+    line = next(x for x in out.splitlines() if "max_cost" in x)
+    assert line.startswith(".gitsleep.yml:13: GS005 budget.max_cost: no price for model 'offline'")
+    assert "}}" not in line

@@ -257,6 +257,18 @@ def test_max_cost_needs_a_price_for_every_model(tmp_path: Path) -> None:
         load_config(tmp_path / "c.yml").epoch_settings()
 
 
+def test_the_missing_price_error_names_the_file_and_line(tmp_path: Path) -> None:
+    """The run's error had no `file:line` and a stray `}}`, unlike every other config error."""
+    (tmp_path / "c.yml").write_text(
+        "skills:\n  - {name: a, skill: a.md, tasks: [a.jsonl]}\nmodel: agent\n"
+        "budget:\n  max_cost: 2.5\n")
+    with pytest.raises(UsageError) as info:
+        load_config(tmp_path / "c.yml").epoch_settings()
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'c.yml'}:5: budget.max_cost: no price for model")
+    assert "}}" not in message and "(agent: {prompt: " in message
+
+
 # -- 3. the cache across nights and in the progress line ---------------------------------------
 
 
