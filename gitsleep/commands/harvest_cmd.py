@@ -60,7 +60,7 @@ def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path,
                              "read as PATH (defaults: ~/.claude/projects, ~/.codex/sessions)")
     relative = _output_path(setup, output, skill_name)
     pipeline.inside_work_tree(relative)
-    pipeline.jsonl_name(relative)
+    pipeline.jsonl_name(setup.repo, relative)
     # --branch writes in its own worktree, and checks the branch's file there
     target = setup.repo / relative if on_branch else pipeline.jsonl_target(setup.repo, relative)
     existing, _ = check_skill_tasks(setup.repo, skill)

@@ -205,23 +205,52 @@ def inside_work_tree(relative: str) -> None:
                          "whose hooks run programs); give --output a path in the work tree")
 
 
-def jsonl_name(relative: str) -> None:
+def jsonl_name(root: Path, relative: str) -> None:
     """UsageError (exit 2) for a task file not named `.jsonl`: harvest appends one JSON
-    object a line, which would corrupt a YAML or JSON document."""
+    object a line, which would corrupt a YAML or JSON document. A folder there is named
+    as one, so the fix is plain (`root` is the checkout)."""
     path = PurePosixPath(relative)
     if path.suffix.lower() != ".jsonl":
+        if (root / relative).is_dir() and not (root / relative).is_symlink():
+            raise UsageError(_folder(relative, ""))
         named = f"a {path.suffix} file" if path.suffix else "a file not named .jsonl"
         raise UsageError(f"--output {relative}: harvest appends JSON Lines (one task a line), "
                          f"which would corrupt {named}: point --output at a .jsonl file "
                          f"(e.g. {path.with_suffix('.jsonl')})")
 
 
+def _folder(relative: str, where: str) -> str:
+    return (f"--output {relative}{where} is a folder, not a task file: give --output the "
+            f"file to append to (e.g. {relative}/harvested.jsonl)")
+
+
+def file_target(root: Path, relative: str, where: str = "") -> Path:
+    """`plain_target`, refused (exit 2) when no file can be appended to there: the path is
+    a folder or not a regular file, or a folder on its way is a file. `where` names a
+    branch."""
+    path = plain_target(root, relative)
+    on_the_way = root
+    for part in PurePosixPath(relative).parts[:-1]:
+        on_the_way = on_the_way / part
+        if on_the_way.exists() and not on_the_way.is_dir():
+            shown = on_the_way.relative_to(root).as_posix()
+            raise UsageError(f"--output {relative}{where}: {shown} is a file, not a folder, so "
+                             "no task file can be written under it: give --output another "
+                             "path (e.g. evals/<skill>/harvested.jsonl)")
+    if path.is_dir():
+        raise UsageError(_folder(relative, where))
+    if path.exists() and not path.is_file():
+        raise UsageError(f"--output {relative}{where} is not a regular file (a pipe, socket or "
+                         "device?): give --output a .jsonl task file")
+    return path
+
+
 def jsonl_target(root: Path, relative: str, where: str = "") -> Path:
-    """`plain_target`, refused (exit 2) unless appending lines keeps the file readable:
+    """`file_target`, refused (exit 2) unless appending lines keeps the file readable:
     it must be named `.jsonl` and, when it exists, hold one JSON object a line (a JSON or
     YAML document named `.jsonl` would be corrupted too). `where` names a branch."""
-    jsonl_name(relative)
-    path = plain_target(root, relative)
+    path = file_target(root, relative, where)
+    jsonl_name(root, relative)
     if not path.is_file():
         return path
     try:

@@ -466,3 +466,37 @@ def test_a_harvest_branch_whose_task_file_became_a_json_document_is_not_appended
     _refused(result, HARVESTED, "JSON Lines", branch)
     assert git(origin, "rev-parse", branch) == tip
     assert git(origin, "show", f"{branch}:{HARVESTED}") + "\n" == pretty
+
+
+# -- --output that is a folder, or under a file -------------------------------------------------
+
+
+@pytest.mark.parametrize("on_branch", [False, True])
+@pytest.mark.parametrize(
+    ("output", "files", "words"),
+    [
+        ("evals/brief-writer", {}, ["evals/brief-writer", "is a folder", "harvested.jsonl"]),
+        ("evals/brief-writer/more.jsonl", {"evals/brief-writer/more.jsonl/README.md": "kept\n"},
+         ["evals/brief-writer/more.jsonl", "is a folder"]),
+        ("NOTES/tasks.jsonl", {"NOTES": "my notes\n"}, ["NOTES/tasks.jsonl", "NOTES is a file"]),
+        ("NOTES/deeper/tasks.jsonl", {"NOTES": "my notes\n"}, ["NOTES is a file"]),
+    ],
+)
+def test_output_that_is_a_folder_or_under_a_file_is_one_clear_line(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], output: str,
+    files: dict[str, str], words: list[str], on_branch: bool
+) -> None:
+    work, origin, _ = repo
+    if files:
+        commit_files(work, dict(files), "files of my own")
+        git(work, "push", "--quiet", "origin", "main")
+    before = {p: (work / p).read_text() for p in files}
+
+    result = harvest(capsys, work, "--from", "claude", "--output", output,
+                     *(["--branch"] if on_branch else []))
+
+    _refused(result, *words)
+    assert "deleted there in an earlier review" not in result.out
+    assert {p: (work / p).read_text() for p in files} == before
+    assert git(work, "status", "--porcelain") == ""
+    assert git(origin, "rev-parse", "--verify", "--quiet", BRANCH, check=False) == ""
