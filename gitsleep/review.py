@@ -10,11 +10,13 @@ is redacted, then clipped, then escaped before it reaches Markdown.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gitsleep.core import gate, replay
+from gitsleep.backends.base import ModelCall
+from gitsleep.core import gate, judges, replay
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import EpochSettings, PassResult, Split, Task, TaskResult
@@ -143,6 +145,50 @@ def compare(split: Split, base: PassResult, head: PassResult) -> SplitReview:
                                 (c.after or 0.0) - (c.before or 0.0)))  # regressions first
     return SplitReview(split, summary.n, summary.baseline, summary.candidate, summary.ci_low,
                        summary.ci_high, base.errors + head.errors, tuple(changed))
+
+
+def _cache_key(runner: CallRunner, call: ModelCall) -> str:
+    """The key `CallRunner.call` files this call's answer under (with the backend's salt).
+    Should the two ever drift, a miss is counted: the bound only grows."""
+    key = call.cache_key()
+    salt = runner.backend.cache_salt(call)
+    return hashlib.sha256(f"{key}:{salt}".encode()).hexdigest() if salt else key
+
+
+def calls_needed(runner: CallRunner, tasks: Sequence[Task],
+                 base_documents: Mapping[str, str | None],
+                 head_documents: Mapping[str, str | None], settings: EpochSettings) -> int:
+    """The most real model calls `score_skill` makes, known before the first: each answer
+    call (val and held-out tasks x `gate.repeats` x both sides) the cache does not hold,
+    counted once when both sides ask the same, plus a rubric judge call for each answer
+    whose judging is not cached either. Reads the cache only, so a review can refuse a
+    budget it cannot keep before spending any of it."""
+    seen: set[str] = set()
+    needed = 0
+    repeats = max(1, settings.gate.repeats)
+    for task in (t for t in tasks if t.split in REVIEW_SPLITS):
+        rubric = task.judge.kind == "rubric"
+        for sample in range(repeats):
+            for documents in (base_documents, head_documents):
+                call = replay.answer_call(documents, task, settings.model, sample,
+                                          settings.max_answer_tokens)
+                key = _cache_key(runner, call)
+                if key in seen:
+                    continue
+                seen.add(key)
+                hit = runner.cache.get(key)
+                if hit is None:
+                    needed += 2 if rubric else 1
+                    continue
+                if rubric:
+                    judge = judges.rubric_call(settings.judge_model, task.prompt,
+                                               task.judge.rubric or "", hit.text or "",
+                                               sample, max_tokens=settings.max_reflect_tokens)
+                    judge_key = _cache_key(runner, judge)
+                    if judge_key not in seen and runner.cache.get(judge_key) is None:
+                        needed += 1
+                    seen.add(judge_key)
+    return needed
 
 
 def score_skill(runner: CallRunner, tasks: Sequence[Task],

@@ -21,11 +21,14 @@ from typing import Any
 from gitsleep import repo_paths, review
 from gitsleep.config import Config, SkillConfig, load_config
 from gitsleep.core.calls import CallRunner
+from gitsleep.core.models import Task
 from gitsleep.errors import (
+    EXIT_BUDGET,
     EXIT_GIT,
     EXIT_OK,
     EXIT_REGRESSION,
     BackendError,
+    BudgetExhausted,
     GitError,
     UsageError,
 )
@@ -76,6 +79,12 @@ class ReviewOutcome:
     fork_unscored: bool = False
     summary_written: bool = False
     data: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # why no verdict was reached (a budget): one line, exit 6
+
+    @property
+    def not_run(self) -> bool:
+        """No verdict: a fork without secrets, or a budget that could not be kept."""
+        return self.fork_unscored or self.error is not None
 
 
 # -- git at REF -----------------------------------------------------------------------------
@@ -339,9 +348,24 @@ class ForkWithoutSecrets(Exception):
     """A fork PR's run cannot reach the model: said in the summary, never a failure."""
 
 
-def review_skill(setup: Setup, sha: str, ref: str, skill: SkillConfig,
-                 before: SkillConfig | None, force: bool, pr: PullRequestRef | None
-                 ) -> review.SkillReview:
+@dataclass
+class Planned:
+    """A skill to score: its inputs, its runner, and the most calls scoring it needs."""
+
+    skill: SkillConfig
+    changed: list[str]
+    tasks: list[Task]
+    base_documents: dict[str, str | None]
+    head_documents: dict[str, str | None]
+    notes: list[str]
+    runner: CallRunner
+    needed: int
+
+
+def plan_skill(setup: Setup, sha: str, ref: str, skill: SkillConfig,
+               before: SkillConfig | None, force: bool, pr: PullRequestRef | None
+               ) -> review.SkillReview | Planned:
+    """A skipped skill's one line, or what scoring it takes; no model call is made."""
     base_paths = {"skill": before.skill if before else skill.skill,
                   "memory": before.memory if before else skill.memory}
     raw = {name: read_at(setup.repo, sha, path) if path else None
@@ -372,18 +396,57 @@ def review_skill(setup: Setup, sha: str, ref: str, skill: SkillConfig,
             raise ForkWithoutSecrets(str(exc)) from None
         raise
     runner = CallRunner.for_settings(backend, settings, cache=make_cache(setup))
+    needed = review.calls_needed(runner, tasks, base_documents, head_documents, settings)
+    setup.say(f"{skill.name}: this review needs at most {needed} model calls "
+              f"(budget.max_calls {settings.max_calls}; cache hits are free)")
+    return Planned(skill, changed, tasks, base_documents, head_documents, notes, runner,
+                   needed)
+
+
+def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
+    """One line when a skill needs more calls than `budget.max_calls` allows, else None:
+    said before the first call, instead of stopping at the limit with nothing to show."""
+    limit = setup.config.budget.max_calls
+    over = [p for p in plans if p.needed > limit]
+    if not over:
+        return None
+    repeats = max(1, setup.config.gate.repeats)
+    needs = "; ".join(
+        f"{p.skill.name}: this review needs {p.needed} model calls "
+        f"({sum(t.split in review.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
+        f"{repeats} sample(s) x 2 sides, rubric judges included, cached answers left out)"
+        for p in over)
+    named = over[0].needed if len(over) == 1 else max(p.needed for p in over)
+    return (f"{needs}, over budget.max_calls ({limit}) for one skill's review; no call was "
+            f"made: raise `budget.max_calls` in {setup.config_file.name} to at least "
+            f"{named}, or review the other skills with --skill NAME")
+
+
+def score_planned(setup: Setup, plan: Planned) -> review.SkillReview:
+    """Score one planned skill. BudgetExhausted (max_tokens, minutes, money: what no
+    count knows before) is said as one line naming the skill and the setting to raise."""
+    settings = setup.config.epoch_settings()
     try:
-        splits = review.score_skill(runner, tasks, base_documents, head_documents, settings,
-                                    skill=skill.name,
+        splits = review.score_skill(plan.runner, plan.tasks, plan.base_documents,
+                                    plan.head_documents, settings, skill=plan.skill.name,
                                     counter=setup.counter if setup.steps else None)
-    finally:
-        runner.backend.close()
+    except BudgetExhausted as exc:
+        key = re.match(r"budget\.(\w+)", str(exc))
+        setting = f"budget.{key[1]}" if key else "the budget"
+        raise BudgetExhausted(
+            f"{plan.skill.name}: the review stopped before a verdict: {exc} "
+            f"({plan.runner.cost.calls} model call(s) made); no comment was written: raise "
+            f"`{setting}` in {setup.config_file.name} (it caps each skill's review)"
+        ) from None
     verdict, decided_by = review.verdict_of(splits, settings.gate.min_delta)
+    changed = plan.changed
     reason = ("changed: " + ", ".join(changed)) if changed else "nothing changed (--skill all)"
+    notes = list(plan.notes)
     if decided_by == "val":
         notes.append("no held-out task: val decides")
-    return review.SkillReview(skill.name, "scored", reason, changed, splits, notes, verdict,
-                              decided_by, runner.cost.calls, runner.cost.cache_hits)
+    return review.SkillReview(plan.skill.name, "scored", reason, changed, splits, notes,
+                              verdict, decided_by, plan.runner.cost.calls,
+                              plan.runner.cost.cache_hits)
 
 
 def _head_label(setup: Setup, paths: list[str]) -> str:
@@ -410,6 +473,20 @@ def write_step_summary(env: Mapping[str, str], text: str) -> bool:
     return True
 
 
+def _not_run(setup: Setup, sha: str, base_label: str, pr: PullRequestRef | None,
+             notes: list[str], reviews: list[review.SkillReview], why: str) -> ReviewOutcome:
+    """A review that reached no verdict for a budget: exit 6, no comment (a half-scored
+    review must not read as a verdict), the reason in the step summary and in --json."""
+    body = f"{review.MARKER}\n## gitsleep review: not run\n\n{why}\n"
+    outcome = ReviewOutcome(reviews, sha, base_label, "the head", notes, body,
+                            {"operation": "none", "id": None, "url": None,
+                             "pr": pr.number if pr else None,
+                             "reason": "the review reached no verdict"},
+                            EXIT_BUDGET, error=why)
+    outcome.summary_written = write_step_summary(setup.env, setup.redactor.redact(body))
+    return outcome
+
+
 def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
     """Review every chosen skill, comment on the PR, and decide the exit code."""
     sha = resolve_ref(setup.repo, options.base)
@@ -422,16 +499,21 @@ def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
                          [s.name for s in chosen], runs=False)
     pr = pull_request_from_env(setup.env, options.pr)
     base_label = options.base if options.base == sha else f"{options.base} ({sha[:12]})"
-    reviews: list[review.SkillReview] = []
+    steps: list[review.SkillReview | Planned] = []
     paths: list[str] = []
+    reviews: list[review.SkillReview] = []
     try:
         for skill in chosen:
             before = next((s for s in before_config.skills if s.name == skill.name), None) \
                 if before_config is not None else None
-            reviews.append(review_skill(setup, sha, options.base, skill, before,
-                                        force, pr))
+            steps.append(plan_skill(setup, sha, options.base, skill, before, force, pr))
             paths += [p for p in (skill.skill, skill.memory) if p]
             paths += [t.path for t in skill.tasks]
+        refused = over_budget(setup, [p for p in steps if isinstance(p, Planned)])
+        if refused:
+            return _not_run(setup, sha, base_label, pr, notes, [], refused)
+        for step in steps:
+            reviews.append(score_planned(setup, step) if isinstance(step, Planned) else step)
     except ForkWithoutSecrets as exc:
         note = (f"{FORK_NOTE}, so gitsleep could not reach the model ({exc}). Nothing was "
                 f"scored; a maintainer can run `{rerun_command(options)}` locally.")
@@ -442,6 +524,12 @@ def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
                                 fork_unscored=True)
         outcome.summary_written = write_step_summary(setup.env, setup.redactor.redact(body))
         return outcome
+    except BudgetExhausted as exc:
+        return _not_run(setup, sha, base_label, pr, notes, reviews, str(exc))
+    finally:
+        for step in steps:
+            if isinstance(step, Planned):
+                step.runner.backend.close()
     if pr is not None and pr.fork:
         notes.append(f"{FORK_NOTE}: the report is here instead of a pull-request comment")
     head_label = _head_label(setup, list(dict.fromkeys(paths)))
@@ -473,11 +561,12 @@ def to_json(outcome: ReviewOutcome, options: ReviewOptions) -> dict[str, Any]:
     return {
         "base": {"ref": options.base, "sha": outcome.base_sha},
         "head": outcome.head_label,
-        "verdict": "not run" if outcome.fork_unscored else review.overall(outcome.reviews),
+        "verdict": "not run" if outcome.not_run else review.overall(outcome.reviews),
         "regression": any(r.verdict == "regressed" for r in outcome.reviews),
         "exit_code": outcome.exit_code,
         "skills": [r.to_json() for r in outcome.reviews],
         "notes": outcome.notes,
         "comment": outcome.comment,
         "rerun": rerun_command(options),
+        **({"error": outcome.error} if outcome.error else {}),
     }

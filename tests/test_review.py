@@ -14,9 +14,20 @@ import pytest
 import yaml
 
 from gitsleep import paths, review, review_run
+from gitsleep.backends.offline import OfflineBackend
 from gitsleep.config import Config
 from gitsleep.core import gate
-from gitsleep.core.models import PassResult, SampleResult, Score, TaskResult
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.models import (
+    EpochSettings,
+    GateSettings,
+    Judge,
+    PassResult,
+    SampleResult,
+    Score,
+    Task,
+    TaskResult,
+)
 from gitsleep.errors import EXIT_REGRESSION, GitError
 from gitsleep.git_forge.forge import ForgeSettings, GitHubForge, Pacing
 from gitsleep.redact import Redactor
@@ -461,3 +472,24 @@ def test_without_get_user_only_a_bot_comment_counts_and_user_is_asked_only_when_
         assert made["operation"] == "created"
         assert (again["operation"], again["id"]) == ("none", made["id"])
         assert [w.method for w in fake.writes] == ["POST", "POST"]
+
+
+# -- how many calls a review needs, before the first one -----------------------------------
+
+
+def test_calls_needed_counts_each_uncached_call_once_and_a_rubric_judge_too():
+    rule = Judge("rule")
+    rubric = Judge("rubric", rubric="Is it short?")
+    tasks = [Task("t", "p1", "train", rule), Task("v", "p2", "val", rule),
+             Task("h", "p3", "test", rubric)]
+    settings = EpochSettings(model="m", optimizer_model="m", judge_model="m",
+                             gate=GateSettings(repeats=2))
+    base, head = {"skill": "Be brief.", "memory": None}, {"skill": "Be long.", "memory": None}
+    runner = CallRunner(OfflineBackend(), max_calls=1000)
+    # val 1 x 2 samples x 2 sides + held-out (1 answer + 1 judge) x 2 samples x 2 sides
+    assert review.calls_needed(runner, tasks, base, head, settings) == 4 + 8
+    assert review.calls_needed(runner, tasks, base, base, settings) == 2 + 4, \
+        "the same documents on both sides ask the same calls: counted once"
+    review.score_skill(runner, tasks, base, head, settings, skill="s")
+    assert 0 < runner.cost.calls <= 12, "an upper bound (equal answers share a judge call)"
+    assert review.calls_needed(runner, tasks, base, head, settings) == 0, "all cached"

@@ -7,6 +7,8 @@ import click
 from gitsleep import review, review_run
 from gitsleep.commands.common import end_progress, exit_with, print_json, setup_from
 from gitsleep.errors import EXIT_REGRESSION
+from gitsleep.prepare import Setup
+from gitsleep.terminal import visible
 
 
 @click.command("review")
@@ -38,6 +40,7 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
     end_progress(setup)
     if as_json:
         print_json(setup.redactor.redact_obj(review_run.to_json(outcome, options)))
+        _say_error(setup, outcome)
         exit_with(outcome.exit_code)
         return
     metric = setup.config.gate.metric
@@ -46,7 +49,7 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
     for item in outcome.reviews:
         for line in review.terminal_lines(item, metric):
             click.echo(setup.redactor.redact(line))
-    verdict = "not run" if outcome.fork_unscored else review.overall(outcome.reviews)
+    verdict = "not run" if outcome.not_run else review.overall(outcome.reviews)
     click.echo(f"review: {verdict} (base {outcome.base_label}, head {outcome.head_label})")
     shown = outcome.comment
     if shown.get("error"):
@@ -56,7 +59,15 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
         click.echo(f"comment: none ({shown.get('reason', '')})")
     else:
         click.echo(f"comment: {shown['operation']} {shown['url']}")
+    _say_error(setup, outcome)
     if outcome.exit_code == EXIT_REGRESSION:
         click.echo("gitsleep: a held-out score regressed (--fail-on-regression): exit 7",
                    err=True)
     exit_with(outcome.exit_code)
+
+
+def _say_error(setup: Setup, outcome: review_run.ReviewOutcome) -> None:
+    """Why no verdict was reached (a budget, exit 6): one line on stderr."""
+    if outcome.error:
+        click.echo(f"gitsleep: error: {visible(setup.redactor.redact(outcome.error))}",
+                   err=True)

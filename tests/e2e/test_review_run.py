@@ -459,3 +459,69 @@ def test_a_marked_comment_by_the_pull_requests_author_is_left_alone(
         assert fake.comments[number][0]["body"] == forged
         assert "## gitsleep review: regression" in fake.comments[number][1]["body"]
         assert fake.comments[number][1]["user"]["login"] == "github-actions[bot]"
+
+
+def with_budget(budget: str) -> str:
+    return CONFIG + f"budget:\n{budget}"
+
+
+def test_a_review_over_budget_max_calls_is_refused_before_the_first_call(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    work, _ = repo
+    # notes: (3 val + 4 held-out tasks) x 1 sample x 2 sides = 14 calls, over 10
+    commit_files(work, {".gitsleep.yml": with_budget("  max_calls: 10\n"),
+                        NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    with FakeOpenAIServer(api_key="sk-right-0123456789abcdef") as server, FakeGitHub() as fake:
+        number = fake.add_pull("feature")
+        for name, value in fake.env().items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("GITSLEEP_BACKEND", "openai")
+        monkeypatch.setenv("GITSLEEP_BASE_URL", server.base_url)
+        monkeypatch.setenv("GITSLEEP_MODEL", "echo-model")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-right-0123456789abcdef")
+        result = review(capsys, work, "--pr", str(number), "--json")
+        assert server.request_count == 0, "refused before the first model call"
+        assert fake.writes == [], "no comment from a review that did not run"
+    assert result.code == 6
+    error = result.err.strip().splitlines()
+    assert len(error) == 1, result.err
+    assert "needs 14 model calls" in error[0] and "budget.max_calls (10)" in error[0]
+    assert "raise `budget.max_calls`" in error[0] and "--skill" in error[0]
+    data = as_json(result)
+    assert (data["verdict"], data["exit_code"]) == ("not run", 6)
+    assert "needs 14 model calls" in data["error"]
+    assert "needs 14 model calls" in summary.read_text()
+
+
+def test_answers_already_cached_do_not_count_against_budget_max_calls(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    first = as_json(review(capsys, work, "--json"))
+    assert first["skills"][0]["cost"]["calls"] == 14
+    commit_files(work, {".gitsleep.yml": with_budget("  max_calls: 1\n")}, "a tight budget")
+    again = review(capsys, work, "--json")
+    assert again.code == 0, again.err
+    assert as_json(again)["skills"][0]["cost"] == {"calls": 0, "cache_hits": 14}
+
+
+def test_a_budget_stop_mid_review_is_exit_6_with_one_clear_line(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    work, _ = repo
+    commit_files(work, {".gitsleep.yml": with_budget("  max_tokens: 1\n"),
+                        NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    result = review(capsys, work, "--json")
+    assert result.code == 6
+    error = result.err.strip().splitlines()
+    assert len(error) == 1, result.err
+    assert error[0].startswith("gitsleep: error: notes: the review stopped before a verdict")
+    assert "budget.max_tokens (1) reached" in error[0]
+    assert "raise `budget.max_tokens` in .gitsleep.yml" in error[0]
+    data = as_json(result)
+    assert (data["verdict"], data["exit_code"], data["regression"]) == ("not run", 6, False)
+    assert "budget.max_tokens (1) reached" in (tmp_path / "summary.md").read_text()
