@@ -537,8 +537,11 @@ class Config(_Section):
                     raise UsageError(
                         f"no {role} model: with `backend: command` the {used} {role} needs "
                         f"`{role}_model:` in {CONFIG_NAME} (or `{role}_backend: command`)")
+        # the simulator is named as itself in any role it plays, never after the agent
         optimizer = self.optimizer_model or agent
-        judge = self.judge_model or optimizer
+        judge = "offline" if judge_backend == "offline" else self.judge_model or optimizer
+        if optimizer_backend == "offline":
+            optimizer = "offline"
         return agent, optimizer, judge
 
     def agent_env_refs(self) -> list[str]:

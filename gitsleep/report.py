@@ -230,9 +230,9 @@ def commit_message(
     reason = line(result.reason, 500)
     if reason:
         body.append(f"  {reason}")
-    if result.backend == "offline":
-        body.append("Simulated: scored by gitsleep's offline simulator (backend offline), "
-                    "not a real model.")
+    if simulated(result.backend):
+        body.append(f"Simulated: gitsleep's offline simulator took part (backend "
+                    f"{line(result.backend, 60)}), not only real models.")
     if small_sample_note(result):
         body.append(small_sample_note(result))
     sections = (
@@ -346,7 +346,7 @@ def diagnostics(
         "decided_by": result.decided_by,
         "pr_eligible": result.pr_eligible,
         "backend": result.backend,
-        "simulated": result.backend == "offline",
+        "simulated": simulated(result.backend),
         "models": {
             "agent": result.agent_model,
             "optimizer": result.optimizer_model,
@@ -745,6 +745,11 @@ def no_pr_reason(result: EpochResult, pr: PrResult) -> str:
     return "not requested"
 
 
+def simulated(backend: str) -> bool:
+    """Did the offline simulator answer, propose or judge (`offline`, `command+offline`)?"""
+    return "offline" in backend.split("+")
+
+
 def json_summary(
     result: EpochResult,
     *,
@@ -764,6 +769,6 @@ def json_summary(
         cost=CostSummary(cost.calls, cost.cache_hits, cost.prompt_tokens,
                          cost.completion_tokens, cost.seconds, model_costs(cost)),
         diagnostics=str(diagnostics_path) if diagnostics_path is not None else None,
-        simulated=result.backend == "offline",
+        simulated=simulated(result.backend),
     )
     return summary.redacted(_default_redactor(redactor))

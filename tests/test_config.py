@@ -315,6 +315,17 @@ def test_offline_backend_names_itself(tmp_path: Path) -> None:
     assert config.epoch_settings().model == "offline"
 
 
+def test_the_simulator_is_named_in_every_role_it_plays(tmp_path: Path) -> None:
+    """The offline optimizer of an agent CLI was named after the agent program."""
+    config = config_from(MINIMAL + "backend: command\noptimizer_backend: offline\n"
+                         "agent: {command: [./my-agent]}\n", tmp_path)
+    assert config.models() == ("my-agent", "offline", "offline")
+    config = config_from(MINIMAL + "backend: command\noptimizer_backend: offline\n"
+                         "judge_backend: openai\njudge_model: judge-m\n"
+                         "agent: {command: [./my-agent]}\n", tmp_path)
+    assert config.models() == ("my-agent", "offline", "judge-m")
+
+
 def test_overrides_flag_beats_env_beats_file(tmp_path: Path) -> None:
     config = config_from(MINIMAL + "model: file-model\nbase_url: http://file/v1\n", tmp_path)
     env = {"GITSLEEP_MODEL": "env-model", "GITSLEEP_BACKEND": "offline",

@@ -297,6 +297,18 @@ def test_any_text_in_untrusted_fields_leaves_the_trailers_intact(evil: str) -> N
 # -- diagnostics -----------------------------------------------------------------------
 
 
+def test_a_night_the_simulator_took_part_in_says_so_everywhere() -> None:
+    """`backend: command` with `optimizer_backend: offline` was reported as a real night."""
+    result = make_result(backend="command+offline")
+    assert report.diagnostics(result, {}, redactor=Redactor())["simulated"] is True
+    assert "Simulated: " in report.commit_message(result, TRAILERS, Redactor())
+    assert report.json_summary(result, branch=None, commit=None, pr=PrResult(),
+                               diagnostics_path=None).simulated is True
+    real = make_result(backend="command+openai")
+    assert report.diagnostics(real, {}, redactor=Redactor())["simulated"] is False
+    assert "Simulated: " not in report.commit_message(real, TRAILERS, Redactor())
+
+
 def test_diagnostics_hold_every_pass_proposal_trial_and_cost() -> None:
     extra = {"base_sha": SHA, "timings": {"epoch_s": 12.5}, "path": Path("/tmp/x")}
     data = report.diagnostics(make_result(backend="offline"), extra, redactor=Redactor())
