@@ -495,12 +495,22 @@ def changed_files_max(changed: Sequence[str], bound: int, shown: int = 10) -> tu
     return False, f"{len(changed)} file(s) changed, at most {bound} allowed: {names}"
 
 
-def workspace_key(tree: str | None, commands: Iterable[Sequence[str]]) -> str:
+def workspace_key(tree: str | None, checks: Iterable[Sequence[Any]]) -> str:
     """What a cached answer of a workspace task depends on besides the call: the folder's
-    tree id and every check command (the checks read the workspace the agent left, so a
-    cached outcome is only valid for the same fixture and the same commands)."""
-    payload = json.dumps([tree, [list(c) for c in commands]], ensure_ascii=False)
+    tree id and every check judged in the workspace (the answer carries their outcomes by
+    index, so a cached outcome is only valid for the same fixture and the same checks)."""
+    payload = json.dumps([tree, [list(c) for c in checks]], ensure_ascii=False,
+                         sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def judged_in_workspace(op: str) -> bool:
+    """Whether the backend judges `op` in the workspace after the agent ran (a workspace
+    op or a program), rather than the judge from the answer text."""
+    from gitsleep.core.check_ops import OPS
+
+    spec = OPS.get(op)  # type: ignore[call-overload]
+    return spec is not None and (spec.reads == "workspace" or spec.runs_program)
 
 
 def judge_checks(
@@ -521,7 +531,7 @@ def judge_checks(
     outcomes: dict[int, tuple[bool, str]] = {}
     for index, check in enumerate(checks):
         spec = OPS.get(check.op)
-        if spec is None or (spec.reads != "workspace" and not spec.runs_program):
+        if spec is None or not judged_in_workspace(check.op):  # the same set as the cache key
             continue
         if spec.runs_program:
             argv = command_argv(check.text)
@@ -666,21 +676,22 @@ def workspace_of(context: Mapping[str, Any] | None, purpose: str) -> Mapping[str
 
 def call_key(context: Mapping[str, Any] | None, purpose: str) -> str:
     """What a cached answer depends on besides the call itself, for a backend's cache salt:
-    the workspace's tree and check commands (the answer carries its checks' outcomes) and
+    the workspace's tree and the checks judged there (the answer carries their outcomes) and
     the installed package's tree (a changed script re-runs); '' for neither."""
     found = workspace_of(context, purpose)
     key = "" if found is None else workspace_key(str(found.get("tree")),
-                                                  context_commands(found))
+                                                  context_checks(found))
     package = package_of(context) if purpose == "answer" else None
     return key + ("" if package is None else f"\0package:{package.get('tree')}")
 
 
-def context_commands(context: Mapping[str, Any]) -> list[list[str]]:
-    """The check commands of a workspace call's context (for its cache key)."""
-    from gitsleep.core.check_ops import check_argv
-
-    return [argv for op, arg in context.get("checks", ())
-            if (argv := check_argv(str(op), str(arg))) is not None]
+def context_checks(context: Mapping[str, Any]) -> list[list[Any]]:
+    """[index, op, arg] of every check of a workspace call's context that is judged in the
+    workspace (for its cache key): a cached answer's outcomes are stored by index, so an
+    edited `file_contains` text, a new bound or a moved check must miss. Text checks are
+    left out: the judge reads them from the answer afresh on every run."""
+    return [[index, str(op), arg] for index, (op, arg) in enumerate(context.get("checks", ()))
+            if judged_in_workspace(str(op))]
 
 
 def backend_problem(task: Task, backend: str, *, located: bool = True) -> str:
