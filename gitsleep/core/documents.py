@@ -2,9 +2,11 @@
 
 A document is kept as its exact text. The block is the lines between
 `<!-- gitsleep:learned:start -->` and `<!-- gitsleep:learned:end -->`, each marker alone
-on its line. Rules are the bullet lines (`- ...`) inside the block; edits address those
-lines and nothing else, so every byte outside the block (frontmatter, blank lines,
-CRLF line endings, a missing final newline) survives any sequence of edits.
+on its line; a near miss (other spacing or case) is a problem, never silently text, so
+validate and every reader agree on where the block is. Rules are the bullet lines
+(`- ...`) inside the block; edits address those lines and nothing else, so every byte
+outside the block (frontmatter, blank lines, CRLF line endings, a missing final newline)
+survives any sequence of edits.
 
 Multi-line edit content means several rules: each non-empty line becomes its own
 bullet, and the edit applies all of them or none.
@@ -28,8 +30,12 @@ from gitsleep.errors import UsageError
 START = "<!-- gitsleep:learned:start -->"
 END = "<!-- gitsleep:learned:end -->"
 HEADING = "## Learned rules"
-# Anything that looks like one of our markers, however spaced or cased.
-MARKER_RE = re.compile(r"<!--\s*gitsleep\s*:\s*learned\s*:\s*(start|end)\s*-->", re.IGNORECASE)
+# Anything that reads as one of our markers, however spaced, cased or punctuated. Only the
+# exact START / END spelling is a marker; anything else this matches is a near miss that
+# every reader refuses alike (validate passing it while the writer skips it once let a
+# second block be appended and the run fail late).
+MARKER_RE = re.compile(r"<!--\s*gitsleep[\s:_-]*learned[\s:_-]*(start|end)\s*-->",
+                       re.IGNORECASE)
 _MARKER_HINT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 _BULLET = re.compile(r"^\s*[-*+]\s+")
@@ -58,33 +64,49 @@ def newline_of(text: str) -> str:
     return "\r\n" if "\r\n" in text else "\n"
 
 
-def _marker_lines(lines: list[str]) -> list[tuple[int, str, bool]]:
-    """(index, kind, alone_on_line) for every marker-like text in the document."""
+@dataclass(frozen=True)
+class _Marker:
+    """One marker-like text: its line index, `start`/`end`/`malformed`, and how it is written."""
+
+    index: int
+    kind: str
+    exact: bool  # spelled exactly as START / END
+    alone: bool  # nothing else on its line
+
+
+def _markers(lines: list[str]) -> list[_Marker]:
+    """Every marker-like text in the document: the one classification all readers use."""
     found = []
     for i, line in enumerate(lines):
-        if not _MARKER_HINT.search(line):
-            continue
         matches = list(MARKER_RE.finditer(line))
         if not matches:
-            found.append((i, "malformed", False))
+            if _MARKER_HINT.search(line):
+                found.append(_Marker(i, "malformed", False, False))
             continue
         alone = len(matches) == 1 and line.strip() == matches[0].group(0)
         for m in matches:
-            found.append((i, m.group(1).lower(), alone))
+            kind = m.group(1).lower()
+            exact = m.group(0) == (START if kind == "start" else END)
+            found.append(_Marker(i, kind, exact, alone))
     return found
 
 
 def structure_problems(text: str) -> list[tuple[int, str]]:
     """Corrupt-block problems as (1-based line, message); empty when sound or absent."""
-    lines = split_lines(text)
-    markers = _marker_lines(lines)
+    markers = _markers(split_lines(text))
     problems: list[tuple[int, str]] = []
-    for i, kind, alone in markers:
-        if kind == "malformed":
-            problems.append((i + 1, f"malformed learned-block marker; use exactly {START} / {END}"))
-        elif not alone:
-            problems.append((i + 1, "learned-block marker must stand alone on its line"))
-    kinds = [(i, k) for i, k, _ in markers if k in ("start", "end")]
+    for m in markers:
+        if m.kind == "malformed":
+            problems.append((m.index + 1,
+                             f"malformed learned-block marker; use exactly {START} / {END}"))
+        elif not m.exact:
+            problems.append((m.index + 1, "learned-block marker is not written exactly "
+                             "(spacing or case): write it exactly as "
+                             f"`{START if m.kind == 'start' else END}`"))
+        elif not m.alone:
+            problems.append((m.index + 1, "learned-block marker must stand alone on its line"))
+    # a near miss is reported above, once, and not counted again as a start or an end
+    kinds = [(m.index, m.kind) for m in markers if m.exact]
     starts = [i for i, k in kinds if k == "start"]
     ends = [i for i, k in kinds if k == "end"]
     if len(starts) > 1 or len(ends) > 1:
@@ -102,16 +124,18 @@ def structure_problems(text: str) -> list[tuple[int, str]]:
 
 
 def find_block(text: str, *, where: str = "document") -> Block | None:
-    """The block of a sound document, None when there is none; UsageError when corrupt."""
+    """The block of a sound document, None when there is none; UsageError when corrupt.
+
+    Reads markers exactly as `structure_problems` (and so `validate`) does."""
     problems = structure_problems(text)
     if problems:
         line, message = problems[0]
         raise UsageError(f"{where}:{line}: {message}")
-    lines = split_lines(text)
-    starts = [i for i, line in enumerate(lines) if line.strip() == START]
+    markers = _markers(split_lines(text))
+    starts = [m.index for m in markers if m.kind == "start"]
     if not starts:
         return None
-    ends = [i for i, line in enumerate(lines) if line.strip() == END]
+    ends = [m.index for m in markers if m.kind == "end"]
     return Block(starts[0], ends[0])
 
 
@@ -289,7 +313,15 @@ def apply_edits(
         outcomes.append(outcome)
     if created and not any(o.status == "applied" for o in outcomes):
         return text, outcomes
-    return "".join(head + inner + tail), outcomes
+    new = "".join(head + inner + tail)
+    problems = structure_problems(new)
+    if problems:  # never hand on a block that a later reader (no file name) would refuse
+        line, message = problems[0]
+        why = (f"the edits would leave the learned block unsound ({where}, line {line} "
+               f"after editing: {message}); nothing written")
+        return text, [EditOutcome(o.edit, "unmatched", why) if o.status == "applied" else o
+                      for o in outcomes]
+    return new, outcomes
 
 
 def _apply_one(

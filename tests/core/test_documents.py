@@ -171,6 +171,44 @@ def test_corrupt_blocks_are_reported_with_line_numbers(text: str, fragment: str)
         d.apply_edits(text, [add("x")])
 
 
+NEAR_MISSES = [
+    "<!--gitsleep:learned:start-->", "<!-- GITSLEEP:LEARNED:START -->",
+    "<!--  gitsleep : learned : end  -->", "<!-- Gitsleep:Learned:End -->",
+    "<!-- gitsleep learned start -->", "<!-- gitsleep-learned-end -->",
+]
+
+
+@pytest.mark.parametrize("marker", NEAR_MISSES)
+def test_a_near_miss_marker_is_one_problem_that_names_the_exact_spelling(marker: str) -> None:
+    # validate and the reader agree: a near miss is neither passed over nor a block
+    text = f"# Title\n\n{marker}\n- a rule\n"
+    exact = d.END if "end" in marker.lower() else d.START
+    assert d.block_problems(text, 40, 4000) == [
+        (3, f"learned-block marker is not written exactly (spacing or case): "
+            f"write it exactly as `{exact}`")]
+    with pytest.raises(UsageError, match=r"^skills/x/SKILL\.md:3: learned-block marker is not"):
+        d.find_block(text, where="skills/x/SKILL.md")
+    with pytest.raises(UsageError, match=r"^skills/x/SKILL\.md:3: "):
+        d.apply_edits(text, [add("x")], where="skills/x/SKILL.md")
+
+
+def test_a_misspelled_pair_gives_one_line_per_marker_and_no_duplicate_report() -> None:
+    text = ("# Brief writer\n\nWrite plainly.\n\n<!--gitsleep:learned:start-->\n- Be brief.\n"
+            "<!--gitsleep:learned:end-->\n")
+    assert [line for line, _ in d.block_problems(text, 40, 4000)] == [5, 7]
+    assert all("write it exactly as" in message for _, message in d.structure_problems(text))
+
+
+def test_apply_edits_never_returns_a_corrupt_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a later reader (with no file name to give) must never be the first to find a corrupt
+    # block: apply_edits checks what it wrote and changes nothing when it is unsound
+    monkeypatch.setattr(d, "_new_block", lambda nl: [d.START + nl, d.START + nl, d.END + nl])
+    new, outcomes = d.apply_edits(SKILL, [add("rule one")], where="skills/x/SKILL.md")
+    assert new == SKILL
+    assert [o.status for o in outcomes] == ["unmatched"]
+    assert "would leave the learned block unsound" in outcomes[0].reason
+
+
 def test_block_size_problems() -> None:
     assert d.block_problems(WITH_BLOCK, 40, 4000) == []
     assert "over the limit of 1" in d.block_problems(WITH_BLOCK, 1, 4000)[0][1]
