@@ -89,10 +89,15 @@ def rerun_command(skill: str) -> str:
 # -- dry run ------------------------------------------------------------------------------
 
 
-def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillOutcome:
-    """The epoch on the working files: no commit, no push, no PR."""
-    tasks, documents = read_inputs(setup.repo, skill, setup.say)
-    result = epoch_for(setup, skill, tasks, documents)
+def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None,
+            base: str | None = None) -> SkillOutcome:
+    """The epoch on the working files, or on the files committed at `base` when given
+    (`--dry-run --base REF`): no commit, no push, no PR."""
+    if base is None:
+        tasks, documents = read_inputs(setup.repo, skill, setup.say)
+        result = epoch_for(setup, skill, tasks, documents)
+    else:
+        result = _dry_run_at(setup, skill, base)
     path = write_report(setup, result, output_dir, {"dry_run": True}).path
     summary = report.json_summary(result, branch=None, commit=None,
                                   pr=PrResult(reason="dry run"),
@@ -100,6 +105,20 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None) -> SkillO
     return SkillOutcome(skill.name, summary, result.abort_code, result,
                         pr_body=report.pr_body(result, rerun=rerun_command(skill.name),
                                                redactor=setup.redactor))
+
+
+def _dry_run_at(setup: Setup, skill: SkillConfig, ref: str) -> EpochResult:
+    """The epoch on the files at `ref`, read in a private detached worktree (the user's
+    tree, index and branches untouched); a ref that is no commit is exit 2."""
+    from gitsleep.git_forge import gitops
+    from gitsleep.git_forge.lock import RepoLock
+
+    repo = gitops.open_repo(setup.repo)
+    base = gitops.resolve_base(repo, ref)
+    with RepoLock(repo, skill.name), \
+            gitops.temporary_worktree(repo, f"dry-run/{skill.name}", base.sha) as tree:
+        tasks, documents = read_inputs(Path(tree), skill, setup.say)
+        return epoch_for(setup, skill, tasks, documents)
 
 
 # -- the git-native run -------------------------------------------------------------------

@@ -49,7 +49,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
         out_dir = output_dir / skill.name if output_dir and len(chosen) > 1 else output_dir
         try:
             if dry_run:
-                outcome = run.dry_run(setup, skill, out_dir)
+                outcome = run.dry_run(setup, skill, out_dir, base)
             else:
                 options = run.GitOptions(base=base, push=push, pr=pr, output_dir=out_dir)
                 outcome = run.consolidate(setup, skill, options)

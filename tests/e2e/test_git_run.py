@@ -419,3 +419,23 @@ def test_every_github_client_a_night_opens_is_closed(
     code, data = consolidate(capsys, work)
     assert code == 0 and data["pr"]["operation"] == "created"
     assert opened and sorted(opened) == sorted(closed)
+
+
+def test_dry_run_reads_the_files_at_base_when_given(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--dry-run --base REF` ignored REF: it scored the working files, and a ref that did not
+    exist ran anyway with exit 0."""
+    work, _ = repo
+    first = git(work, "rev-parse", "HEAD")
+    held_out = (work / HELD_OUT).read_text().splitlines(keepends=True)
+    commit_files(work, {HELD_OUT: "".join(held_out[:2])}, "keep two held-out tasks")
+    before = user_state(work)
+    code, now = consolidate(capsys, work, "--dry-run")
+    assert code == 0 and now["test"]["n"] == 2
+    code, at_base = consolidate(capsys, work, "--dry-run", "--base", first)
+    assert code == 0 and at_base["test"]["n"] == len(held_out)
+    assert user_state(work) == before
+    assert not git(work, "branch", "--list", "gitsleep/*").strip()
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--dry-run", "--base", "nope")
+    assert result.code == 2 and "nope" in result.err
