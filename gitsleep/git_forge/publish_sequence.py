@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gitsleep.errors import GitError, GitsleepError
 from gitsleep.git_forge import gitops
-from gitsleep.git_forge.gitrun import is_ancestor, ref_sha
+from gitsleep.git_forge.gitrun import is_ancestor, ref_sha, try_git
 from gitsleep.git_forge.record import NOTES_REF, with_proof
 
 if TYPE_CHECKING:
@@ -126,13 +126,53 @@ def append_start(repo: git.Repo, state: BranchState, base_sha: str) -> str:
     The remote tip wins unless the local one is ahead of it (a run whose push failed), so
     a reviewer's pushed commits are built on, never pushed over; gitsleep's own local-only
     commits that diverged are superseded (`claim` refused anyone else's). A branch merged
-    into the base (every tip an ancestor of it) starts again from the base.
+    into the base starts again from the base: merged by a merge commit, or by "Squash and
+    merge" or "Rebase and merge", whose tip is no ancestor of the base (`merged_into`).
     """
     local, remote = state.local_tip, state.remote_tip
     tip = local if local and (remote is None or is_ancestor(repo, remote, local)) else remote
-    if tip is None or is_ancestor(repo, tip, base_sha):
+    if tip is None or merged_into(repo, tip, base_sha):
         return base_sha
     return tip
+
+
+MERGED_LOOKBACK = 200  # the base's newest commits that touch the branch's files, checked
+
+
+def merged_into(repo: git.Repo, tip: str, base_sha: str) -> bool:
+    """Whether every change `tip` made since it left the base's history is in the base.
+
+    An ancestor is merged. A squashed or rebased copy leaves the tip outside the base's
+    history, so the test is on content: some commit of the base since the fork, touching
+    the files the branch changed (newest first), that merging `tip` into leaves exactly as
+    it is (`git merge-tree --write-tree`, git 2.38+). Looking back past the newest such
+    commit means later edits on the base (a task a reviewer dropped there) still count
+    as merged, while a commit pushed to the branch after the merge (a review) is not in
+    any of them, so it is built on. A branch that changed nothing, an older git or no
+    common history reads as not merged: then the tip is built on, as before.
+    """
+    if is_ancestor(repo, tip, base_sha):
+        return True
+    status, fork, _ = try_git(repo.git, "merge-base", base_sha, tip)
+    if status != 0 or not fork.strip():
+        return False
+    status, changed, _ = try_git(repo.git, "diff", "--no-renames", "--name-only", "-z",
+                                 fork.strip(), tip, "--")
+    paths = [p for p in changed.split("\0") if p]
+    if status != 0 or not paths:
+        return False
+    status, listed, _ = try_git(repo.git, "--literal-pathspecs", "log", "--format=%H",
+                                f"--max-count={MERGED_LOOKBACK}", base_sha, "--not",
+                                fork.strip(), "--", *paths)
+    candidates = listed.split() if status == 0 else []
+    for sha in dict.fromkeys([base_sha, *candidates]):
+        status, out, _ = try_git(repo.git, "merge-tree", "--write-tree", sha, tip)
+        merged = out.split("\n", 1)[0].strip()
+        if status == 0 and merged:
+            status, tree, _ = try_git(repo.git, "rev-parse", "--verify", f"{sha}^{{tree}}")
+            if status == 0 and tree.strip() == merged:
+                return True
+    return False
 
 
 # -- commit, note, push, forge ---------------------------------------------------------
@@ -183,11 +223,12 @@ def push(
     """Push with a lease on the inspected remote tip, then the notes.
 
     `fast_forward=True` (harvest) first checks that the new tip contains the remote one, so
-    the push can only add commits.
+    the push can only add commits, or replace a tip whose every change the new commit
+    already holds (a pull request merged by squash or rebase: `merged_into`).
     """
     if fast_forward and state.remote_tip:
         local = ref_sha(repo, f"refs/heads/{branch}")
-        if local is None or not is_ancestor(repo, state.remote_tip, local):
+        if local is None or not merged_into(repo, state.remote_tip, local):
             raise GitError(
                 f"push of {branch} to {remote} refused: it would drop commits on {remote} "
                 f"(its tip {state.remote_tip[:12]} is not in the new commit); nothing was "

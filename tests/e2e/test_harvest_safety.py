@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -500,3 +501,87 @@ def test_output_that_is_a_folder_or_under_a_file_is_one_clear_line(
     assert {p: (work / p).read_text() for p in files} == before
     assert git(work, "status", "--porcelain") == ""
     assert git(origin, "rev-parse", "--verify", "--quiet", BRANCH, check=False) == ""
+
+
+# -- a pull request merged by "Squash and merge" or "Rebase and merge" -------------------------
+
+
+def _merge_as_github_does(work: Path, branch: str, style: str) -> None:
+    """Merge the harvest branch into main the way GitHub's other buttons do, and push main:
+    the branch tip is then not an ancestor of main, though all its changes are in it."""
+    commit_files(work, {"NOTES.md": "unrelated work on main\n"}, "meanwhile on main")
+    if style == "squash":
+        git(work, "merge", "--quiet", "--squash", branch)
+        git(work, "commit", "--quiet", "--no-verify", "-m", "Harvested tasks (#12)")
+    else:
+        git(work, "cherry-pick", "--allow-empty", f"main..{branch}")
+    assert git(work, "merge-base", "--is-ancestor", branch, "main", check=False) == ""
+    git(work, "push", "--quiet", "origin", "main")
+
+
+def _merges_cleanly(origin: Path, branch: str) -> bool:
+    done = subprocess.run(["git", "merge-tree", "--write-tree", "main", branch], cwd=origin,
+                          capture_output=True, text=True, check=False)
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("style", ["squash", "rebase"])
+def test_after_a_squash_or_rebase_merge_harvest_starts_from_the_base(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], style: str
+) -> None:
+    work, origin, home = repo
+    branch = first_harvest(capsys, work)
+    merged = tasks_on(origin, branch)
+    _merge_as_github_does(work, branch, style)
+
+    new_session(home, work)
+    again = harvest(capsys, work, "--from", "claude", "--branch")
+
+    assert again.code == 0, again.err
+    assert git(origin, "rev-parse", f"{branch}~1") == git(origin, "rev-parse", "main")
+    assert git(work, "rev-parse", branch) == git(origin, "rev-parse", branch)
+    assert git(origin, "diff", "--name-only", "main", branch) == HARVESTED
+    on_branch = tasks_on(origin, branch)
+    assert on_branch[: len(merged)] == merged and len(on_branch) == len(merged) + 1
+    assert _merges_cleanly(origin, branch)
+    assert "1 task(s) marked review: pending committed on " + branch in again.out
+
+
+def test_after_a_squash_merge_and_a_review_on_main_harvest_starts_from_the_base(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, origin, home = repo
+    branch = first_harvest(capsys, work)
+    _merge_as_github_does(work, branch, "squash")
+    first, *others = (work / HARVESTED).read_text().splitlines(keepends=True)
+    commit_files(work, {HARVESTED: "".join(others)}, "drop one harvested task")
+    git(work, "push", "--quiet", "origin", "main")
+
+    new_session(home, work)
+    again = harvest(capsys, work, "--from", "claude", "--branch")
+
+    assert again.code == 0, again.err
+    assert git(origin, "rev-parse", f"{branch}~1") == git(origin, "rev-parse", "main")
+    ids = [t["id"] for t in tasks_on(origin, branch)]
+    assert json.loads(first)["id"] not in ids and len(ids) == len(others) + 1
+    assert _merges_cleanly(origin, branch)
+
+
+def test_a_review_pushed_after_a_squash_merge_is_still_built_on(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    work, origin, home = repo
+    branch = first_harvest(capsys, work)
+    _merge_as_github_does(work, branch, "squash")
+    review = reviewer_clone(origin, tmp_path, branch)
+    accepted = (review / HARVESTED).read_text().replace('"review": "pending", ', "")
+    reviewed = commit_files(review, {HARVESTED: accepted}, "accept the harvested tasks")
+    git(review, "push", "--quiet", "origin", branch)
+
+    new_session(home, work)
+    again = harvest(capsys, work, "--from", "claude", "--branch")
+
+    assert again.code == 0, again.err
+    tip = git(origin, "rev-parse", branch)
+    git(origin, "merge-base", "--is-ancestor", reviewed, tip)  # fails unless it survived
+    assert git(origin, "rev-list", "--count", f"{reviewed}..{tip}") == "1"
