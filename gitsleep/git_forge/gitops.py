@@ -300,7 +300,7 @@ def fetch_branch(repo: git.Repo, remote: str, branch: str) -> str | None:
     tracking = f"refs/remotes/{remote}/{branch}"
     status, out, err = try_git(repo.git, "ls-remote", remote, ref)
     if status != 0:
-        raise GitError(f"cannot read branch {branch} from remote {remote}: {last_line(err)}")
+        raise GitError(_unreachable(repo, remote, f"cannot read branch {branch} from", err))
     listed = [line.split("\t") for line in out.splitlines() if "\t" in line]
     remote_sha = next((sha for sha, name in listed if name == ref), None)
     if remote_sha is None:
@@ -309,6 +309,22 @@ def fetch_branch(repo: git.Repo, remote: str, branch: str) -> str | None:
         return None
     run_git(repo.git, "fetch", "--quiet", "--no-tags", remote, f"+{ref}:{tracking}")
     return ref_sha(repo, tracking)
+
+
+_GIT_ADVICE = ("please make sure you have the correct access rights", "and the repository exists")
+
+
+def _unreachable(repo: git.Repo, remote: str, doing: str, err: str) -> str:
+    """One line for a remote git cannot read: the remote and its URL, git's own reason (its
+    first line that is not the generic advice git ends with) and what to check."""
+    lines = [line.strip() for line in err.splitlines() if line.strip()]
+    reason = next((line for line in lines if not line.lower().startswith(_GIT_ADVICE)),
+                  last_line(err)).removeprefix("fatal: ")
+    status, url, _ = try_git(repo.git, "remote", "get-url", remote)
+    shown = re.sub(r"//[^/@]*@", "//", url.strip()) if status == 0 else "no URL"
+    return (f"{doing} remote {remote} ({shown}): {reason}; check the URL "
+            f"(`git remote -v`, fix it with `git remote set-url {remote} <url>`) and that "
+            f"you can read it (`git ls-remote {remote}`), then re-run")
 
 
 def _commits(

@@ -585,3 +585,37 @@ def test_a_review_pushed_after_a_squash_merge_is_still_built_on(
     tip = git(origin, "rev-parse", branch)
     git(origin, "merge-base", "--is-ancestor", reviewed, tip)  # fails unless it survived
     assert git(origin, "rev-list", "--count", f"{reviewed}..{tip}") == "1"
+
+
+# -- error lines that say what to do --------------------------------------------------------
+
+
+def test_an_unreachable_remote_is_named_with_its_url_and_the_fix(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    work, _, _ = repo
+    missing = tmp_path / "moved-away.git"
+    git(work, "remote", "set-url", "origin", str(missing))
+
+    result = harvest(capsys, work, "--from", "claude", "--branch")
+
+    assert result.code == 4, (result.out, result.err)
+    assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1
+    assert f"remote origin ({missing})" in result.err
+    assert "does not appear to be a git repository" in result.err
+    assert "and the repository exists" not in result.err
+    assert "git remote" in result.err  # how to check or fix the URL
+    assert git(work, "rev-parse", "--verify", "--quiet", BRANCH, check=False) == ""
+
+
+def test_an_unreachable_remote_url_is_shown_without_its_credentials(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, _, _ = repo
+    git(work, "remote", "set-url", "origin", "https://someone:hunter2-token@127.0.0.1:9/x.git")
+
+    result = harvest(capsys, work, "--from", "claude", "--branch")
+
+    assert result.code == 4, (result.out, result.err)
+    assert "remote origin (https://127.0.0.1:9/x.git)" in result.err
+    assert "hunter2" not in result.err and "someone" not in result.err
