@@ -3,7 +3,8 @@
 A document is kept as its exact text. The block is the lines between
 `<!-- gitsleep:learned:start -->` and `<!-- gitsleep:learned:end -->`, each marker alone
 on its line; a near miss (other spacing or case) is a problem, never silently text, so
-validate and every reader agree on where the block is. Rules are the bullet lines
+validate and every reader agree on where the block is. Marker lines inside a fenced or
+indented code block (a quoted example) are text, not markers. Rules are the bullet lines
 (`- ...`) inside the block; edits address those lines and nothing else, so every byte
 outside the block (frontmatter, blank lines, CRLF line endings, a missing final newline)
 survives any sequence of edits.
@@ -40,6 +41,8 @@ _MARKER_HINT = re.compile(r"gitsleep\s*:\s*learned", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 _BULLET = re.compile(r"^\s*[-*+]\s+")
 _FENCE = re.compile(r"^\s*```")
+# A CommonMark fence line: 3+ backticks or tildes indented at most 3 spaces, then the rest.
+_CODE_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 TEMPLATE_INTRO = "Answer template: every answer follows this shape, with each <...> filled in:"
 
 
@@ -74,10 +77,62 @@ class _Marker:
     alone: bool  # nothing else on its line
 
 
-def _markers(lines: list[str]) -> list[_Marker]:
-    """Every marker-like text in the document: the one classification all readers use."""
+@dataclass(frozen=True)
+class _Code:
+    """The document's code lines, and a fence that never closes (None when every one does)."""
+
+    lines: frozenset[int]
+    open_fence: tuple[int, str] | None  # (index of its opening line, its opening run)
+
+
+def _indent(line: str) -> int:
+    """Columns of leading whitespace, a tab reaching the next multiple of 4 (CommonMark)."""
+    col = 0
+    for ch in line:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
+
+
+def _code(lines: list[str]) -> _Code:
+    """Which lines are code, so that a marker quoted in an example is text, not a marker.
+
+    CommonMark, kept simple: a fence opens with 3+ backticks or tildes indented at most 3
+    spaces (a backtick fence's info string holds no backtick) and closes with a line of the
+    same character, at least as long, with nothing after it but spaces; a fence never
+    closed runs to the end. Outside fences, a non-blank line indented 4+ columns is code
+    too (an indented code block, or a list item's continuation: a marker in neither).
+    Fences inside list items or block quotes are not tracked."""
+    code: set[int] = set()
+    fence: tuple[int, str] | None = None
+    for i, raw in enumerate(lines):
+        line = raw.rstrip("\r\n")
+        m = _CODE_FENCE.match(line)
+        if fence is not None:
+            code.add(i)
+            run = fence[1]
+            if m and m.group(1)[0] == run[0] and len(m.group(1)) >= len(run) \
+                    and not m.group(2).strip():
+                fence = None
+        elif m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            fence = (i, m.group(1))
+            code.add(i)
+        elif line.strip() and _indent(line) >= 4:
+            code.add(i)
+    return _Code(frozenset(code), fence)
+
+
+def _markers(lines: list[str], code: _Code | None = None) -> list[_Marker]:
+    """Every marker-like text outside code: the one classification all readers use."""
+    skip = (code or _code(lines)).lines
     found = []
     for i, line in enumerate(lines):
+        if i in skip:
+            continue
         matches = list(MARKER_RE.finditer(line))
         if not matches:
             if _MARKER_HINT.search(line):
@@ -93,7 +148,9 @@ def _markers(lines: list[str]) -> list[_Marker]:
 
 def structure_problems(text: str) -> list[tuple[int, str]]:
     """Corrupt-block problems as (1-based line, message); empty when sound or absent."""
-    markers = _markers(split_lines(text))
+    lines = split_lines(text)
+    code = _code(lines)
+    markers = _markers(lines, code)
     problems: list[tuple[int, str]] = []
     for m in markers:
         if m.kind == "malformed":
@@ -115,7 +172,11 @@ def structure_problems(text: str) -> list[tuple[int, str]]:
         line = (starts[1] if len(starts) > 1 else ends[1]) + 1
         problems.append((line, f"{what} learned-block markers: keep exactly one start and one end"))
     elif starts and not ends:
-        problems.append((starts[0] + 1, f"learned block has a start marker but no {END}"))
+        why = ""
+        if code.open_fence is not None and code.open_fence[0] > starts[0]:
+            why = (f" (the code fence opened at line {code.open_fence[0] + 1} never closes, "
+                   "so a marker after it is text)")
+        problems.append((starts[0] + 1, f"learned block has a start marker but no {END}{why}"))
     elif ends and not starts:
         problems.append((ends[0] + 1, f"learned block has an end marker but no {START}"))
     elif starts and ends and ends[0] < starts[0]:
@@ -301,8 +362,12 @@ def apply_edits(
         if not edits:
             return text, []
         prefix = [] if not lines or lines[-1].endswith("\n") else [nl]
+        # A fence never closed runs to the end: close it first, or the new block would be
+        # code (text, not a block). The fence shows the same; the original bytes are kept.
+        fence = _code(lines).open_fence
+        close = [fence[1] + nl] if fence is not None else []
         separator = [nl] if lines else []
-        lines = lines + prefix + separator + _new_block(nl)
+        lines = lines + prefix + close + separator + _new_block(nl)
         block = Block(len(lines) - 4, len(lines) - 1)
         created = True
     head, tail = lines[: block.start + 1], lines[block.end :]

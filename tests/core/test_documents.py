@@ -209,6 +209,78 @@ def test_apply_edits_never_returns_a_corrupt_document(monkeypatch: pytest.Monkey
     assert "would leave the learned block unsound" in outcomes[0].reason
 
 
+EXAMPLE = f"{d.START}\n- an example rule\n{d.END}\n"
+CODE_EXAMPLES = {
+    "backtick fence with info": f"```markdown\n{EXAMPLE}```\n",
+    "tilde fence": f"~~~\n{EXAMPLE}~~~\n",
+    "fence indented 3": f"   ```\n{EXAMPLE}   ```\n",
+    "a shorter fence does not close": f"````md\n```\n{EXAMPLE}```\n````\n",
+    "the other fence char does not close": f"~~~ text\n```\n{EXAMPLE}```\n~~~\n",
+    "closing fence longer, trailing spaces": f"```\n{EXAMPLE}`````  \n",
+    "indented code block": "".join("    " + line + "\n" for line in EXAMPLE.splitlines()),
+    "tab-indented code block": "".join("\t" + line + "\n" for line in EXAMPLE.splitlines()),
+    "near misses in a fence":
+        "```\n<!--gitsleep:learned:start-->\n<!-- GITSLEEP:LEARNED:END -->\n```\n",
+    "crlf fence": f"```markdown\r\n{EXAMPLE.replace(chr(10), chr(13) + chr(10))}```\r\n",
+}
+
+
+@pytest.mark.parametrize("example", CODE_EXAMPLES.values(), ids=list(CODE_EXAMPLES))
+def test_markers_in_a_code_block_are_text_and_every_byte_of_it_survives(example: str) -> None:
+    doc = f"# Writer\n\nThe block looks like this:\n\n{example}\nFinal hand-written line.\n"
+    assert d.block_problems(doc, 40, 4000) == []
+    assert d.find_block(doc) is None and d.learned_rules(doc) == []
+    new, outcomes = d.apply_edits(doc, [add("rule one")])
+    assert [o.status for o in outcomes] == ["applied"]
+    assert new.startswith(doc) and new.rstrip("\r\n").endswith(d.END)
+    assert d.learned_rules(new) == ["rule one"]
+    again, _ = d.apply_edits(new, [add("rule two")])
+    assert again.startswith(doc) and d.learned_rules(again) == ["rule one", "rule two"]
+
+
+@pytest.mark.parametrize("example", CODE_EXAMPLES.values(), ids=list(CODE_EXAMPLES))
+def test_a_code_example_beside_the_real_block_is_not_a_duplicate(example: str) -> None:
+    doc = f"# Writer\n\n{example}\n{WITH_BLOCK}"
+    assert d.block_problems(doc, 40, 4000) == []
+    assert d.learned_rules(doc) == ['Always include "Confidence:"', "Keep it short"]
+    new, outcomes = d.apply_edits(doc, [add("New rule"), Edit("delete", anchor="Keep it short")])
+    assert [o.status for o in outcomes] == ["applied", "applied"]
+    assert new.startswith(f"# Writer\n\n{example}\n")
+    assert d.outside_block(new) == d.outside_block(doc)
+
+
+@pytest.mark.parametrize("opening", ["```markdown", "~~~~", "````"])
+def test_a_fence_left_open_is_closed_before_a_new_block_so_the_block_is_live(
+    opening: str
+) -> None:
+    # an unclosed fence runs to the end: a block appended inside it would be text
+    doc = f"# Writer\n\n{opening}\n{EXAMPLE}last code line"
+    assert d.block_problems(doc, 40, 4000) == [] and d.find_block(doc) is None
+    new, outcomes = d.apply_edits(doc, [add("rule one")])
+    assert [o.status for o in outcomes] == ["applied"]
+    run = opening.rstrip("markdown")
+    assert new == f"{doc}\n{run}\n\n{d.START}\n{d.HEADING}\n\n- rule one\n{d.END}\n"
+    assert d.learned_rules(new) == ["rule one"]
+    again, _ = d.apply_edits(new, [add("rule two")])
+    assert again.startswith(f"{doc}\n{run}\n\n") and d.learned_rules(again) == [
+        "rule one", "rule two"]
+    # after the real block, an open fence changes nothing the block needs
+    assert d.block_problems(WITH_BLOCK + "```\ncode\n", 40, 4000) == []
+
+
+def test_an_end_marker_hidden_by_an_open_fence_in_the_block_says_why() -> None:
+    doc = WITH_BLOCK.replace("- Keep it short\n", "- Keep it short\n```\n")
+    line, message = d.block_problems(doc, 40, 4000)[0]
+    assert line == 5
+    assert "no <!-- gitsleep:learned:end -->" in message
+    assert "the code fence opened at line 10 never closes" in message
+
+
+def test_an_indented_line_in_a_list_item_is_not_a_marker_either() -> None:
+    doc = f"- item\n\n    {d.START}\n    {d.END}\n"
+    assert d.block_problems(doc, 40, 4000) == [] and d.find_block(doc) is None
+
+
 def test_block_size_problems() -> None:
     assert d.block_problems(WITH_BLOCK, 40, 4000) == []
     assert "over the limit of 1" in d.block_problems(WITH_BLOCK, 1, 4000)[0][1]
