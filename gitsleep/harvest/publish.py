@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gitsleep.errors import UsageError
 from gitsleep.harvest.mine import prompt_key
 from gitsleep.harvest.pipeline import append_to, jsonl_target, plain_target, render
 from gitsleep.harvest.select import harvested_before
@@ -40,6 +41,11 @@ def commit_on_branch(setup: Setup, skill: str, relative: str,
     branch = branch_name(setup, skill)
     remote = base.remote or gitops.default_remote(repo, base.branch)
     notes = sequence.HARVEST_NOTES_REF
+    if base.branch == branch:  # the checkout: `claim`'s advice (another prefix) would not help
+        raise UsageError(
+            f"harvest --branch commits on {branch}, which is the branch checked out here, and "
+            "never moves the checkout's own branch: check out another branch (e.g. main) "
+            "with `git switch main`, and re-run")
     done: dict[str, Any] = {"branch": branch, "commit": None, "pushed": False, "pr_url": None,
                             "duplicates": 0, "deleted": 0}
     with RepoLock(repo, sequence.harvest_lock(skill)):

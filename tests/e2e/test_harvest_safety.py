@@ -619,3 +619,18 @@ def test_an_unreachable_remote_url_is_shown_without_its_credentials(
     assert result.code == 4, (result.out, result.err)
     assert "remote origin (https://127.0.0.1:9/x.git)" in result.err
     assert "hunter2" not in result.err and "someone" not in result.err
+
+
+def test_harvest_from_the_harvest_branch_itself_says_to_check_out_another(
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    work, origin, _ = repo
+    git(work, "checkout", "--quiet", "-b", BRANCH)
+
+    result = harvest(capsys, work, "--from", "claude", "--branch")
+
+    _refused(result, BRANCH, "checked out here", "check out another branch (e.g. main)",
+             "re-run")
+    assert "branch_prefix" not in result.err
+    assert git(work, "rev-parse", BRANCH) == git(work, "rev-parse", "main")
+    assert git(origin, "rev-parse", "--verify", "--quiet", BRANCH, check=False) == ""
