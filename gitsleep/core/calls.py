@@ -254,6 +254,12 @@ class CallRunner:
         with self._lock:
             return self._spent.usd
 
+    def tally(self) -> tuple[int, int, int]:
+        """(real calls, cache hits, failed calls) so far: a pass that a budget stopped
+        subtracts the tally at its start to judge its own error rate."""
+        with self._lock:
+            return self.cost.calls, self.cost.cache_hits, len(self.errors)
+
     def call(self, request: ModelCall) -> Answer:
         key = request.cache_key()
         salt = self.backend.cache_salt(request)

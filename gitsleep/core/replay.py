@@ -29,7 +29,7 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
-from gitsleep.errors import BackendError, UsageError
+from gitsleep.errors import BackendError, BudgetExhausted, UsageError
 
 
 def documents_version(documents: Mapping[str, str | None]) -> str:
@@ -132,7 +132,9 @@ def score_split(
     which tasks drop out is not known yet, and the error rate is judged on the whole pass.
 
     Raises BackendError when more than `max_error_rate` of the pass's calls failed:
-    a night of errors must never read as a night of zeros.
+    a night of errors must never read as a night of zeros. So does a budget stop when
+    more than that share of the pass's calls so far failed: a broken agent that used up
+    the calls must not read as a budget too small.
     """
     for task in tasks:  # before any call: only an agent CLI can work in a folder
         if task.workspace and not runner.backend.workspaces:
@@ -143,10 +145,15 @@ def score_split(
     fresh: list[Answer] = []
     total = 0
     stopped_after: int | None = None
+    since = runner.tally()
     for start in range(0, len(tasks), max(1, step)):
         part = tasks[start:start + max(1, step)]
-        done, answers, judged = _score_tasks(runner, part, documents, settings, split,
-                                             on_answer)
+        try:
+            done, answers, judged = _score_tasks(runner, part, documents, settings, split,
+                                                 on_answer)
+        except BudgetExhausted as stop:
+            _check_errors_at_stop(runner, since, settings, f"{split} ({label})", stop)
+            raise
         results += done
         fresh += [a for a in answers if not a.cached]
         total += len(answers) + judged
@@ -169,6 +176,22 @@ def score_split(
             f"({label}), over max_error_rate {settings.max_error_rate:.0%}; first error: {first}"
         )
     return outcome
+
+
+def _check_errors_at_stop(runner: CallRunner, since: tuple[int, int, int],
+                          settings: EpochSettings, scoring: str, stop: BudgetExhausted) -> None:
+    """Raise BackendError (exit 3) instead of the budget stop when more than
+    `max_error_rate` of the pass's calls until the stop failed (the calls running at the
+    stop have finished by now)."""
+    calls, hits, failed = (now - then for now, then in zip(runner.tally(), since, strict=True))
+    total = calls + hits
+    if total and failed / total > settings.max_error_rate:
+        first = runner.errors[since[2]]
+        raise BackendError(
+            f"{failed} of {total} model calls failed while scoring {scoring}, over "
+            f"max_error_rate {settings.max_error_rate:.0%}, before the budget stopped it "
+            f"({stop}); first error: {first}"
+        ) from stop
 
 
 def _score_tasks(

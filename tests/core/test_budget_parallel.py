@@ -1,4 +1,5 @@
-"""Budgets with workers: calls running in parallel must not pass a cap together.
+"""Budgets with workers: calls running in parallel must not pass a cap together, and a
+budget stop that a broken agent caused reads as the broken agent (exit 3).
 
 Thread ordering is forced with events and predicates, never with sleeps: the first call of
 a model is held in the backend until every other call of the map is either inside the
@@ -10,13 +11,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.core.calls import CallRunner
-from gitsleep.core.models import Answer
+from gitsleep.core.epoch import run_epoch
+from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
 from gitsleep.errors import BudgetExhausted
 
 PRICES = {"m": {"prompt": 1.0, "completion": 2.0}}  # USD per 1M tokens
@@ -188,3 +191,57 @@ def test_max_calls_stays_exact_with_workers() -> None:
         runner.map([ask(i) for i in range(20)])
     assert backend.entered == 5 and runner.cost.calls == 5
 
+
+# -- a broken agent under a budget ---------------------------------------------------------
+
+
+class Broken(Backend):
+    """An agent CLI that exits 0 with nothing on stdout (after its retries), except for the
+    prompts in `fine`, which it answers."""
+
+    name = "broken"
+
+    def __init__(self, fine: tuple[str, ...] = ()) -> None:
+        self.fine = fine
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def complete(self, call: ModelCall) -> Answer:
+        with self._lock:
+            self.calls += 1
+        if call.messages[-1][1] in self.fine:
+            return Answer("Alpha", tokens_known=False, seconds=1.0)
+        return Answer(None, error="agent broken gave an empty answer (stdout) (3 attempts)",
+                      tokens_known=False, seconds=1.0)
+
+
+def many_tasks() -> list[Task]:
+    judge = Judge("rule", (Check("contains", "Alpha"),))
+    return ([Task(f"t{i}", f"train {i}", "train", judge) for i in range(12)]
+            + [Task(f"v{i}", f"val {i}", "val", judge) for i in range(4)])
+
+
+def epoch_settings(**overrides: Any) -> EpochSettings:
+    base = EpochSettings(model="agent", optimizer_model="agent", judge_model="agent")
+    return replace(base, **overrides)
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_a_budget_stop_in_a_pass_of_failed_calls_is_the_error_rate_abort(workers: int) -> None:
+    backend = Broken()
+    result = run_epoch(many_tasks(), {"skill": "# S\n", "memory": None},
+                       epoch_settings(max_calls=10, workers=workers), backend, skill="s")
+    assert result.decision == "aborted" and result.abort_code == 3, result.reason
+    assert backend.calls == 10
+    assert result.reason.startswith("10 of 10 model calls failed while scoring train "
+                                    "(baseline), over max_error_rate 20%")
+    assert "budget.max_calls (10) reached after 10 calls" in result.reason
+    assert "first error: answer: agent broken gave an empty answer (stdout)" in result.reason
+
+
+def test_a_budget_stop_with_few_failed_calls_stays_a_budget_stop() -> None:
+    backend = Broken(fine=tuple(f"train {i}" for i in range(1, 12)))  # only t0 fails
+    result = run_epoch(many_tasks(), {"skill": "# S\n", "memory": None},
+                       epoch_settings(max_calls=10, workers=1), backend, skill="s")
+    assert result.abort_code == 6, result.reason
+    assert result.reason.startswith("budget.max_calls (10) reached after 10 calls")
