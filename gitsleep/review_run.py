@@ -32,6 +32,7 @@ from gitsleep.errors import (
     GitError,
     UsageError,
 )
+from gitsleep.git_forge.forge import Author
 from gitsleep.git_forge.gitrun import git_out, git_run
 from gitsleep.prepare import Setup, make_backend, make_cache, read_inputs
 
@@ -216,40 +217,6 @@ def pull_request_from_env(env: Mapping[str, str], explicit: int | None) -> PullR
     return PullRequestRef(number, fork) if number is not None else None
 
 
-@dataclass(frozen=True)
-class Author:
-    """Who wrote a comment, as GitHub's REST API says: the user's id, login and type."""
-
-    id: int | None
-    login: str
-    type: str  # "User", "Bot", "Organization"
-
-
-def comment_author(hub: Any, comment_id: int) -> Author | None:
-    """The author of a comment `hub.list_comments` returned (the forge keeps PyGithub's
-    comment objects by id; its `CommentInfo` has no author)."""
-    found = hub._comments.get(comment_id)
-    user = getattr(found, "user", None)
-    if user is None:
-        return None
-    return Author(user.id, user.login or "", user.type or "")
-
-
-def token_user(hub: Any) -> Author | None:
-    """The token's own user (`GET /user`), or None when GitHub will not say: an
-    installation token, as Actions' GITHUB_TOKEN is, gets 403 there."""
-    from github import GithubException, RateLimitExceededException
-
-    with hub._errors("read the token's own user (GET /user)"):
-        try:
-            me = hub._github.get_user()
-            return Author(me.id, me.login, me.type or "User")
-        except GithubException as exc:
-            if exc.status in (403, 404) and not isinstance(exc, RateLimitExceededException):
-                return None
-            raise
-
-
 def is_ours(author: Author | None, me: Author | None) -> bool:
     """A comment is gitsleep's own only when the identity it runs as wrote it: the token's
     user when `GET /user` names it; else (an installation token) a Bot, which only an app
@@ -267,8 +234,8 @@ def sync_comment(hub: Any, number: int, body: str) -> dict[str, Any]:
     created once, edited in place after, and not written at all when it already says
     this. A marked comment by anyone else is never edited (its author could re-edit it)."""
     marked = [c for c in hub.list_comments(number) if c.body.lstrip().startswith(review.MARKER)]
-    me = token_user(hub) if marked else None  # asked only when there is a claim to check
-    mine = [c for c in marked if is_ours(comment_author(hub, c.id), me)]
+    me = hub.token_user() if marked else None  # asked only when there is a claim to check
+    mine = [c for c in marked if is_ours(hub.comment_author(c.id), me)]
     if not mine:
         made = hub.create_comment(number, body)
         return {"operation": "created", "id": made.id, "url": made.url, "pr": number}

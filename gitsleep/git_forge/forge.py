@@ -70,12 +70,25 @@ class PullRequestInfo:
 
 
 @dataclass(frozen=True)
+class Author:
+    """Who wrote a comment, as GitHub's REST API says: the user's id, login and type."""
+
+    id: int | None
+    login: str
+    type: str  # "User", "Bot", "Organization"
+
+
+@dataclass(frozen=True)
 class CommentInfo:
     """One issue comment of a pull request: its id (to edit it), body and page."""
 
     id: int
     body: str
     url: str
+
+
+def _comment_info(comment: IssueComment) -> CommentInfo:
+    return CommentInfo(comment.id, comment.body or "", comment.html_url or comment.url)
 
 
 @dataclass(frozen=True)
@@ -453,14 +466,36 @@ class GitHubForge:
         with self._errors(f"list the comments of pull request #{number}"):
             found = list(pull.get_issue_comments())
         self._comments.update({c.id: c for c in found})
-        return [CommentInfo(c.id, c.body or "", c.html_url or c.url) for c in found]
+        return [_comment_info(c) for c in found]
+
+    def comment_author(self, comment_id: int) -> Author | None:
+        """Who wrote a comment `list_comments` returned. Asked only for the comments that
+        need it: reading `user` of a comment GitHub sent without one fetches it."""
+        found = self._comments.get(comment_id)
+        user = getattr(found, "user", None)
+        if user is None:
+            return None
+        return Author(user.id, user.login or "", user.type or "")
+
+    def token_user(self) -> Author | None:
+        """The token's own user (`GET /user`), or None when GitHub will not say: an
+        installation token, as Actions' GITHUB_TOKEN is, gets 403 there."""
+        with self._errors("read the token's own user (GET /user)"):
+            try:
+                me = self._github.get_user()
+                return Author(me.id, me.login, me.type or "User")
+            except GithubException as exc:
+                if exc.status in (403, 404) and not isinstance(exc,
+                                                               RateLimitExceededException):
+                    return None
+                raise
 
     def create_comment(self, number: int, body: str) -> CommentInfo:
         pull = self._pull(number)
         with self._errors(f"comment on pull request #{number}"):
             made = pull.create_issue_comment(body)
         self._comments[made.id] = made
-        return CommentInfo(made.id, made.body or "", made.html_url or made.url)
+        return _comment_info(made)
 
     def update_comment(self, number: int, comment_id: int, body: str) -> CommentInfo:
         """Edit a comment `list_comments` returned (its id); the body is replaced whole."""
@@ -470,7 +505,7 @@ class GitHubForge:
                                   "listed before the update")
         with self._errors(f"update comment {comment_id} on pull request #{number}"):
             found.edit(body)
-        return CommentInfo(found.id, found.body or "", found.html_url or found.url)
+        return _comment_info(found)
 
 
 # --- the pull-request rules -------------------------------------------------------------
