@@ -295,7 +295,10 @@ class Epoch:
         self.result.val = gate.summarise(base_val, best_val, len(self.split["val"]))
         if base_test is not None and final_test is not None:
             self.result.test = gate.summarise(base_test, final_test, len(self.split["test"]))
-        self._decide(base_train, any_candidate)
+        veto = (gate.held_out_integrity(base_test, final_test)
+                if base_test is not None and final_test is not None
+                and final_test is not base_test else "")
+        self._decide(base_train, any_candidate, veto)
         if self.result.decision == "accepted":
             learned = [line for o in self.result.applied if o.edit.op in ("add", "replace")
                        for line in o.edit.content.split("\n") if line.strip()]
@@ -723,10 +726,15 @@ class Epoch:
                     known.add(edit.key())
                     rnd.rejected.append(EditOutcome(edit, "rejected", trial.reason))
 
-    def _decide(self, base_train: PassResult, any_candidate: bool) -> None:
+    def _decide(self, base_train: PassResult, any_candidate: bool, veto: str = "") -> None:
         r = self.result
         val, test = r.val, r.test
-        if r.applied and self.current != self.original:
+        if r.applied and self.current != self.original and veto:
+            r.decision, r.reason, r.pr_eligible = "rejected", veto, False
+            r.rejected.extend(EditOutcome(o.edit, "rejected", veto) for o in r.applied)
+            r.applied = []
+            self.current = dict(self.original)
+        elif r.applied and self.current != self.original:
             r.decision = "accepted"
             if r.decided_by == "test":
                 r.pr_eligible = (

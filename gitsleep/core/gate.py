@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from gitsleep.core import judges
 from gitsleep.core.models import GateSettings, PassResult, SplitSummary, TaskDelta, TaskResult
+from gitsleep.core.scores import fmt_score
 
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 20260
@@ -108,6 +109,26 @@ def judge_trial(
                 "the learned template or leave a part it requires empty (integrity): a template "
                 "the agent copies is not one to merge", before, after)
     return True, f"{shown}: improves by {after - before:+.3f}", before, after
+
+
+def held_out_integrity(baseline: PassResult, final: PassResult) -> str:
+    """Why the final documents must not ship although val accepted them: their held-out
+    answers fail integrity (repeat a placeholder of the learned template, or leave a part it
+    requires empty) more often than the baseline's on the same tasks; '' when they do not.
+
+    The val gate already refuses a template its val answers copy; a small agent can still
+    copy it only on tasks val does not have, and such a block is not one a reviewer merges
+    (issue 25). This is a veto on one kind of failure, not a second selection on held-out:
+    it can only turn an accepted night into a rejected one."""
+    pairs = paired(baseline, final)
+    hollow = _hollow_answers(final, pairs)
+    if hollow <= _hollow_answers(baseline, pairs):
+        return ""
+    answers = sum(len(t.samples) for t in final.tasks if t.task_id in _ids(pairs))
+    return (f"val accepted the edits, but {hollow} of {answers} held-out answers repeat a "
+            "placeholder of the learned template or leave a part it requires empty "
+            f"(integrity; held-out {fmt_score(baseline.mean)} -> {fmt_score(final.mean)}): the "
+            "agent copies the template on tasks the gate never saw, so the edits are not kept")
 
 
 def _ids(pairs: list[tuple[str, float, float]]) -> set[str]:

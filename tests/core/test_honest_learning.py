@@ -298,6 +298,44 @@ def test_integrity_failures_are_counted_in_progress_diagnostics_and_pr_body() ->
     assert "Integrity: answers that repeated a template placeholder" in message
 
 
+class CopiesOnHeldOut(Proposes):
+    """Fills the learned template on train and val prompts ('outage', 'incident') and copies
+    it verbatim, placeholder and all, on held-out ones ('event'): what the 0.5B agent did on
+    incident-notes seed 0, where no train or val answer showed it."""
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose == "propose":
+            return super().complete(call)
+        template = docs.learned_template(call.messages[0][1])
+        if template is None:
+            return Answer("It broke.", None, 1, 1)
+        if "event" in call.messages[-1][1]:
+            return Answer(template.replace("<1-4>", "2"), None, 1, 1)
+        return Answer(template.replace("<write the impact here>", "Checkout was down.")
+                      .replace("<1-4>", "2"), None, 1, 1)
+
+
+def test_a_template_the_agent_copies_on_held_out_tasks_is_not_accepted() -> None:
+    template = "## Impact\n<write the impact here>\nSeverity: <1-4>"
+    backend = CopiesOnHeldOut([{"op": "template", "content": template}])
+    judge = Judge("rule", (IMPACT, Check("regex", r"Severity:\s*[1-4]")))
+    tasks = ([Task(f"t{i}", f"Summarise outage {i}.", "train", judge) for i in range(3)]
+             + [Task(f"v{i}", f"Summarise incident {i}.", "val", judge) for i in range(2)]
+             + [Task(f"h{i}", f"Summarise event {i}.", "test", judge) for i in range(2)])
+    lines: list[str] = []
+    result = run_epoch(tasks, {"skill": "# Notes\n", "memory": None}, SETTINGS, backend,
+                       skill="notes", progress=lines.append)
+    # val passed it (0.0 -> 1.0, no val answer copied it); held-out answers copied it
+    assert [t.accepted for t in result.trials] == [True]
+    assert result.decision == "rejected" and not result.pr_eligible
+    assert result.applied == [] and result.documents["skill"][1] == "# Notes\n"
+    assert "2 of 2 held-out answers repeat a placeholder of the learned template" \
+        in result.reason
+    assert [o.reason for o in result.rejected if o.edit.op == "template"] == [result.reason]
+    assert any("2 answer(s) failed integrity" in line and "final" in line for line in lines)
+    assert report.integrity_counts(result) == {"test (final)": 2}
+
+
 # -- 4. over-reach ------------------------------------------------------------------------
 
 
