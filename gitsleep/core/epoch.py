@@ -16,6 +16,7 @@ Run it from a REPL with two strings and a list of tasks:
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -64,7 +65,8 @@ class _Round:
 
     target: str
     number: int
-    best_val: PassResult
+    scored_best: PassResult | None  # the val pass to beat; None: the baseline, not scored yet
+    score_best: Callable[[], PassResult]  # scores it (`search: thrifty`'s lazy val baseline)
     seen: set[str] = field(default_factory=set)
     candidates: list[_Candidate] = field(default_factory=list)
     proposals: list[Proposal] = field(default_factory=list)
@@ -72,6 +74,14 @@ class _Round:
     rejected: list[EditOutcome] = field(default_factory=list)  # lost on val or screened out
     unmatched: list[EditOutcome] = field(default_factory=list)  # never scored, with why
     winner: _Candidate | None = None
+
+    @property
+    def best_val(self) -> PassResult:
+        """The val pass candidates must beat. Under `search: thrifty` the val baseline is
+        scored here, when the first candidate that passed its screen needs the gate."""
+        if self.scored_best is None:
+            self.scored_best = self.score_best()
+        return self.scored_best
 
     @property
     def tried(self) -> bool:
@@ -122,6 +132,7 @@ class Epoch:
         self.ceiling = call_ceiling(settings, tasks, documents.get("memory") is not None)
         self.step = "the baseline"  # what runs now: a budget stop says what it skipped
         self.screened = 0  # proposals `search: thrifty` kept off val
+        self.base_val: PassResult | None = None  # val under the original documents, once scored
         self.result = EpochResult(
             skill=skill,
             decision="no_edits",
@@ -240,12 +251,13 @@ class Epoch:
 
     def _run(self) -> None:
         thrifty = self.settings.search == "thrifty"
-        base_train = self.score("train", self.original, "baseline")
-        base_val = self.score("val", self.original, "baseline")
+        base_train = self._score_train("baseline")
+        if not thrifty:  # thrifty scores val once a candidate passed its screen and needs it
+            self._val_baseline()
         # thrifty scores held-out only once something is accepted: no PR can open otherwise
         base_test = (self.score("test", self.original, "baseline")
                      if self.split["test"] and not thrifty else None)
-        best_val, train_now = base_val, base_train
+        best_val, train_now = self.base_val, base_train
         train_current = True  # train_now was scored under the current documents
         targets = ["skill"] + (["memory"] if self.original.get("memory") is not None else [])
         any_candidate = False
@@ -256,13 +268,14 @@ class Epoch:
                     break
                 passes = [t for t in train_now.tasks if t.hard == 1.0]
                 contrasts = self._contrasts(train_now)
-                rnd = _Round(target, round_no, best_val)
+                rnd = _Round(target, round_no, best_val, self._val_baseline)
                 try:
                     self._round(rnd, failures, passes, contrasts)
                 finally:  # an aborted round's trials are part of the record too
                     self._record(rnd)
                 winner = rnd.winner
                 any_candidate = any_candidate or rnd.tried
+                best_val = rnd.scored_best  # the val baseline, if this round scored it
                 if winner is None:
                     if not rnd.tried:
                         break  # the optimizer has nothing new for this target
@@ -276,7 +289,7 @@ class Epoch:
                     self.progress(f"{self.skill}: train not re-scored after the last round "
                                   "(search: thrifty)")
                     continue
-                train_now = self.score("train", self.current, f"after {target} round {round_no}")
+                train_now = self._score_train(f"after {target} round {round_no}")
         if thrifty and self.split["test"]:
             if self.current != self.original:
                 base_test = self.score("test", self.original, "baseline")
@@ -289,10 +302,18 @@ class Epoch:
         for final in (train_now if train_current else None, best_val, final_test):
             if final is not None and final.label != "baseline":
                 final.final = True
+        same_tasks = [t.task_id for t in train_now.tasks] == [t.task_id for t in base_train.tasks]
         self.result.train = (gate.summarise(base_train, train_now, len(self.split["train"]))
-                             if train_current else
+                             if train_current and same_tasks else  # thrifty: another sample
                              SplitSummary(base_train.mean, None, len(self.split["train"])))
-        self.result.val = gate.summarise(base_val, best_val, len(self.split["val"]))
+        base_val = self.base_val
+        if base_val is not None and best_val is not None:
+            self.result.val = gate.summarise(base_val, best_val, len(self.split["val"]))
+        elif self.screened:
+            self.progress(f"{self.skill}: val not scored: every proposal was screened out on "
+                          "train (search: thrifty)")
+        else:
+            self.progress(f"{self.skill}: val not scored: no candidate to gate (search: thrifty)")
         if base_test is not None and final_test is not None:
             self.result.test = gate.summarise(base_test, final_test, len(self.split["test"]))
         veto = (gate.held_out_integrity(base_test, final_test)
@@ -303,7 +324,8 @@ class Epoch:
             learned = [line for o in self.result.applied if o.edit.op in ("add", "replace")
                        for line in o.edit.content.split("\n") if line.strip()]
             self.result.warnings = honesty.over_reach(learned, list(self.tasks.values()))
-        if self.result.decision == "rejected" and diagnose.all_tied(self.result.trials):
+        if (self.result.decision == "rejected" and base_val is not None
+                and diagnose.all_tied(self.result.trials)):
             self.result.diagnosis = diagnose.per_check(base_val, self.trial_passes)
             if self.result.diagnosis:
                 why = diagnose.summary(self.result.diagnosis)
@@ -316,24 +338,62 @@ class Epoch:
         self.result.trials.extend(rnd.trials)
         self.result.rejected.extend(rnd.rejected)
 
+    def _val_baseline(self) -> PassResult:
+        """Val under the original documents, scored once: first of all under `search:
+        thorough`; under `thrifty` when the first candidate that passed its train screen
+        needs the gate, so a night whose every proposal is screened out scores no val."""
+        if self.base_val is None:
+            self.base_val = self.score("val", self.original, "baseline")
+        return self.base_val
+
+    def _score_train(self, label: str) -> PassResult:
+        """Train under the current documents: all of it under `search: thorough`; under
+        `thrifty` the seeded sample `train_minibatch` draws (GEPA's reflection minibatch:
+        the failures the optimizer sees and the screens come from it), and the rest of train
+        when no task of the sample fails (then nothing could be learned from it)."""
+        train = self.split["train"]
+        sample = (train_minibatch(train, self.skill, self.current)
+                  if self.settings.search == "thrifty" else train)
+        if len(sample) == len(train):
+            return self.score("train", self.current, label)
+        self.progress(f"{self.skill}: train: scored on {len(sample)} of {len(train)} "
+                      "(search: thrifty: a seeded sample to reflect on)")
+        part = self.score("train", self.current, label, only=sample)
+        if any(t.hard is not None and t.hard < 1.0 for t in part.tasks):
+            return part
+        chosen = {t.id for t in sample}
+        rest = [t for t in train if t.id not in chosen]
+        self.progress(f"{self.skill}: no train task of the sample fails: scoring the other "
+                      f"{len(rest)}")
+        more = self.score("train", self.current,
+                          f"{label} (the rest of train: the sample had no failure)", only=rest)
+        by_id = {t.task_id: t for t in [*part.tasks, *more.tasks]}
+        return PassResult(label, "train", part.version, [by_id[t.id] for t in train],
+                          calls=part.calls + more.calls,
+                          prompt_tokens=part.prompt_tokens + more.prompt_tokens,
+                          completion_tokens=part.completion_tokens + more.completion_tokens,
+                          planned=len(train), seconds=part.seconds + more.seconds)
+
     def _contrasts(self, train: PassResult) -> list[rollouts.Contrast]:
         """Better/worse answer pairs of the train tasks under `train`'s documents, from
         `rollouts - 1` sampled answers per task (none when rollouts are off)."""
         if self.settings.rollouts <= 1:
             return []
-        if train.version not in self.contrasts:
+        key = f"{train.version}:{','.join(t.task_id for t in train.tasks)}"
+        if key not in self.contrasts:
             self.progress(f"{self.skill}: sampling {self.settings.rollouts - 1} more answer(s) "
                           f"per train task")
             self.step = "the rollouts"
-            sampled = rollouts.sample(self.runner, self.split["train"], self.current,
-                                      self.settings)
+            scored = {t.task_id for t in train.tasks}  # thrifty: its sample of train
+            sampled = rollouts.sample(self.runner,
+                                      [t for t in self.split["train"] if t.id in scored],
+                                      self.current, self.settings)
             self.result.passes.append(PassResult(
                 "rollouts", "rollouts", train.version,
                 [TaskResult(task_id, "rollouts", samples) for task_id, samples in sampled.items()],
             ))
-            self.contrasts[train.version] = rollouts.contrasts(train.tasks, sampled,
-                                                               self.settings)
-        return self.contrasts[train.version]
+            self.contrasts[key] = rollouts.contrasts(train.tasks, sampled, self.settings)
+        return self.contrasts[key]
 
     def _round(self, rnd: _Round, failures: list[TaskResult], passes: list[TaskResult],
                contrasts: list[rollouts.Contrast]) -> None:
@@ -342,7 +402,7 @@ class Epoch:
         When no candidate passes and the best one bundled several edits, each of its
         edits is gated alone: a helpful edit must not be lost to a harmful companion.
         """
-        target, round_no, best_val = rnd.target, rnd.number, rnd.best_val
+        target, round_no = rnd.target, rnd.number
         document = self.current[target] or ""
         candidates = rnd.candidates
         count = max(1, self.settings.proposals)
@@ -369,7 +429,7 @@ class Epoch:
                                f"round {round_no}; first error: {failed_calls[0].error}")
         if (not any(c.trial.accepted for c in candidates)
                 and any(len(c.trial.applied) > 1 for c in candidates)):
-            bundle = self._best_loser(candidates, best_val)
+            bundle = self._best_loser(candidates, rnd.best_val)
             if len(bundle.trial.applied) > 1:
                 for i, edit in enumerate(bundle.trial.applied):
                     label = (f"{target} round {round_no} proposal {bundle.trial.proposal + 1}, "
@@ -377,7 +437,8 @@ class Epoch:
                     cand = self._try(rnd, bundle.trial.proposal, [edit], label)
                     if cand is not None:
                         candidates.append(cand)
-        self._finish_for_merge(candidates, best_val)
+        if candidates:  # (none: every proposal screened out, and thrifty scored no val)
+            self._finish_for_merge(candidates, rnd.best_val)
         passing = [c for c in candidates if c.trial.accepted]
         merged = self._merge(rnd, passing)
         if merged is not None:
@@ -618,7 +679,7 @@ class Epoch:
         replace, the candidate it must beat). Only a candidate of several edits stops
         below it: whether a lone edit passes the gate decides whether it is fed back to
         the optimizer as rejected, so a lone edit stops only when it cannot pass."""
-        target, round_no, best_val, seen = rnd.target, rnd.number, rnd.best_val, rnd.seen
+        target, round_no, seen = rnd.target, rnd.number, rnd.seen
         if self.redact is not None:  # a secret must never be written into a document
             leaking = [e for e in edits
                        if self.redact(e.content) != e.content or self.redact(e.anchor) != e.anchor]
@@ -650,6 +711,7 @@ class Epoch:
         if screen and self._screened_out(rnd, index, label, applied, unmatched, trial_docs,
                                          screen):
             return None
+        best_val = rnd.best_val  # thrifty: the val baseline is scored here, once
         val = self.score("val", trial_docs, label, against=best_val,
                          bar=bar if len(applied) > 1 else None, near=near)
         trial = GateTrial(
@@ -749,6 +811,11 @@ class Epoch:
             r.reason = (f"{len(r.applied)} edit(s) accepted: val {fmt_score(val.baseline)} -> "
                         f"{fmt_score(val.candidate)}, {held}"
                         + ("" if r.pr_eligible else "; held-out did not improve, so no PR"))
+        elif any_candidate and self.base_val is None:  # thrifty: no candidate reached val
+            r.decision = "rejected"
+            r.reason = (f"every proposal was screened out on train ({self.screened} of them: "
+                        "none beat the current documents on the train tasks it was meant to "
+                        "fix); val was not scored (search: thrifty; see gate trials)")
         elif any_candidate:
             r.decision = "rejected"
             screened = (f", {self.screened} more screened out on train" if self.screened
@@ -784,6 +851,9 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     the ablation or the pruning (one or the other, at most `edit_budget`), a train
     re-score, and with `rollouts: K` the K - 1 sampled answers per locally judged train
     task; then the final test pass. Rubric tasks add one judge call per answer.
+    `search: thrifty` adds each proposal's screen; its train passes score a sample of train
+    and the rest only when the sample has no failure (at most train, as counted), and it
+    scores val and held-out less often, never more (an upper bound for both searches).
     """
     per_split = {s: 0 for s in ("train", "val", "test")}
     for task in tasks:
@@ -811,6 +881,29 @@ def screening_tasks(shown: Sequence[TaskResult], passes: Sequence[TaskResult],
     if passes:
         chosen.append(passes[index % len(passes)])
     return chosen
+
+
+TRAIN_MINIBATCH = 8  # train tasks a thrifty night scores and reflects on (benchmarks: 1c)
+
+
+def train_minibatch(train: Sequence[Task], skill: str,
+                    documents: Mapping[str, str | None]) -> list[Task]:
+    """The train tasks `search: thrifty` scores under `documents` and reflects on:
+    `TRAIN_MINIBATCH` of them (at least a screen's worth; all when there are no more), in
+    the split's order. Each task is ranked by a hash of the skill's name, the documents'
+    text and its id: the same inputs draw the same sample (a re-run is a cache hit),
+    documents an accepted round or a merged night changed draw another (the optimizer sees
+    other failures), and adding a task moves at most one other out."""
+    size = max(SCREEN_FIXES + 1, TRAIN_MINIBATCH)
+    if len(train) <= size:
+        return list(train)
+    seed = "\0".join([skill, documents.get("skill") or "", documents.get("memory") or ""])
+
+    def rank(task: Task) -> str:
+        return hashlib.sha256(f"{seed}\0{task.id}".encode()).hexdigest()
+
+    chosen = {t.id for t in sorted(train, key=rank)[:size]}
+    return [t for t in train if t.id in chosen]
 
 
 def _screen_calls(settings: EpochSettings, train: Sequence[Task]) -> int:

@@ -12,15 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
+from gitsleep.action_outputs import outputs_for, summary_markdown
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend, simulate_answer
 from gitsleep.config import load_config
 from gitsleep.core import documents as d
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
-from gitsleep.core.epoch import call_ceiling, run_epoch
+from gitsleep.core.epoch import TRAIN_MINIBATCH, call_ceiling, run_epoch, train_minibatch
 from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
 from gitsleep.errors import BudgetExhausted, UsageError
+from gitsleep.outcome import SkillSummary
 from tests.core.test_epoch import example_tasks
 from tests.support.cli import run_cli
 from tests.support.fake_openai import FakeOpenAIServer
@@ -177,6 +179,188 @@ def test_thrifty_ceiling_counts_the_screening() -> None:
     tasks = alpha_beta_tasks()
     thorough = call_ceiling(settings(), tasks, False)
     assert call_ceiling(settings(search="thrifty"), tasks, False) > thorough
+
+
+# -- 1b. the lazy val baseline and the train minibatch ---------------------------------------
+
+
+def test_thrifty_never_scores_val_when_every_proposal_is_screened_out() -> None:
+    """Val is scored under the original documents only once a candidate passed its screen
+    and needs the gate: a night whose every proposal is screened out on train scores no
+    val task, and says so (never a 0.000 for a split that was not scored)."""
+    lines: list[str] = []
+    nothing = Scripted(['Always include "Gamma"'], ['Always include "Delta"'])
+    result = run_epoch(with_held_out(), {"skill": SKILL, "memory": None},
+                       settings(rounds=2, proposals=2, search="thrifty"), nothing, skill="s",
+                       progress=lines.append)
+    assert [p for p in result.passes if p.split in ("val", "test")] == []
+    assert not any(c.messages[-1][1] in ("one", "two", "three") for c in nothing.calls)
+    assert result.decision == "rejected"
+    assert "screened out on train" in result.reason and "val was not scored" in result.reason
+    assert "0.000" not in result.reason
+    assert (result.val.baseline, result.val.candidate, result.val.n) == (None, None, 3)
+    assert all(t.screened for t in result.trials) and len(result.trials) == 4
+    assert any("val not scored: every proposal was screened out on train (search: thrifty)"
+               in line for line in lines), lines
+    # thorough scores the val baseline first, whatever the proposals do
+    thorough = run_epoch(with_held_out(), {"skill": SKILL, "memory": None},
+                         settings(rounds=2, proposals=2),
+                         Scripted(['Always include "Gamma"'], ['Always include "Delta"']),
+                         skill="s")
+    assert [p.label for p in thorough.passes][:2] == ["baseline", "baseline"]
+    assert thorough.val.baseline is not None
+
+
+def test_thrifty_scores_the_val_baseline_when_the_first_candidate_needs_it() -> None:
+    """The first proposal is screened out; the second passes its screen, and only then is
+    the val baseline scored (once), before that candidate's val pass."""
+    backend = Scripted(['Always include "Gamma"'], ['Always include "Alpha"'])
+    result = run_epoch(with_held_out(), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=2, search="thrifty"), backend, skill="s")
+    assert result.decision == "accepted", result.reason
+    labels = [(p.split, p.label) for p in result.passes]
+    first_screen = labels.index(("train", "skill round 1 proposal 1: screen on train"))
+    second_screen = labels.index(("train", "skill round 1 proposal 2: screen on train"))
+    val_base = labels.index(("val", "baseline"))
+    assert first_screen < second_screen < val_base
+    assert labels[val_base + 1] == ("val", "skill round 1 proposal 2")
+    assert labels.count(("val", "baseline")) == 1
+    assert (result.val.baseline, result.val.candidate) == (pytest.approx(1 / 3), 1.0)
+    assert "val 0.333 -> 1.000" in result.reason
+
+
+def many_train_tasks(failing: set[str] | None = None) -> list[Task]:
+    """Twelve train tasks (odd ones want "Alpha", unless `failing` names those that do),
+    and the val and held-out tasks of `with_held_out`."""
+    train = []
+    for i in range(1, 13):
+        tid = f"t{i:02d}"
+        wants = tid in failing if failing is not None else i % 2 == 1
+        train.append(Task(tid, f"train {i}", "train",
+                          rule(("contains", "Alpha")) if wants else rule(("max_chars", 5000))))
+    return [*train, *(t for t in with_held_out() if t.split != "train")]
+
+
+def test_thrifty_reflects_on_a_seeded_sample_of_train() -> None:
+    """GEPA's reflection minibatch: thrifty scores a seeded sample of train (seeded by the
+    skill, the target, the round and the document), shows the optimizer its failures and
+    screens on them; thorough scores all of train."""
+    lines: list[str] = []
+    backend = Scripted(['Always include "Alpha"'])
+    result = run_epoch(many_train_tasks(), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=1, search="thrifty"), backend, skill="s",
+                       progress=lines.append)
+    assert result.decision == "accepted", result.reason
+    base = [p for p in result.passes if p.split == "train" and p.label == "baseline"]
+    assert len(base) == 1 and len(base[0].tasks) == TRAIN_MINIBATCH == 8
+    sample = {t.task_id for t in base[0].tasks}
+    answered = {c.messages[-1][1] for c in backend.calls
+                if c.purpose == "answer" and c.messages[-1][1].startswith("train")}
+    assert answered == {f"train {int(tid[1:])}" for tid in sample}
+    assert any("train: scored on 8 of 12" in line for line in lines), lines
+    assert result.train.n == 12 and result.train.baseline == base[0].mean
+    # the same inputs draw the same sample; another skill name another one
+    again = run_epoch(many_train_tasks(), {"skill": SKILL, "memory": None},
+                      settings(rounds=1, proposals=1, search="thrifty"),
+                      Scripted(['Always include "Alpha"']), skill="s")
+    assert {t.task_id for p in again.passes if p.split == "train" and p.label == "baseline"
+            for t in p.tasks} == sample
+    train = [t for t in many_train_tasks() if t.split == "train"]
+    documents: dict[str, str | None] = {"skill": SKILL, "memory": None}
+    assert [t.id for t in train_minibatch(train, "s", documents)] == sorted(sample)
+    assert train_minibatch(train, "other", documents) != train_minibatch(train, "s", documents)
+    changed: dict[str, str | None] = {"skill": SKILL + "- a rule\n", "memory": None}
+    assert train_minibatch(train, "s", changed) != train_minibatch(train, "s", documents)
+    thorough = run_epoch(many_train_tasks(), {"skill": SKILL, "memory": None},
+                         settings(rounds=1, proposals=1), Scripted(['Always include "Alpha"']),
+                         skill="s")
+    assert [len(p.tasks) for p in thorough.passes if p.split == "train"
+            and p.label == "baseline"] == [12]
+
+
+def test_a_sample_with_no_failure_scores_the_rest_of_train() -> None:
+    """A sample of passing tasks has nothing to reflect on: the rest of train is scored,
+    so one failing task outside the sample is still learned from, and a night reports
+    "every train task already passes" only when all of them were scored."""
+    train = [t for t in many_train_tasks() if t.split == "train"]
+    outside = next(t.id for t in train
+                   if t.id not in {s.id for s in train_minibatch(
+                       train, "s", {"skill": SKILL, "memory": None})})
+    backend = Scripted(['Always include "Alpha"'])
+    result = run_epoch(many_train_tasks({outside}), {"skill": SKILL, "memory": None},
+                       settings(rounds=1, proposals=1, search="thrifty"), backend, skill="s")
+    passes = [p for p in result.passes if p.split == "train" and "screen" not in p.label]
+    assert [len(p.tasks) for p in passes] == [8, 4]
+    assert passes[1].label == "baseline (the rest of train: the sample had no failure)"
+    propose = [c for c in backend.calls if c.purpose == "propose"]
+    assert propose and f"train {int(outside[1:])}" in propose[0].messages[-1][1]
+    assert result.decision == "accepted", result.reason
+    assert result.train.baseline == pytest.approx(11 / 12)  # all twelve, one failing
+    clean = run_epoch(many_train_tasks(set()), {"skill": SKILL, "memory": None},
+                      settings(rounds=1, proposals=1, search="thrifty"),
+                      Scripted(['Always include "Alpha"']), skill="s")
+    assert clean.decision == "no_edits"
+    assert clean.reason == "every train task already passes: nothing to learn"
+    assert sum(len(p.tasks) for p in clean.passes if p.split == "train") == 12
+
+
+def test_thrifty_calls_stay_under_the_ceiling() -> None:
+    tasks = example_tasks()
+    skill = (EXAMPLE / "skills" / "brief-writer" / "SKILL.md").read_text()
+    for extra in ({}, {"rounds": 3, "proposals": 1}, {"rounds": 1}):
+        s = settings(search="thrifty", **extra)
+        for backend in (OfflineBackend(), Scripted(['Always include "Gamma"'])):
+            result = run_epoch(tasks, {"skill": skill, "memory": None}, s, backend,
+                               skill="brief-writer")
+            assert 0 < result.cost.calls <= call_ceiling(s, tasks, with_memory=False)
+
+
+def screened_out_config(work: Path, server: FakeOpenAIServer) -> str:
+    """The example's config on the loopback server with `search: thrifty`."""
+    cfg = yaml.safe_load((work / ".gitsleep.yml").read_text())
+    cfg.update(backend="openai", model="agent-model", optimizer_model="agent-model",
+               base_url=server.base_url, api_key_env="GITSLEEP_E2E_KEY", timeout=5,
+               max_retries=0, workers=1, search="thrifty")
+    return yaml.safe_dump(cfg)
+
+
+def test_a_night_that_never_scored_val_reports_it_everywhere_without_a_score(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every proposal fixes nothing: screened out, val never scored. The JSON, the
+    diagnostics, the Action's outputs and summary and `log` stay valid and say n/a (or
+    nothing), never 0.000; nothing is committed."""
+    work, origin = repo
+    monkeypatch.setenv("GITSLEEP_E2E_KEY", KEY)
+
+    def model(request: dict[str, Any]) -> str:
+        if request.get("response_format"):
+            return json.dumps({"edits": [{"op": "add", "content": "Always include \"Gamma\"",
+                                          "rationale": "r"}]})
+        return simulated(request)
+
+    with FakeOpenAIServer(responder=model) as server:
+        commit_files(work, {".gitsleep.yml": screened_out_config(work, server)}, "thrifty")
+        git(work, "push", "--quiet", "origin", "main")
+        result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert data["decision"] == "rejected"
+    assert "val was not scored" in data["reason"]
+    assert data["val"] == {"baseline": None, "candidate": None, "n": 6}
+    assert "0.000" not in result.out
+    assert "val not scored: every proposal was screened out on train" in result.err
+    diagnostics = json.loads(Path(data["diagnostics"]).read_text())
+    assert diagnostics["splits"]["val"]["baseline"] is None
+    assert not [p for p in diagnostics["passes"] if p["split"] == "val"]
+    summary = SkillSummary.from_json(data)
+    outputs = outputs_for([summary])
+    assert outputs["val-baseline"] == "" and outputs["val-candidate"] == ""
+    assert "0.000" not in summary_markdown([summary], 0)
+    assert git(origin, "branch", "--list", BRANCH) == ""
+    log = run_cli(capsys, "--repo", str(work), "log", "--skill", "brief-writer")
+    assert log.code == 0, log.err
 
 
 def test_search_setting_is_read_and_a_bad_value_is_one_line(tmp_path: Path) -> None:
