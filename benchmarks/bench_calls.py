@@ -502,6 +502,9 @@ class ThriftyRow:
     thrifty_val: float | None
     thorough_test: float | None
     thrifty_test: float | None
+    thorough_gain: float = 0.0  # held-out final - baseline (0 when not scored: no PR)
+    thrifty_gain: float = 0.0
+    thrifty_val_scored: bool = True  # thrifty scored val (a candidate passed its screen)
     thorough_phase: dict[str, int] = field(default_factory=dict)
     thrifty_phase: dict[str, int] = field(default_factory=dict)
 
@@ -515,6 +518,14 @@ class ThriftyRow:
         data["skillopt_over_thorough"] = round(self.skillopt_nightly / self.thorough_calls, 4)
         data["skillopt_over_thrifty"] = round(self.skillopt_nightly / self.thrifty_calls, 4)
         return data
+
+
+def held_out_gain(result: EpochResult) -> float:
+    """Held-out final minus baseline; 0 when held-out was not scored (nothing accepted)."""
+    test = result.test
+    if test.baseline is None or test.candidate is None:
+        return 0.0
+    return test.candidate - test.baseline
 
 
 class NoisyOptimizer(OfflineBackend):
@@ -532,6 +543,20 @@ class NoisyOptimizer(OfflineBackend):
         return Answer(json.dumps({"edits": [edit]}), None, 100, 30)
 
 
+class HopelessOptimizer(NoisyOptimizer):
+    """Every proposal adds a rule no check asks for: the night of a small real optimizer
+    that learns nothing (SkillOpt-Sleep rejected every such night on the real-model runs),
+    where every thrifty proposal is screened out on train."""
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose != "propose":
+            return super().complete(call)
+        index = (call.seed or 0) % reflect.SEEDS_PER_ROUND % reflect.RETRY_SEED_SHIFT
+        edit = {"op": "add", "content": f'Always include "Thanks for reading ({index + 1})."',
+                "anchor": "", "rationale": "a closing line reads well"}
+        return Answer(json.dumps({"edits": [edit]}), None, 100, 30)
+
+
 def thrifty_section(
     workloads: Sequence[tuple[Workload, Callable[[], Backend]]],
     rounds: Sequence[int] = (1, 2, 3),
@@ -543,7 +568,8 @@ def thrifty_section(
     for workload, factory in workloads:
         thrifty = dataclasses.replace(
             workload, settings=dataclasses.replace(workload.settings, search="thrifty"))
-        name = workload.name + ("" if factory is OfflineBackend else ", noisy optimizer")
+        name = workload.name + (", hopeless optimizer" if factory is HopelessOptimizer
+                                else ", noisy optimizer" if factory is NoisyOptimizer else "")
         for count in rounds:
             full, full_result = measure_epoch(workload, count, backend_factory=factory)
             lean, lean_result = measure_epoch(thrifty, count, backend_factory=factory)
@@ -556,6 +582,8 @@ def thrifty_section(
                 == (lean_result.decision, lean_result.documents),
                 thorough_val=full_result.val.candidate, thrifty_val=lean_result.val.candidate,
                 thorough_test=full_result.test.candidate, thrifty_test=lean_result.test.candidate,
+                thorough_gain=held_out_gain(full_result), thrifty_gain=held_out_gain(lean_result),
+                thrifty_val_scored=lean_result.val.baseline is not None,
                 thorough_phase=full.by_phase, thrifty_phase=lean.by_phase,
             ))
     return rows
