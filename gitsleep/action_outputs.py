@@ -22,8 +22,8 @@ import re
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gitsleep.errors import (
     EXIT_BACKEND,
@@ -73,13 +73,24 @@ def api_key_env(config_file: str) -> str:
 # --- results ------------------------------------------------------------------------------
 
 
-def load_results(results_dir: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SavedResult:
+    """One skill's `consolidate --json` result as the action saved it: the typed record
+    every output and the summary read, and the file's object as written, which the
+    `results` output hands on as it is (floats rounded), never read by key."""
+
+    summary: SkillSummary
+    saved: Mapping[str, object]
+
+
+def load_results(results_dir: Path) -> list[SavedResult]:
     """The results saved by the action, in file-name order; empty files are skipped.
 
-    A file may hold one skill's object or an array of them. Raises ValueError naming the
-    file when one is not the JSON `consolidate --json` prints.
+    A file may hold one skill's object or an array of them. Each is parsed here, at the
+    edge (`SkillSummary.from_json`: a wrong field reads as unknown). Raises ValueError
+    naming the file when one is not the JSON `consolidate --json` prints.
     """
-    results: list[dict[str, Any]] = []
+    results: list[SavedResult] = []
     if not results_dir.is_dir():
         return results
     for path in sorted(results_dir.glob("*.json")):
@@ -94,7 +105,7 @@ def load_results(results_dir: Path) -> list[dict[str, Any]]:
         for item in items:
             if not isinstance(item, dict) or "skill" not in item:
                 raise ValueError(f"{path.name}: not a gitsleep consolidate result")
-            results.append(item)
+            results.append(SavedResult(SkillSummary.from_json(item), item))
     return results
 
 
@@ -108,7 +119,7 @@ def _score(value: float | int | None) -> str:
 
 
 def outputs_for(results: Sequence[SkillSummary],
-                raw: Sequence[Mapping[str, Any]] = ()) -> dict[str, str]:
+                saved: Sequence[Mapping[str, object]] = ()) -> dict[str, str]:
     """The step outputs: the first skill's values, and all results as `results` (the
     files' JSON as saved, floats rounded)."""
     first = results[0] if results else None
@@ -124,16 +135,16 @@ def outputs_for(results: Sequence[SkillSummary],
         "pr-number": _score(first.pr.number),
         "pr-url": first.pr.url or "",
         "commit": first.commit or "",
-        "results": json.dumps([_rounded(r) for r in raw], separators=(",", ":")),
+        "results": json.dumps([_rounded(r) for r in saved], separators=(",", ":")),
     }
     return outputs
 
 
-def _rounded(data: Any) -> Any:
+def _rounded(data: object) -> object:
     """The result with every float rounded to 3 decimals."""
     if isinstance(data, float):
         return round(data, 3)
-    if isinstance(data, dict):
+    if isinstance(data, Mapping):
         return {k: _rounded(v) for k, v in data.items()}
     if isinstance(data, list):
         return [_rounded(v) for v in data]
@@ -155,7 +166,7 @@ def github_output_lines(outputs: Mapping[str, str]) -> str:
 # --- the step summary ----------------------------------------------------------------------
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     """Text safe inside a Markdown table cell: one line, no pipes, no HTML tags."""
     return " ".join(str(value).split()).replace("<", "&lt;").replace("|", "\\|")
 
@@ -253,8 +264,9 @@ def publish(results_dir: Path, exit_code: int, env: Mapping[str, str]) -> int:
         results = load_results(results_dir)
     except (ValueError, OSError) as exc:
         results, problem = [], str(exc)
-    summaries = [SkillSummary.from_json(r) for r in results]  # typed past this edge
-    _append(env.get("GITHUB_OUTPUT"), github_output_lines(outputs_for(summaries, results)))
+    summaries = [r.summary for r in results]
+    _append(env.get("GITHUB_OUTPUT"), github_output_lines(
+        outputs_for(summaries, [r.saved for r in results])))
     charts = history_charts(summaries, Path.cwd())
     _append(env.get("GITHUB_STEP_SUMMARY"), summary_markdown(summaries, exit_code, problem,
                                                              charts))

@@ -323,7 +323,7 @@ def _task_dict(task: TaskResult, redactor: Redactor) -> dict[str, Any]:
 
 
 def diagnostics(
-    result: EpochResult, extra: Mapping[str, Any], *, redactor: Redactor | None = None
+    result: EpochResult, extra: Mapping[str, object], *, redactor: Redactor | None = None
 ) -> dict[str, Any]:
     """The full, redacted record of an epoch, ready for `json.dumps`.
 
@@ -407,7 +407,7 @@ class Diagnostics:
         return dumps_diagnostics(with_proof(self.data, sha, branch))
 
     @classmethod
-    def write(cls, path: Path, result: EpochResult, extra: Mapping[str, Any],
+    def write(cls, path: Path, result: EpochResult, extra: Mapping[str, object],
               redactor: Redactor) -> Diagnostics:
         """Render the epoch's diagnostics once and write them to `path` (atomically)."""
         data = diagnostics(result, extra, redactor=redactor)

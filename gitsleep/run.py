@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gitsleep import __version__, repo_paths, report
 from gitsleep.config import SkillConfig
@@ -26,6 +26,9 @@ from gitsleep.git_forge.record import NOTES_REF, Digests
 from gitsleep.git_forge.recovery import GitOptions, plan_recovery, up_to_date
 from gitsleep.outcome import PrResult, SkillSummary, opens_pr
 from gitsleep.prepare import Setup, make_backend, make_cache, read_inputs
+
+if TYPE_CHECKING:
+    import git
 
 __all__ = ["GitOptions", "SkillOutcome", "consolidate", "dry_run", "read_inputs",
            "rerun_command"]  # read_inputs: the benchmarks read a skill's inputs from here
@@ -73,7 +76,9 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
 
 
 def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
-                 extra: Mapping[str, Any]) -> report.Diagnostics:
+                 extra: Mapping[str, object]) -> report.Diagnostics:
+    """diagnostics.json for `result`; `extra` (the base, the branch, the trailers) goes
+    into its `extra` section as it is."""
     out = output_dir or default_output_dir(setup.repo, result.skill)
     prices = {m: p.model_dump() for m, p in (setup.config.prices or {}).items()}
     usd = result.cost.estimate_usd(prices)
@@ -191,7 +196,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
                         commit_message=message, pr_body=body)
 
 
-def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str,
+def _commit(setup: Setup, repo: git.Repo, tree: Path, skill: SkillConfig, branch: str,
             result: EpochResult, message: str, note: report.Diagnostics) -> str | None:
     """Write the accepted documents into the worktree, commit them, attach the note."""
     from gitsleep.git_forge.publish_sequence import commit_with_note
@@ -206,7 +211,7 @@ def _commit(setup: Setup, repo: Any, tree: Path, skill: SkillConfig, branch: str
     return commit
 
 
-def require_tracked(repo: Any, base_sha: str, relative: str) -> None:
+def require_tracked(repo: git.Repo, base_sha: str, relative: str) -> None:
     """A document must be committed at the base: gitsleep commits on top of it."""
     if not run_git(repo.git, "ls-tree", "--name-only", base_sha, "--", relative).strip():
         raise UsageError(f"{relative}: not tracked by git at the base commit {base_sha[:12]}; "
@@ -224,7 +229,7 @@ def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
 
 
 def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
-             base_name: str, remote: str | None, repo: Any, options: GitOptions, *,
+             base_name: str, remote: str | None, repo: git.Repo, options: GitOptions, *,
              pushed: bool) -> tuple[PrResult, str | None]:
     """Create, update or close the skill's PR per the rules; never without a push.
     Returns what was done and the body it was given (None when none was rendered)."""

@@ -20,7 +20,6 @@ This module knows nothing of click or the forge; it raises UsageError for bad in
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import hashlib
 import json
@@ -28,17 +27,16 @@ import os
 import posixpath
 import shutil
 import stat
-import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from gitsleep.core.patterns import search_untrusted
 from gitsleep.errors import GitError, UsageError
-from gitsleep.git_forge.gitrun import git_run, last_line, safe_git
+from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
 
 if TYPE_CHECKING:
     from gitsleep.core.models import Check, Task
@@ -140,41 +138,6 @@ def _entries(repo: Path, tree: str, folder: str) -> list[_Entry]:
     return entries
 
 
-class _Blobs:
-    """One `git cat-file --batch` process: blob contents by sha, one at a time."""
-
-    def __init__(self, repo: Path) -> None:
-        self.proc = subprocess.Popen(  # noqa: S603 - fixed git argv
-            safe_git("cat-file", "--batch"), cwd=repo, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-
-    def read(self, sha: str) -> bytes:
-        stdin: IO[bytes] | None = self.proc.stdin
-        stdout: IO[bytes] | None = self.proc.stdout
-        assert stdin is not None and stdout is not None
-        stdin.write(sha.encode() + b"\n")
-        stdin.flush()
-        header = stdout.readline().split()
-        if len(header) != 3 or header[1] != b"blob":
-            raise GitError(f"git cat-file failed: object {sha} is not a readable blob")
-        size = int(header[2])
-        data = stdout.read(size)
-        stdout.read(1)  # the newline after each object
-        return data
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-
 def link_leaves(path: str, target: str) -> bool:
     """Whether a symlink at workspace path `path` pointing at `target` leads out of the
     workspace (absolute, or through enough '..')."""
@@ -237,7 +200,7 @@ def materialise_tree(repo: Path, tree: str, name: str, dest: Path) -> None:
     """Write the git tree `tree` (the folder `name`, for messages) into `dest`, which must
     not exist yet; see `materialise`."""
     entries = _entries(repo, tree, name)
-    blobs = _Blobs(repo)
+    blobs = BlobReader(repo)
     try:
         for entry in entries:  # every link is checked before any file is written
             if entry.mode == _SYMLINK:

@@ -124,3 +124,81 @@ def test_a_forge_librarys_error_is_one_redacted_line_for_both_publishers() -> No
     with pytest.raises(UsageError):  # gitsleep's own errors pass as they are
         forge_call(Redactor([]).redact, refuses)
     assert forge_call(Redactor([]).redact, lambda: 7) == 7
+
+
+# -- no untyped record of a night crosses a module boundary -------------------------------
+
+PACKAGE = Path(__file__).resolve().parents[1] / "gitsleep"
+# The modules that write or read a night's outcome: the summary, the note, the commit
+# message, the PR body, the Action's outputs and `log`.
+OUTCOME_MODULES = ("outcome.py", "report.py", "action_outputs.py", "run.py",
+                   "git_forge/history.py", "git_forge/recovery.py", "git_forge/record.py",
+                   "git_forge/publish_sequence.py", "commands/consolidate_cmd.py",
+                   "commands/log_cmd.py", "commands/demo_cmd.py")
+# The JSON edge, where a record becomes the on-disk shape or is read from it: `to_json`
+# and `from_json` on every record, and diagnostics.json, written as rendered (the file and
+# the note are the same text: `report.diagnostics`, its writers, `record.with_proof`).
+JSON_METHODS = {"to_json", "from_json"}
+JSON_EDGE = ("outcome.section", "report.diagnostics -> ", "report.dumps_diagnostics:",
+             "report.write_diagnostics:", "report.Diagnostics.data:", "record.with_proof")
+
+
+def _untyped_signatures(path: Path) -> list[str]:
+    """Public functions, methods and dataclass fields of a module whose annotation is
+    `Any`, `dict[str, Any]` or `Mapping[str, Any]`, as `module.name: annotation`."""
+    import ast
+    import re
+
+    untyped = re.compile(r"\bAny\b")
+    module = path.stem
+    found: list[str] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                for item in child.body:
+                    if (isinstance(item, ast.AnnAssign)
+                            and untyped.search(ast.unparse(item.annotation))):
+                        found.append(f"{prefix}{child.name}.{ast.unparse(item.target)}: "
+                                     f"{ast.unparse(item.annotation)}")
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.FunctionDef) and not child.name.startswith("_"):
+                arguments = [*child.args.args, *child.args.kwonlyargs]
+                found.extend(f"{prefix}{child.name}: {a.arg}: {ast.unparse(a.annotation)}"
+                             for a in arguments if a.annotation is not None
+                             and untyped.search(ast.unparse(a.annotation)))
+                if child.returns is not None and untyped.search(ast.unparse(child.returns)):
+                    found.append(f"{prefix}{child.name} -> {ast.unparse(child.returns)}")
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), f"{module}.")
+    return found
+
+
+def _at_the_json_edge(signature: str) -> bool:
+    import re
+
+    name = re.split(r": | -> ", signature, maxsplit=1)[0]
+    return name.split(".")[-1] in JSON_METHODS or signature.startswith(JSON_EDGE)
+
+
+def test_no_untyped_record_of_a_night_crosses_a_module_boundary() -> None:
+    """A night's outcome goes between modules as `gitsleep.outcome`'s records (or git's
+    typed ones): no public signature of these modules takes or gives `Any` or an
+    `Any`-valued dict, but at the JSON edge. Read back from JSON, a record is parsed
+    where it is read (`load_results`, `diagnostics_note`), not handed on as a dict."""
+    found = [s for relative in OUTCOME_MODULES for s in _untyped_signatures(PACKAGE / relative)
+             if not _at_the_json_edge(s)]
+    assert found == []
+
+
+def test_the_scan_sees_an_untyped_signature(tmp_path: Path) -> None:
+    """The scan itself: a dict handed on is found; a record's `to_json` is the edge."""
+    module = tmp_path / "m.py"
+    module.write_text("from typing import Any\n\nclass R:\n    data: dict[str, Any]\n\n"
+                      "    def to_json(self) -> dict[str, Any]: ...\n\n"
+                      "def load(p: str) -> list[dict[str, Any]]: ...\n")
+    found = _untyped_signatures(module)
+    assert found == ["m.R.data: dict[str, Any]", "m.R.to_json -> dict[str, Any]",
+                     "m.load -> list[dict[str, Any]]"]
+    assert [s for s in found if not _at_the_json_edge(s)] == [
+        "m.R.data: dict[str, Any]", "m.load -> list[dict[str, Any]]"]

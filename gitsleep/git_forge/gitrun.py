@@ -1,4 +1,5 @@
-"""Running git safely: every gitsleep git command goes through here (`git_run`).
+"""Running git safely: every gitsleep git command goes through here (`git_run`, and
+`BlobReader` for the one long-lived `git cat-file --batch` process).
 
 gitsleep's own git commands run no program the repository configures (`SAFE_CONFIG`, given
 to every git call as `-c` and, for GitPython's own calls, through `GIT_CONFIG_COUNT`): no
@@ -12,12 +13,13 @@ them off would commit plaintext or pointers).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from gitsleep.errors import GitError
 
@@ -65,17 +67,59 @@ def git_run(
     `env` adds to this process's environment; no input reads the null device, so git never
     waits on a terminal; a `timeout` that passes kills git and reads as status -1.
     """
-    command = ["git"]
-    for key, value in {**SAFE_CONFIG, **(config or {})}.items():
-        command += ["-c", f"{key}={value}"]
     try:
         done = subprocess.run(  # noqa: S603 - git with arguments, never a shell
-            [*command, *args], cwd=cwd, capture_output=True, check=False, timeout=timeout,
+            _command(args, config), cwd=cwd, capture_output=True, check=False, timeout=timeout,
             input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
             env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired:
         return GitRun(-1, b"", f"git timed out after {timeout} s".encode())
     return GitRun(done.returncode, done.stdout, done.stderr)
+
+
+def _command(args: tuple[str, ...], config: Mapping[str, str] | None = None) -> list[str]:
+    """`git -c SAFE_CONFIG... ARGS`: no hook, fsmonitor or gpg program of the repository runs."""
+    command = ["git"]
+    for key, value in {**SAFE_CONFIG, **(config or {})}.items():
+        command += ["-c", f"{key}={value}"]
+    return [*command, *args]
+
+
+class BlobReader:
+    """One `git cat-file --batch` process in `repo`, started like every `git_run` (with
+    `SAFE_CONFIG`): blob contents by sha, one at a time. Close it when done."""
+
+    def __init__(self, repo: str | os.PathLike[str]) -> None:
+        self.proc = subprocess.Popen(  # noqa: S603 - fixed git argv, never a shell
+            _command(("cat-file", "--batch")), cwd=repo, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def read(self, sha: str) -> bytes:
+        """The blob `sha`; GitError when it is no readable blob."""
+        stdin: IO[bytes] | None = self.proc.stdin
+        stdout: IO[bytes] | None = self.proc.stdout
+        assert stdin is not None and stdout is not None
+        stdin.write(sha.encode() + b"\n")
+        stdin.flush()
+        header = stdout.readline().split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise GitError(f"git cat-file failed: object {sha} is not a readable blob")
+        size = int(header[2])
+        data = stdout.read(size)
+        stdout.read(1)  # the newline after each object
+        return data
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def _decoded(data: bytes, strip: bool) -> str:
@@ -134,12 +178,6 @@ def is_ancestor(repo: git.Repo, ancestor: str, descendant: str) -> bool:
     if status > 1:
         raise GitError(f"git merge-base failed: {last_line(err)}")
     return status == 0
-
-
-def safe_git(*args: str) -> list[str]:
-    """`git ARGS` with `SAFE_CONFIG`: no hook, fsmonitor or gpg program of the repository runs."""
-    config = [part for key, value in SAFE_CONFIG.items() for part in ("-c", f"{key}={value}")]
-    return ["git", *config, *args]
 
 
 def git_out(repo: Path, *args: str) -> str:

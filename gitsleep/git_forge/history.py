@@ -175,16 +175,17 @@ def _commits(repo: Path, *revs: str, stdin: bytes | None = None
 # -- reading notes and trailers that anyone could have written ------------------------------
 
 
-def diagnostics_note(raw: bytes | None) -> dict[str, Any] | None:
-    """A note's JSON object, or None when it is not one gitsleep could have written
-    (not UTF-8, not JSON, not an object, too large or too deeply nested)."""
+def diagnostics_note(raw: bytes | None) -> NoteFacts | None:
+    """What `log` reads from a note, parsed here at the edge (every field checked), or None
+    when it is not a note gitsleep could have written (not UTF-8, not JSON, not an object,
+    too large or too deeply nested)."""
     if raw is None or len(raw) > MAX_NOTE_BYTES:
         return None
     try:
         data = loads_json(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
-    return data if isinstance(data, dict) else None
+    return NoteFacts.from_json(data) if isinstance(data, dict) else None
 
 
 def _skill_name(value: object) -> str | None:
@@ -300,7 +301,7 @@ def read_history(repo: Path, *, base: str, branch_refs: list[str],
         epochs.append(_epoch(skill, sha, date, where, trailers, note))
     for sha in gone:  # only the note is left: it says which skill
         note = diagnostics_note(blobs.get(notes[sha]))
-        named = _skill_name(NoteFacts.from_json(note).skill) if note is not None else None
+        named = _skill_name(note.skill) if note is not None else None
         if note is None or named is None:
             unreadable.append(sha)
         elif wanted(named):
@@ -331,11 +332,11 @@ def _ordered(repo: Path, epochs: list[RecordedEpoch]) -> list[RecordedEpoch]:
 
 
 def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str],
-           note: dict[str, Any] | None) -> RecordedEpoch:
+           note: NoteFacts | None) -> RecordedEpoch:
     """An epoch from its trailers (what the commit says) and its note's structure (every
     field checked: a note is JSON anyone could have pushed). The commit message's prose is
     never read: an epoch without a readable note shows its edit count as unknown."""
-    facts = NoteFacts.from_json(note or {})
+    facts = note or NoteFacts()
     val = _finite(record.scores(trailers, record.VAL)) if record.VAL in trailers else facts.val
     test = (_finite(record.scores(trailers, record.TEST)) if record.TEST in trailers
             else facts.test)

@@ -16,11 +16,11 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from gitsleep.core import gate
 from gitsleep.core import markdown as md
-from gitsleep.core.models import EpochResult
+from gitsleep.core.models import Decision, EpochResult
 from gitsleep.core.scores import fmt_change, parse_change
 from gitsleep.git_forge.gitrun import run_git
 from gitsleep.tasks import task_files_digest
@@ -43,6 +43,7 @@ TASKS = "Gitsleep-Tasks"
 MODEL = "Gitsleep-Model"
 INPUTS = "Gitsleep-Inputs"
 TRAILER_KEYS = (SKILL, DECISION, METRIC, VAL, TEST, BASE, TASKS, MODEL, INPUTS)
+_DECISIONS: tuple[Decision, ...] = get_args(Decision)
 _TRAILER_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\Z")
 
 
@@ -117,6 +118,14 @@ def read_trailers(repo: git.Repo, rev: str) -> dict[str, str]:
     finally:
         os.unlink(message_path)
     return parse_lines(parsed)
+
+
+def recorded_decision(trailers: Mapping[str, str]) -> Decision:
+    """The decision the trailers record, one of the contract's values: gitsleep commits only
+    an accepted epoch, so a missing or foreign value (anyone can write a trailer) reads as
+    `accepted`."""
+    value = trailers.get(DECISION)
+    return next((d for d in _DECISIONS if d == value), "accepted")
 
 
 def scores(trailers: Mapping[str, str], key: str) -> tuple[float | None, float | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import git
 
@@ -19,6 +19,7 @@ from gitsleep import report
 from gitsleep.config import SkillConfig
 from gitsleep.core.models import EpochResult, SplitSummary, Task
 from gitsleep.git_forge import gitops, record
+from gitsleep.git_forge.gitops import BranchState
 from gitsleep.git_forge.record import NOTES_REF, Digests
 from gitsleep.outcome import Edits, PrResult, SkillSummary, section
 from gitsleep.prepare import Setup
@@ -52,8 +53,8 @@ class Recovery:
     push_note: bool  # its note is only local (a run killed while pushing notes)
 
 
-def plan_recovery(setup: Setup, repo: Any, state: Any, digests: Digests, remote: str | None,
-                  branch: str, options: GitOptions) -> Recovery:
+def plan_recovery(setup: Setup, repo: git.Repo, state: BranchState, digests: Digests,
+                  remote: str | None, branch: str, options: GitOptions) -> Recovery:
     """The one place that reads the branch's state to decide what this run does."""
     push = bool(remote and options.push is not False)
     recorded = digests.recorded_in(state.last_trailers)
@@ -73,8 +74,8 @@ def plan_recovery(setup: Setup, repo: Any, state: Any, digests: Digests, remote:
     return Recovery(action, push, push_branch, add_note, push_note)
 
 
-def pr_missing(setup: Setup, repo: Any, remote: str | None, branch: str, state: Any,
-                options: GitOptions) -> bool:
+def pr_missing(setup: Setup, repo: git.Repo, remote: str | None, branch: str,
+               state: BranchState, options: GitOptions) -> bool:
     """An improving recorded epoch whose PR was never opened (a run killed before it)."""
     if options.pr is False or options.push is False or remote is None:
         return False
@@ -99,7 +100,7 @@ def recorded_edits(repo: git.Repo, commit: str | None) -> Edits:
     return Edits.from_json(section(note, "edits")) if isinstance(note, dict) else Edits()
 
 
-def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
+def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: BranchState,
                tasks: list[Task], repo: git.Repo) -> SkillSummary:
     """The summary of an epoch the branch already records, read from its trailers and
     its note's edits."""
@@ -114,7 +115,7 @@ def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: Any,
     agent, optimizer, judge = setup.config.models()
     recorded_result = EpochResult(
         skill=skill.name,
-        decision=trailers.get(record.DECISION, "accepted"),
+        decision=record.recorded_decision(trailers),
         reason="the branch already holds the result for these inputs",
         metric=trailers.get(record.METRIC, setup.config.gate.metric),
         backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,

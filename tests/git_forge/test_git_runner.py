@@ -18,11 +18,15 @@ from gitsleep.git_forge.gitrun import SAFE_CONFIG, git_run
 from tests.support.gitrepo import git, isolate_git, make_repo
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gitsleep"
-# Where git may still be started without `git_run`: gitrun itself, and the workspace reader's
-# long-lived `git cat-file --batch` process (argv from `gitrun.safe_git`).
-OWN_PROCESS = {"gitrun.py", "workspace.py"}
+# Where git may be started: gitrun alone (`git_run`, and `BlobReader`, the long-lived
+# `git cat-file --batch` process the workspace reader uses). No other module starts a
+# process of its own but the command backend's agents (`backends/command.py`, no git).
+OWN_PROCESS = {"gitrun.py"}
 BYPASS = re.compile(r"subprocess\.(run|Popen|check_output|call)\(\s*\[\s*\"git\"|"
                     r"\bsafe_git\(|\brepo\.git\.[a-z_]+\(|\bgit\.Repo\.init\(")
+PROCESS = re.compile(r"\bsubprocess\.(run|Popen|check_output|check_call|call)\(|"
+                     r"\bos\.(system|popen|exec\w*|spawn\w*)\(")
+AGENT_PROCESS = {"backends/command.py"}  # agent CLIs from the config, never git
 
 
 def started_gits(trace: Path) -> list[list[str]]:
@@ -41,6 +45,18 @@ def test_no_module_starts_git_around_the_runner() -> None:
              for path in sorted(PACKAGE.rglob("*.py")) if path.name not in OWN_PROCESS
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if BYPASS.search(line)]
+    assert found == []
+
+
+def test_no_module_but_the_runner_and_the_agent_backend_starts_a_process() -> None:
+    """A git process built from parts (`safe_git(...)` handed to `Popen`) is found too:
+    only gitrun starts git, and only the command backend starts anything else."""
+    found = [f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
+             for path in sorted(PACKAGE.rglob("*.py"))
+             if path.name not in OWN_PROCESS
+             and str(path.relative_to(PACKAGE)) not in AGENT_PROCESS
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if PROCESS.search(line)]
     assert found == []
 
 

@@ -36,3 +36,13 @@ def test_digests_are_current_only_for_the_same_base_tasks_and_inputs() -> None:
     assert digests.recorded_in({**trailers, record.MODEL: "another / model"})
     assert not digests.recorded_in({**trailers, record.INPUTS: "sha256:other"})
     assert not digests.recorded_in({})
+
+
+def test_a_recorded_decision_is_one_of_the_contracts_values() -> None:
+    """An up-to-date run repeats the branch's decision in `--json`: a trailer anyone could
+    have written reads as one of the contract's four values, never as its own text."""
+    assert record.recorded_decision({record.DECISION: "rejected"}) == "rejected"
+    assert record.recorded_decision({record.DECISION: "no_edits"}) == "no_edits"
+    # gitsleep commits only an accepted epoch: a missing or foreign value reads as that
+    assert record.recorded_decision({}) == "accepted"
+    assert record.recorded_decision({record.DECISION: "<b>merged</b>"}) == "accepted"
