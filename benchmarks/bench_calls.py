@@ -497,7 +497,8 @@ class ThriftyRow:
     thrifty_calls: int
     skillopt_nightly: int  # modelled from the thorough epoch's rounds
     screened: int  # proposals thrifty kept off val
-    same_decision: bool  # decision and documents equal
+    same_decision: bool  # decision equal (accepted, rejected, ...)
+    same_documents: bool  # the documents each ended with equal
     thorough_val: float | None
     thrifty_val: float | None
     thorough_test: float | None
@@ -578,8 +579,8 @@ def thrifty_section(
                 thorough_calls=full.calls, thrifty_calls=lean.calls,
                 skillopt_nightly=full.skillopt_nightly,
                 screened=sum(1 for t in lean_result.trials if t.screened),
-                same_decision=(full_result.decision, full_result.documents)
-                == (lean_result.decision, lean_result.documents),
+                same_decision=full_result.decision == lean_result.decision,
+                same_documents=full_result.documents == lean_result.documents,
                 thorough_val=full_result.val.candidate, thrifty_val=lean_result.val.candidate,
                 thorough_test=full_result.test.candidate, thrifty_test=lean_result.test.candidate,
                 thorough_gain=held_out_gain(full_result), thrifty_gain=held_out_gain(lean_result),
