@@ -358,12 +358,17 @@ def test_an_unpushed_harvest_commit_that_a_review_overtook_is_redone_on_the_revi
     assert [t.get("review") for t in tasks_on(origin, branch)] == [None, None, None, "pending"]
 
 
+@pytest.mark.parametrize("style", ["merge", "squash"])
 def test_after_the_pull_request_is_merged_harvest_starts_from_the_base(
-    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str], style: str
 ) -> None:
+    """Merged with a merge commit, or squashed and then a task dropped in review on main."""
     work, origin, home = repo
     branch = first_harvest(capsys, work)
-    git(work, "merge", "--quiet", "--no-ff", "-m", "merge harvested tasks", branch)
+    if style == "merge":
+        git(work, "merge", "--quiet", "--no-ff", "-m", "merge harvested tasks", branch)
+    else:
+        _merge_as_github_does(work, branch, style)
     first, *others = (work / HARVESTED).read_text().splitlines(keepends=True)
     commit_files(work, {HARVESTED: "".join(others)}, "drop one harvested task")
     git(work, "push", "--quiet", "origin", "main")
@@ -373,8 +378,10 @@ def test_after_the_pull_request_is_merged_harvest_starts_from_the_base(
 
     assert again.code == 0, again.err
     assert git(work, "rev-parse", f"{branch}~1") == git(work, "rev-parse", "main")
+    assert git(origin, "rev-parse", f"{branch}~1") == git(origin, "rev-parse", "main")
     ids = [t["id"] for t in tasks_on(origin, branch)]
     assert json.loads(first)["id"] not in ids and len(ids) == len(others) + 1
+    assert _merges_cleanly(origin, branch)
 
 
 # -- --output must be a JSON Lines file, in the checkout and on the branch -------------------
@@ -545,26 +552,6 @@ def test_after_a_squash_or_rebase_merge_harvest_starts_from_the_base(
     assert on_branch[: len(merged)] == merged and len(on_branch) == len(merged) + 1
     assert _merges_cleanly(origin, branch)
     assert "1 task(s) marked review: pending committed on " + branch in again.out
-
-
-def test_after_a_squash_merge_and_a_review_on_main_harvest_starts_from_the_base(
-    repo: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    work, origin, home = repo
-    branch = first_harvest(capsys, work)
-    _merge_as_github_does(work, branch, "squash")
-    first, *others = (work / HARVESTED).read_text().splitlines(keepends=True)
-    commit_files(work, {HARVESTED: "".join(others)}, "drop one harvested task")
-    git(work, "push", "--quiet", "origin", "main")
-
-    new_session(home, work)
-    again = harvest(capsys, work, "--from", "claude", "--branch")
-
-    assert again.code == 0, again.err
-    assert git(origin, "rev-parse", f"{branch}~1") == git(origin, "rev-parse", "main")
-    ids = [t["id"] for t in tasks_on(origin, branch)]
-    assert json.loads(first)["id"] not in ids and len(ids) == len(others) + 1
-    assert _merges_cleanly(origin, branch)
 
 
 def test_a_review_pushed_after_a_squash_merge_is_still_built_on(
