@@ -20,7 +20,15 @@ from gitsleep.core.calls import CallRunner
 from gitsleep.core.check_text import rule_for_check
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.hygiene import check_hygiene
-from gitsleep.core.models import Answer, Check, Edit, EpochSettings, Judge, Task
+from gitsleep.core.models import (
+    Answer,
+    Check,
+    Edit,
+    EpochResult,
+    EpochSettings,
+    Judge,
+    Task,
+)
 from gitsleep.redact import Redactor
 from tests.support.cli import run_cli
 from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
@@ -263,6 +271,19 @@ def test_an_answer_that_copies_a_bare_label_of_the_template_empty_does_not_pass(
                  checks).mean == 1.0
 
 
+def summary_night(backend: Backend) -> tuple[EpochResult, list[str]]:
+    """One night on outage (train), incident (val) and event (held-out) summaries that want
+    an `## Impact` section and a severity; the result and its progress lines."""
+    judge = Judge("rule", (IMPACT, Check("regex", r"Severity:\s*[1-4]")))
+    tasks = ([Task(f"t{i}", f"Summarise outage {i}.", "train", judge) for i in range(3)]
+             + [Task(f"v{i}", f"Summarise incident {i}.", "val", judge) for i in range(2)]
+             + [Task(f"h{i}", f"Summarise event {i}.", "test", judge) for i in range(2)])
+    lines: list[str] = []
+    result = run_epoch(tasks, {"skill": "# Notes\n", "memory": None}, SETTINGS, backend,
+                       skill="notes", progress=lines.append)
+    return result, lines
+
+
 def test_integrity_failures_are_counted_in_progress_diagnostics_and_pr_body() -> None:
     # the template an agent copies verbatim, placeholder and all: the checks pass, the
     # integrity rule does not, so the candidate cannot win
@@ -277,13 +298,7 @@ def test_integrity_failures_are_counted_in_progress_diagnostics_and_pr_body() ->
             return Answer(copied.replace("<1-4>", "2") if copied else "It broke.", None, 1, 1)
 
     backend = Copies([{"op": "template", "content": template}])
-    judge = Judge("rule", (IMPACT, Check("regex", r"Severity:\s*[1-4]")))
-    tasks = ([Task(f"t{i}", f"Summarise outage {i}.", "train", judge) for i in range(3)]
-             + [Task(f"v{i}", f"Summarise incident {i}.", "val", judge) for i in range(2)]
-             + [Task(f"h{i}", f"Summarise event {i}.", "test", judge) for i in range(2)])
-    lines: list[str] = []
-    result = run_epoch(tasks, {"skill": "# Notes\n", "memory": None}, SETTINGS, backend,
-                       skill="notes", progress=lines.append)
+    result, lines = summary_night(backend)
     assert result.decision == "rejected"  # every copied answer failed integrity
     assert any("2 answer(s) failed integrity" in line for line in lines)
     counts = report.integrity_counts(result)
@@ -318,13 +333,7 @@ class CopiesOnHeldOut(Proposes):
 def test_a_template_the_agent_copies_on_held_out_tasks_is_not_accepted() -> None:
     template = "## Impact\n<write the impact here>\nSeverity: <1-4>"
     backend = CopiesOnHeldOut([{"op": "template", "content": template}])
-    judge = Judge("rule", (IMPACT, Check("regex", r"Severity:\s*[1-4]")))
-    tasks = ([Task(f"t{i}", f"Summarise outage {i}.", "train", judge) for i in range(3)]
-             + [Task(f"v{i}", f"Summarise incident {i}.", "val", judge) for i in range(2)]
-             + [Task(f"h{i}", f"Summarise event {i}.", "test", judge) for i in range(2)])
-    lines: list[str] = []
-    result = run_epoch(tasks, {"skill": "# Notes\n", "memory": None}, SETTINGS, backend,
-                       skill="notes", progress=lines.append)
+    result, lines = summary_night(backend)
     # val passed it (0.0 -> 1.0, no val answer copied it); held-out answers copied it
     assert [t.accepted for t in result.trials] == [True]
     assert result.decision == "rejected" and not result.pr_eligible

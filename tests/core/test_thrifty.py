@@ -243,7 +243,7 @@ def many_train_tasks(failing: set[str] | None = None) -> list[Task]:
 
 def test_thrifty_reflects_on_a_seeded_sample_of_train() -> None:
     """GEPA's reflection minibatch: thrifty scores a seeded sample of train (seeded by the
-    skill, the target, the round and the document), shows the optimizer its failures and
+    skill's name and the documents' text), shows the optimizer its failures and
     screens on them; thorough scores all of train."""
     lines: list[str] = []
     backend = Scripted(['Always include "Alpha"'])
