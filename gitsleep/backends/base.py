@@ -70,6 +70,11 @@ class Backend(ABC):
     def complete(self, call: ModelCall) -> Answer:
         """Return the reply, or an Answer with `error` set; raise BackendError if fatal."""
 
+    def simulates(self, purpose: str) -> bool:
+        """Whether the offline simulator makes the calls of this purpose (answer, propose,
+        judge): hygiene lets its spec-prescribed directives through (issue 25)."""
+        return self.simulated
+
     def cache_salt(self, call: ModelCall) -> str:
         """What else decides a reply besides the call (an agent's command and version);
         mixed into the cache key. Empty for model APIs, where the call says it all."""

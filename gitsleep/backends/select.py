@@ -44,6 +44,10 @@ class RoutedBackend(Backend):
     def complete(self, call: ModelCall) -> Answer:
         return self._for(call.purpose).complete(call)
 
+    def simulates(self, purpose: str) -> bool:
+        backend = self.by_purpose.get(purpose)
+        return backend is not None and backend.simulates(purpose)
+
     def cache_salt(self, call: ModelCall) -> str:
         return self._for(call.purpose).cache_salt(call)
 

@@ -110,11 +110,14 @@ def label_classes(checks: Iterable[Check]) -> dict[str, set[str]]:
     return {label: found for label, found in values.items() if len(found) > 1}
 
 
-def pin_problem(line: str, checks: Sequence[Check], *, template: bool = False) -> str:
+def pin_problem(line: str, checks: Sequence[Check], *, template: bool = False,
+                free_values: bool = True) -> str:
     """Why a rule or template line fixes one literal where the checks allow a choice, or ''.
 
     A template line is a shape, never a choice, so a value in it is a pin even next to a
-    condition word; a rule that says how to choose ("1 or 2 when ...") is kept."""
+    condition word; a rule that says how to choose ("1 or 2 when ...") is kept.
+    `free_values=False` lets a rule fill a label whose value the check asks nothing about
+    (the offline simulator's spec directive, `Always include "Confidence: medium"`)."""
     if TYPED_SLOT.search(line):
         return ""
     if not template and is_conditional(line):
@@ -132,7 +135,7 @@ def pin_problem(line: str, checks: Sequence[Check], *, template: bool = False) -
                     f"placeholder ({shape}) and add a rule that says how to choose the "
                     "value for each task"
                 )
-    if template:
+    if template or free_values:
         free = _free_value_pin(line, checks)
         if free:
             return free
@@ -149,12 +152,10 @@ def pin_problem(line: str, checks: Sequence[Check], *, template: bool = False) -
 
 
 def _free_value_pin(line: str, checks: Sequence[Check]) -> str:
-    """A template line that fills a label whose value the check leaves to each answer
-    (`Confidence: medium` for `[Cc]onfidence\\s*[:=]`, accepted on real models), or ''.
-
-    Templates only: the offline simulator's spec has it propose that literal as a rule
-    (`Always include "Confidence: medium"`), and gitsleep's own derivations already show
-    the typed `Confidence: <text>`."""
+    """A line that fills a label whose value the check leaves to each answer
+    (`Confidence: medium` in a template, `Confidence: 100%` in a rule, for
+    `[Cc]onfidence\\s*[:=]`: both accepted on real models), or ''. gitsleep's own
+    derivations show the typed `Confidence: <text>`."""
     for check in checks:
         if check.op != "regex" or has_choice(check.text):
             continue

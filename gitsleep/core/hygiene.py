@@ -149,6 +149,7 @@ def check_hygiene(
     contradiction_checks: Sequence[Check] | None = None,
     current_template: str | None = None,
     task_checks: Sequence[Check] = (),
+    simulated_optimizer: bool = False,
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -162,6 +163,9 @@ def check_hygiene(
     whole by `_template_problem` (one per proposal, not the `current_template` again).
     `task_checks`: the rule checks of every task the optimizer may see; with the failing
     ones, they tell where a value is the task's choice (a line fixing one is rejected).
+    `simulated_optimizer`: the edits come from the offline simulator, whose spec has it
+    write a literal for a label the check asks no value for (`Always include "Confidence:
+    medium"`); that one kind of pin is let through for it, never for a real optimizer.
     """
     choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
@@ -185,7 +189,7 @@ def check_hygiene(
         checked, problem = _hygiene_problem(
             edit, failing_checks, prompts, specific, existing, earlier, max_chars,
             failing_checks if contradiction_checks is None else contradiction_checks,
-            choice_checks,
+            choice_checks, free_values=not simulated_optimizer,
         )
         if not problem and checked.op == "add":
             checked = _superseding(checked, current_rules)
@@ -214,6 +218,8 @@ def _hygiene_problem(
     max_chars: int,
     contradicted: Sequence[Check],
     choice_checks: Sequence[Check] = (),
+    *,
+    free_values: bool = True,
 ) -> tuple[Edit, str]:
     """The edit (a bare fragment maybe rewritten) and the first reason to reject it, or ''."""
     if edit.op in ("replace", "delete"):
@@ -250,7 +256,7 @@ def _hygiene_problem(
     if token:
         return edit, f"content echoes a placeholder ({token}) instead of a concrete rule"
     for line in lines:
-        pin = honesty.pin_problem(line, choice_checks or failing)
+        pin = honesty.pin_problem(line, choice_checks or failing, free_values=free_values)
         if pin:
             return edit, pin
     content_words = _words(content)

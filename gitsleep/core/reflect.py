@@ -283,6 +283,7 @@ def propose(
             max_chars=min(MAX_EDIT_CHARS, settings.block_max_chars),
             current_template=docs.learned_template(document),
             task_checks=train_checks,
+            simulated_optimizer=runner.backend.simulates("propose"),
         )
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]

@@ -37,15 +37,10 @@ def failing(context: dict[str, Any]) -> list[Check]:
     return seen
 
 
-# A template that fills a label the check asks no value for (`Confidence: medium` for
-# `[Cc]onfidence\\s*[:=]`) is refused (`honesty._free_value_pin`). The same literal as a RULE
-# is still kept: shared/spec/offline-backend.md has the offline simulator propose exactly
-# `Always include "Confidence: medium"`, and the demo's held-out 0.250 -> 1.000 rests on it
-# (tests/core/test_epoch.py). Refusing it is a spec decision, left to the maintainers. Strict:
-# the test fails once that gap is closed.
-LABEL_ONLY_GAP = pytest.mark.xfail(
-    strict=True, reason="a label the check asks no value for is not yet a choice for pins"
-)
+# A template or a rule that fills a label the check asks no value for (`Confidence: medium`
+# for `[Cc]onfidence\\s*[:=]`) is refused (`honesty._free_value_pin`), but for the offline
+# simulator: shared/spec/offline-backend.md has it propose exactly `Always include
+# "Confidence: medium"`, and the demo's held-out 0.250 -> 1.000 rests on it.
 
 
 def test_a_recorded_template_that_fixes_confidence_medium_is_refused() -> None:
@@ -70,11 +65,13 @@ def test_a_recorded_template_that_fixes_confidence_medium_is_refused() -> None:
     assert "Confidence: <text>" in rejected[0].reason
 
 
-@LABEL_ONLY_GAP
-def test_a_rule_that_fixes_a_value_the_check_asks_nothing_about_is_refused() -> None:
+@pytest.mark.parametrize("pinned", ["medium", "100%"])
+def test_a_rule_that_fixes_a_value_the_check_asks_nothing_about_is_refused(pinned: str) -> None:
+    # "100%": what the 1.5B optimizer wrote on brief-writer seed 0 (2026-11-27), accepted by
+    # val beside a template and kept out of a commit only by the held-out integrity veto
     kept, rejected = check_hygiene(
         [
-            Edit("add", 'Every answer must have a line "Confidence: medium".'),
+            Edit("add", f'Every answer must have a line "Confidence: {pinned}".'),
             Edit(
                 "add",
                 'End with "Confidence: high" when the numbers are measured, '
@@ -87,12 +84,25 @@ def test_a_rule_that_fixes_a_value_the_check_asks_nothing_about_is_refused() -> 
         task_checks=[CONFIDENCE],
     )
     assert [o.edit.content for o in rejected] == [
-        'Every answer must have a line "Confidence: medium".'
+        f'Every answer must have a line "Confidence: {pinned}".'
     ]
-    assert "accepts a choice" in rejected[0].reason
+    assert "accepts a choice" in rejected[0].reason and "Confidence: <text>" in rejected[0].reason
     assert [e.content for e in kept] == [
         'End with "Confidence: high" when the numbers are measured, else "Confidence: low".'
     ]
+
+
+def test_the_offline_simulators_spec_directive_is_the_one_exception() -> None:
+    # the offline spec has the simulated optimizer propose `Always include "Confidence:
+    # medium"` for this check, and the demo rests on it; a simulated optimizer's edits are
+    # checked with that one exception, a real optimizer's never
+    edit = Edit("add", 'Always include "Confidence: medium"')
+    args = {"failing_checks": [CONFIDENCE], "task_prompts": [], "current_rules": [],
+            "task_checks": [CONFIDENCE]}
+    kept, rejected = check_hygiene([edit], **args, simulated_optimizer=True)
+    assert kept == [edit] and rejected == []
+    kept, rejected = check_hygiene([edit], **args)
+    assert kept == [] and "accepts a choice" in rejected[0].reason
 
 
 def test_the_typed_confidence_line_itself_is_kept() -> None:
