@@ -240,13 +240,18 @@ class Epoch:
         return self.result
 
     def _abort(self, reason: str, code: int) -> None:
-        self.current = dict(self.original)
+        self._undo("epoch aborted")
         self.result.decision = "aborted"
         self.result.reason = reason
         self.result.abort_code = code
+
+    def _undo(self, why: str) -> None:
+        """Back to the original documents: every applied edit becomes rejected with `why`,
+        and no PR opens."""
+        self.current = dict(self.original)
         self.result.pr_eligible = False
-        for outcome in self.result.applied:
-            self.result.rejected.append(EditOutcome(outcome.edit, "rejected", "epoch aborted"))
+        self.result.rejected.extend(EditOutcome(o.edit, "rejected", why)
+                                    for o in self.result.applied)
         self.result.applied = []
 
     def _run(self) -> None:
@@ -792,10 +797,8 @@ class Epoch:
         r = self.result
         val, test = r.val, r.test
         if r.applied and self.current != self.original and veto:
-            r.decision, r.reason, r.pr_eligible = "rejected", veto, False
-            r.rejected.extend(EditOutcome(o.edit, "rejected", veto) for o in r.applied)
-            r.applied = []
-            self.current = dict(self.original)
+            self._undo(veto)
+            r.decision, r.reason = "rejected", veto
         elif r.applied and self.current != self.original:
             r.decision = "accepted"
             if r.decided_by == "test":

@@ -102,10 +102,9 @@ def judge_trial(
                 before,
                 after,
             )
-    hollow = _hollow_answers(candidate, pairs)
-    if hollow > _hollow_answers(best, pairs):
-        answers = sum(len(t.samples) for t in candidate.tasks if t.task_id in _ids(pairs))
-        return (False, f"{shown}, but {hollow} of {answers} val answers repeat a placeholder of "
+    hollow = _more_hollow(best, candidate, pairs)
+    if hollow:
+        return (False, f"{shown}, but {hollow} val answers repeat a placeholder of "
                 "the learned template or leave a part it requires empty (integrity): a template "
                 "the agent copies is not one to merge", before, after)
     return True, f"{shown}: improves by {after - before:+.3f}", before, after
@@ -120,12 +119,10 @@ def held_out_integrity(baseline: PassResult, final: PassResult) -> str:
     copy it only on tasks val does not have, and such a block is not one a reviewer merges
     (issue 25). This is a veto on one kind of failure, not a second selection on held-out:
     it can only turn an accepted night into a rejected one."""
-    pairs = paired(baseline, final)
-    hollow = _hollow_answers(final, pairs)
-    if hollow <= _hollow_answers(baseline, pairs):
+    hollow = _more_hollow(baseline, final, paired(baseline, final))
+    if not hollow:
         return ""
-    answers = sum(len(t.samples) for t in final.tasks if t.task_id in _ids(pairs))
-    return (f"val accepted the edits, but {hollow} of {answers} held-out answers repeat a "
+    return (f"val accepted the edits, but {hollow} held-out answers repeat a "
             "placeholder of the learned template or leave a part it requires empty "
             f"(integrity; held-out {fmt_score(baseline.mean)} -> {fmt_score(final.mean)}): the "
             "agent copies the template on tasks the gate never saw, so the edits are not kept")
@@ -133,6 +130,17 @@ def held_out_integrity(baseline: PassResult, final: PassResult) -> str:
 
 def _ids(pairs: list[tuple[str, float, float]]) -> set[str]:
     return {tid for tid, _, _ in pairs}
+
+
+def _more_hollow(before: PassResult, after: PassResult,
+                 pairs: list[tuple[str, float, float]]) -> str:
+    """'k of n' when `after`'s answers on the paired tasks fail integrity more often than
+    `before`'s (k of its n answers there), '' when they do not."""
+    hollow = _hollow_answers(after, pairs)
+    if hollow <= _hollow_answers(before, pairs):
+        return ""
+    answers = sum(len(t.samples) for t in after.tasks if t.task_id in _ids(pairs))
+    return f"{hollow} of {answers}"
 
 
 def _hollow_answers(result: PassResult, pairs: list[tuple[str, float, float]]) -> int:
