@@ -163,7 +163,8 @@ def block_diff(before: str, after: str, target: str) -> str:
 
 def integrity_counts(result: EpochResult) -> dict[str, int]:
     """Per pass (`split (label)`), the answers scored as failing for integrity: they
-    repeated a placeholder of the learned template or left a section it requires empty."""
+    repeated a placeholder of the learned template or a slot of a learned rule, or left a
+    section the template requires empty."""
     counts: dict[str, int] = {}
     for p in result.passes:
         n = judges.integrity_failures(s for t in p.tasks for s in t.samples)
@@ -255,8 +256,8 @@ def commit_message(
         body += [f"  - {line(w, 400)}" for w in result.warnings]
     integrity = integrity_counts(result)
     if integrity:
-        body.append("Integrity: answers that repeated a template placeholder or left a "
-                    "required section empty, scored as failing: "
+        body.append("Integrity: answers that repeated a template placeholder or rule slot "
+                    "or left a required section empty, scored as failing: "
                     + ", ".join(f"{line(k, 80)} {v}" for k, v in integrity.items()))
     if result.diagnosis:
         body.append("Every candidate tied; per failing check:")
@@ -583,9 +584,9 @@ def pr_body(
     integrity = integrity_counts(result)
     if integrity:
         head += ["", "> [!NOTE]", "> Scored as failing whatever the checks said, because the "
-                 "answer repeated a placeholder of the learned template or left a section it "
-                 "requires empty: " + ", ".join(f"{prose.text(k, 80)}: {v}"
-                                                for k, v in integrity.items())]
+                 "answer repeated a placeholder of the learned template or a slot of a learned "
+                 "rule, or left a section the template requires empty: "
+                 + ", ".join(f"{prose.text(k, 80)}: {v}" for k, v in integrity.items())]
     head += [
         "",
         f"### Scores ({prose.code(result.metric, 40)} metric, 0 to 1)",

@@ -200,9 +200,8 @@ def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
         for line in (template or "").split("\n")) if p]
     if clash := honesty.contradiction(rules, template):
         found.append(f"contradiction: {clash}")
-    # a placeholder of a rule (`Severity: <1-4>`) counts too: an answer must fill it (the
-    # template's intro line, "with each <...> filled in", is not one)
-    holes = honesty.template_placeholders("\n".join([template or "", *rules]))
+    # a typed slot of a rule (`Severity: <1-4>`) counts too, as integrity counts it
+    holes = honesty.template_placeholders(template or "") + honesty.rule_slots(rules)
     for p in result.passes:
         if p.split == "test" and p.final:
             for t in p.tasks:

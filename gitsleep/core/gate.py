@@ -112,8 +112,9 @@ def judge_trial(
 
 def held_out_integrity(baseline: PassResult, final: PassResult) -> str:
     """Why the final documents must not ship although val accepted them: their held-out
-    answers fail integrity (repeat a placeholder of the learned template, or leave a part it
-    requires empty) more often than the baseline's on the same tasks; '' when they do not.
+    answers fail integrity (repeat a placeholder of the learned template or a slot of a
+    learned rule, or leave a part the template requires empty) more often than the
+    baseline's on the same tasks; '' when they do not.
 
     The val gate already refuses a template its val answers copy; a small agent can still
     copy it only on tasks val does not have, and such a block is not one a reviewer merges
@@ -123,7 +124,7 @@ def held_out_integrity(baseline: PassResult, final: PassResult) -> str:
     if not hollow:
         return ""
     return (f"val accepted the edits, but {hollow} held-out answers repeat a "
-            "placeholder of the learned template or leave a part it requires empty "
+            "placeholder of the learned template or rule, or leave a part it requires empty "
             f"(integrity; held-out {fmt_score(baseline.mean)} -> {fmt_score(final.mean)}): the "
             "agent copies the template on tasks the gate never saw, so the edits are not kept")
 

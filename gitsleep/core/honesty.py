@@ -12,8 +12,9 @@ passing the gate, and to warn a reviewer:
 - `contradiction`: two rules, or a rule and the template, that give one label different
   literal values;
 - `superseded`: the kept rule a new rule for the same label replaces;
-- `hollow_reason`: an answer that repeats a template placeholder verbatim, or leaves a
-  section or label the template requires empty;
+- `hollow_reason`: an answer that repeats a placeholder of the learned template or a
+  typed slot of a learned rule verbatim, or leaves a section or label the template
+  requires empty;
 - `over_reach` and `presence_only`: a rule that asks every answer for a text only some
   tasks want, with no task that checks its absence.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from gitsleep.core import labels
 from gitsleep.core.check_ops import OPS
@@ -215,12 +217,27 @@ def template_placeholders(template: str) -> list[str]:
     return list(dict.fromkeys(m.group(0) for m in _ANGLE.finditer(template)))
 
 
-def hollow_reason(answer: str, templates: Sequence[str]) -> str:
+def rule_slots(rules: Iterable[str]) -> list[str]:
+    """The typed slots of learned rules (`<1-4>`, `<approve|reject>`, `<text>`), which each
+    answer fills; a rule's other angle text (`<answer> tags`) is not one."""
+    return list(dict.fromkeys(m.group(0) for rule in rules for m in TYPED_SLOT.finditer(rule)))
+
+
+@dataclass(frozen=True)
+class LearnedShape:
+    """What the learned blocks ask an answer to fill: their templates, and the typed slots
+    of their rules (`Severity: <1-4>`, which held-out answers of a real night copied)."""
+
+    templates: tuple[str, ...] = ()
+    slots: tuple[str, ...] = ()
+
+
+def hollow_reason(answer: str, shape: LearnedShape) -> str:
     """Why an answer does not pass whatever its checks say: it repeats a placeholder of a
-    learned template verbatim, or leaves a section or label the template requires empty;
-    '' when it does neither."""
+    learned template or a slot of a learned rule verbatim, or leaves a section or label
+    the template requires empty; '' when it does none of these."""
     lines = answer.split("\n")
-    for template in templates:
+    for template in shape.templates:
         for token in template_placeholders(template):
             if token in answer:
                 return f"repeats the template placeholder {token} instead of filling it"
@@ -231,6 +248,9 @@ def hollow_reason(answer: str, templates: Sequence[str]) -> str:
             label = _TEMPLATE_LABEL.match(required)
             if label and _empty_label(lines, label.group("label")):
                 return f"leaves the required line {label.group('label').strip()!r}: empty"
+    for token in shape.slots:
+        if token in answer:
+            return f"repeats the rule placeholder {token} instead of filling it"
     return ""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from gitsleep import command_check
 from gitsleep.backends.base import ModelCall
@@ -95,14 +95,13 @@ def score_exact(expected: str, answer: str) -> Score:
 INTEGRITY_PREFIX = "integrity:"
 
 
-def with_integrity(score: Score, answer: str, templates: Sequence[str]) -> Score:
-    """The score, or a failing one when the answer games the learned template: it repeats a
-    placeholder verbatim (`<write the impact here>`) or leaves a section or labelled line
-    the template requires empty. Such an answer does not pass for the gate whatever the
-    user's checks say (issue 25); its reason starts with `integrity:` so passes count it."""
-    if not templates:
-        return score
-    why = honesty.hollow_reason(answer, templates)
+def with_integrity(score: Score, answer: str, shape: honesty.LearnedShape) -> Score:
+    """The score, or a failing one when the answer games the learned block: it repeats a
+    template placeholder (`<write the impact here>`) or a rule's typed slot (`<1-4>`)
+    verbatim, or leaves a section or labelled line the template requires empty. Such an
+    answer does not pass for the gate whatever the user's checks say (issue 25); its
+    reason starts with `integrity:` so passes count it."""
+    why = honesty.hollow_reason(answer, shape)
     if not why:
         return score
     return Score(0.0, 0.0, f"{INTEGRITY_PREFIX} {why} (scored as failing; the checks said: "

@@ -3,8 +3,9 @@
 The agent sees the skill (and memory) document as its system instructions and the task
 as the user message, with nothing added that competes with the skill. Scoring calls use
 temperature 0 and a fixed seed per sample, so a score is repeatable and cacheable. An
-answer that repeats a placeholder of the learned template, or leaves a section it
-requires empty, is scored as failing (see `judges.with_integrity`).
+answer that repeats a placeholder of the learned template or a typed slot of a learned
+rule, or leaves a section the template requires empty, is scored as failing (see
+`judges.with_integrity`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from gitsleep import workspace as workspaces
 from gitsleep.backends.base import ModelCall
 from gitsleep.core import documents as docs
-from gitsleep.core import judges
+from gitsleep.core import honesty, judges
 from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import (
     Answer,
@@ -74,17 +75,21 @@ def answer_call(
     )
 
 
-def learned_templates(documents: Mapping[str, str | None]) -> list[str]:
-    """The answer templates of the documents' learned blocks (a corrupt block has none)."""
-    found = []
+def learned_shape(documents: Mapping[str, str | None]) -> honesty.LearnedShape:
+    """The templates and rule slots of the documents' learned blocks, which answers must
+    fill (a corrupt block has none)."""
+    templates: list[str] = []
+    rules: list[str] = []
     for text in (documents.get("skill"), documents.get("memory")):
+        if not text:
+            continue
         try:
-            template = docs.learned_template(text) if text else None
+            template, found = docs.learned_template(text), docs.learned_rules(text)
         except UsageError:
-            template = None
-        if template:
-            found.append(template)
-    return found
+            continue
+        templates += [template] if template else []
+        rules += found
+    return honesty.LearnedShape(tuple(templates), tuple(honesty.rule_slots(rules)))
 
 
 def metric_value(score: Score, gate: GateSettings) -> float:
@@ -240,10 +245,10 @@ def _score_tasks(
                 why = reply.error if not reply.ok else "judge reply had no readable score"
                 samples[i].error = f"rubric judge: {why}"
             samples[i].score = parsed
-    templates = learned_templates(documents)
+    shape = learned_shape(documents)
     for sample in samples:
         if sample.score is not None and sample.answer is not None:
-            sample.score = judges.with_integrity(sample.score, sample.answer, templates)
+            sample.score = judges.with_integrity(sample.score, sample.answer, shape)
     results: list[TaskResult] = []
     for t_index, task in enumerate(tasks):
         mine = samples[t_index * repeats : (t_index + 1) * repeats]

@@ -60,14 +60,14 @@ def sample(
                      temperature=TEMPERATURE, seed=SEED_BASE + k, sample=SEED_BASE + k)
              for task, k in jobs]
     out: dict[str, list[SampleResult]] = {t.id: [] for t in chosen}
-    templates = replay.learned_templates(documents)  # integrity, as replay scores answers
+    shape = replay.learned_shape(documents)  # integrity, as replay scores answers
     for (task, k), answer in zip(jobs, runner.map(calls), strict=True):
         if answer.ok:
             text = answer.text or ""
             outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
             score = judges.score_local(task.judge, text, outcomes)
             if score is not None:
-                score = judges.with_integrity(score, text, templates)
+                score = judges.with_integrity(score, text, shape)
             out[task.id].append(SampleResult(SEED_BASE + k, text, None, score))
     return out
 

@@ -241,6 +241,24 @@ def test_an_answer_that_repeats_a_template_placeholder_does_not_pass() -> None:
     assert sample.score.reason.startswith("integrity: repeats the template placeholder")
 
 
+# The rule the 1.5B optimizer wrote on incident-triage (thrifty seeds 0 and 2): its typed
+# slot is for the agent to fill, and held-out answer test-06 copied it as it stands.
+SLOT_RULE = 'Every answer must have a line "Severity: <1-4>", with <1-4> chosen for each task.'
+SLOT_DOC = (f"# N\n\n{docs.START}\n{docs.HEADING}\n\n- {SLOT_RULE}\n"
+            f"- Wrap the final answer in <answer> tags.\n{docs.END}\n")
+
+
+def test_an_answer_that_repeats_a_rule_slot_does_not_pass() -> None:
+    checks = (Check("contains", "Severity:"),)
+    copied = score({"skill": SLOT_DOC, "memory": None},
+                   Echoes("A login outage.\nSeverity: <1-4>"), checks)
+    reason = copied.tasks[0].samples[0].score.reason
+    assert copied.mean == 0.0 and reason.startswith("integrity: repeats the rule placeholder <1-4>")
+    # filled, it passes; and a rule's own angle text that is no slot (<answer>) is no echo
+    for filled in ("A login outage.\nSeverity: 2", "<answer>A login outage.\nSeverity: 2</answer>"):
+        assert score({"skill": SLOT_DOC, "memory": None}, Echoes(filled), checks).mean == 1.0
+
+
 @pytest.mark.parametrize(("answer", "why"), [
     ("## Impact\n## Next\nRisk level: high", "leaves the required section '## Impact' empty"),
     ("## Impact\nAll EU users.\nRisk level:", "leaves the required line 'Risk level': empty"),
