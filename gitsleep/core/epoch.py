@@ -842,8 +842,8 @@ def integrity_note(result: PassResult) -> str:
     count = judges.integrity_failures(s for t in result.tasks for s in t.samples)
     if not count:
         return ""
-    return (f"; {count} answer(s) failed integrity (a template placeholder repeated or a "
-            "required section left empty)")
+    return (f"; {count} answer(s) failed integrity (a template placeholder or rule slot "
+            "repeated, or a required section left empty)")
 
 
 def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bool) -> int:
