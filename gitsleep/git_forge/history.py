@@ -30,11 +30,10 @@ from gitsleep.core.scores import rounded
 from gitsleep.git_forge import record
 from gitsleep.git_forge.gitrun import git_bytes as _git_bytes
 from gitsleep.git_forge.gitrun import git_out
-from gitsleep.git_forge.record import NOTES_REF
+from gitsleep.git_forge.record import MAX_NOTE_BYTES, NOTES_REF
 from gitsleep.outcome import NoteFacts
 
 _FIELD, _RECORD = "\x1f", "\x1e"
-MAX_NOTE_BYTES = 8 << 20  # a diagnostics note is tens of KB; a larger one is not gitsleep's
 _MAX_LABEL = 40  # characters of a decision or metric shown in `log`
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gitsleep.config import Config, SkillConfig
 
 NOTES_REF = "refs/notes/gitsleep"
+MAX_NOTE_BYTES = 8 << 20  # a diagnostics note is tens of KB; a larger one is not gitsleep's
 ALGORITHM = "gitsleep-epoch-v1"  # part of the inputs digest: a new algorithm re-runs
 PREFIX = "Gitsleep-"
 SKILL = "Gitsleep-Skill"

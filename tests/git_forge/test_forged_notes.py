@@ -357,3 +357,30 @@ def test_a_forged_note_on_the_branch_tip_in_a_fresh_clone_is_one_line(
     assert done.code == 4, done.err  # the tip is not proven gitsleep's: never overwritten
     assert len(done.err.strip().splitlines()) == 1 and "did not make" in done.err, done.err
     assert git(origin, "rev-parse", f"refs/heads/{BRANCH}") == before
+
+
+def test_an_oversized_note_on_the_branch_tip_proves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`log` skips a note over MAX_NOTE_BYTES as not gitsleep's; the run's proof of the
+    branch tip reads notes through the same bound, so gitsleep's own note padded past it
+    (8 MB of spaces: valid JSON, the right commit and branch) proves nothing either."""
+    from gitsleep.git_forge.record import MAX_NOTE_BYTES
+
+    work, origin = init_repo(tmp_path, monkeypatch, capsys)
+    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    tip = git(work, "rev-parse", BRANCH)
+    other = clone(origin, tmp_path / "other")
+    git(other, "fetch", "--quiet", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    own = git(other, "notes", f"--ref={NOTES_REF}", "show", tip).encode()
+    first, rest = own.split(b"\n", 1)  # padded as indentation: `git notes` strips trailing space
+    add_note(other, tip, first + b"\n" + b" " * (MAX_NOTE_BYTES + 1) + rest)
+    git(other, "push", "--quiet", "origin", NOTES_REF)
+    blob = git(origin, "notes", f"--ref={NOTES_REF}", "list", tip)
+    assert int(git(origin, "cat-file", "-s", blob)) > MAX_NOTE_BYTES
+
+    nightly = clone(origin, tmp_path / "nightly")
+    done = run_cli(capsys, "--repo", str(nightly), "consolidate")
+
+    assert "Traceback" not in done.err
+    assert done.code == 4 and "did not make" in done.err, done.err
