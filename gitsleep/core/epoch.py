@@ -432,6 +432,10 @@ class Epoch:
             # every optimizer call failed: a silent "no edits" night would hide it
             raise BackendError(f"the optimizer model failed on all {count} call(s) of {target} "
                                f"round {round_no}; first error: {failed_calls[0].error}")
+        for cand in list(candidates):
+            rescued = self._without_copied(rnd, cand, candidates)
+            if rescued is not None:
+                candidates.append(rescued)
         if (not any(c.trial.accepted for c in candidates)
                 and any(len(c.trial.applied) > 1 for c in candidates)):
             bundle = self._best_loser(candidates, rnd.best_val)
@@ -493,6 +497,32 @@ class Epoch:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(one, index) for index in range(count)]
             return [future.result() for future in futures]
+
+    def _without_copied(self, rnd: _Round, cand: _Candidate,
+                        candidates: list[_Candidate]) -> _Candidate | None:
+        """A bundle the gate refused because its val answers copy what one of its edits
+        asks them to fill (a rule's typed slot, a template), gated once more without the
+        edits they copy: the rest may be what lifted val. A real night (incident-notes,
+        8b234b6) lost two section rules with the severity rule whose `<1-4>` one val answer
+        repeated, and a single template scoring higher kept the bundle from being split."""
+        if (cand.trial.accepted or len(cand.trial.applied) < 2
+                or not gate.more_hollow(rnd.best_val, cand.val)):
+            return None
+        hollow = [s.answer for t in cand.val.tasks for s in t.samples
+                  if s.answer is not None and s.score is not None
+                  and s.score.reason.startswith(judges.INTEGRITY_PREFIX)]
+        copied = [e for e in cand.trial.applied
+                  if any(honesty.hollow_reason(answer, _asks_to_fill(e)) for answer in hollow)]
+        rest = [e for e in cand.trial.applied if e not in copied]
+        if not copied or not rest:
+            return None
+        leader = max((c for c in candidates if c.trial.accepted),
+                     key=lambda c: c.trial.candidate or 0.0, default=None)
+        label = (f"{rnd.target} round {rnd.number} proposal {cand.trial.proposal + 1}, "
+                 "without the edit its answers copy")
+        return self._try(rnd, cand.trial.proposal, rest, label,
+                         bar=None if leader is None else leader.trial.candidate,
+                         near=None if leader is None else leader.val)
 
     def _best_loser(self, candidates: list[_Candidate], best_val: PassResult) -> _Candidate:
         """The highest-scoring candidate, ties to the smaller (the first such in order).
@@ -835,6 +865,13 @@ class Epoch:
                 r.reason = (f"{failing} train task(s) fail, but {len(r.proposals)} proposal(s) "
                             f"gave no applicable edit ({len(r.unmatched)} edit(s) dropped or "
                             f"unmatched, {errors} proposal(s) failed; see diagnostics)")
+
+
+def _asks_to_fill(edit: Edit) -> honesty.LearnedShape:
+    """What one edit asks an answer to fill: its template, or its rule's typed slots."""
+    if edit.op == "template":
+        return honesty.LearnedShape(templates=(edit.content,))
+    return honesty.LearnedShape(slots=tuple(honesty.rule_slots([edit.content])))
 
 
 def integrity_note(result: PassResult) -> str:

@@ -105,8 +105,8 @@ def judge_trial(
     hollow = _more_hollow(best, candidate, pairs)
     if hollow:
         return (False, f"{shown}, but {hollow} val answers repeat a placeholder of "
-                "the learned template or leave a part it requires empty (integrity): a template "
-                "the agent copies is not one to merge", before, after)
+                "the learned template or rule, or leave a part it requires empty (integrity): "
+                "a block the agent copies is not one to merge", before, after)
     return True, f"{shown}: improves by {after - before:+.3f}", before, after
 
 
@@ -120,13 +120,19 @@ def held_out_integrity(baseline: PassResult, final: PassResult) -> str:
     copy it only on tasks val does not have, and such a block is not one a reviewer merges
     (issue 25). This is a veto on one kind of failure, not a second selection on held-out:
     it can only turn an accepted night into a rejected one."""
-    hollow = _more_hollow(baseline, final, paired(baseline, final))
+    hollow = more_hollow(baseline, final)
     if not hollow:
         return ""
     return (f"val accepted the edits, but {hollow} held-out answers repeat a "
             "placeholder of the learned template or rule, or leave a part it requires empty "
             f"(integrity; held-out {fmt_score(baseline.mean)} -> {fmt_score(final.mean)}): the "
             "agent copies the template on tasks the gate never saw, so the edits are not kept")
+
+
+def more_hollow(before: PassResult, after: PassResult) -> str:
+    """'k of n' when `after`'s answers fail integrity more often than `before`'s on the
+    tasks both scored, '' when they do not."""
+    return _more_hollow(before, after, paired(before, after))
 
 
 def _ids(pairs: list[tuple[str, float, float]]) -> set[str]:

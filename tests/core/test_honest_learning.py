@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -361,6 +362,61 @@ def test_a_template_the_agent_copies_on_held_out_tasks_is_not_accepted() -> None
     assert [o.reason for o in result.rejected if o.edit.op == "template"] == [result.reason]
     assert any("2 answer(s) failed integrity" in line and "final" in line for line in lines)
     assert report.integrity_counts(result) == {"test (final)": 2}
+
+
+IMPACT_RULE = 'Every answer must have a section headed "## Impact".'
+
+
+class CopiesTheSlot(Backend):
+    """The optimizer proposes, one per call: a bundle of the severity rule with its slot
+    and a section rule; a template; nothing. The agent writes what the learned block asks,
+    but repeats the rule's slot `<1-4>` on incidents 0 and 1 and copies the template on
+    incident 1: the real incident-notes night at 8b234b6, whose bundle val refused for its
+    copied slot while its section rules alone had lifted held-out the night before."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.replies = [[{"op": "add", "content": SLOT_RULE},
+                         {"op": "add", "content": IMPACT_RULE}],
+                        [{"op": "template",
+                          "content": "## Impact\n<write the impact here>\nSeverity: <1-4>"}]]
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.purpose == "propose":
+            edits = self.replies.pop(0) if self.replies else []
+            return Answer(json.dumps({"edits": edits}), None, 1, 1)
+        document, prompt = call.messages[0][1], call.messages[-1][1]
+        template = docs.learned_template(document)
+        if template is not None:
+            if "incident 1" in prompt:
+                return Answer(template, None, 1, 1)
+            return Answer(template.replace("<write the impact here>", "Checkout was down.")
+                          .replace("<1-4>", "2"), None, 1, 1)
+        rules = docs.learned_rules(document)
+        answer = "It broke."
+        if IMPACT_RULE in rules:
+            answer += "\n## Impact\nCheckout was down."
+        if SLOT_RULE in rules:
+            copied = "incident 0" in prompt or "incident 1" in prompt
+            answer += "\nSeverity: " + ("<1-4>" if copied else "2")
+        return Answer(answer, None, 1, 1)
+
+
+def test_a_bundle_refused_for_a_copied_slot_is_gated_again_without_that_edit() -> None:
+    judge = Judge("rule", (IMPACT, Check("regex", r"Severity:\s*[1-4]")))
+    tasks = ([Task(f"t{i}", f"Summarise outage {i}.", "train", judge) for i in range(3)]
+             + [Task(f"v{i}", f"Summarise incident {i}.", "val", judge) for i in range(3)]
+             + [Task(f"h{i}", f"Summarise event {i}.", "test", judge) for i in range(2)])
+    result = run_epoch(tasks, {"skill": "# Notes\n", "memory": None},
+                       replace(SETTINGS, proposals=3), CopiesTheSlot(), skill="notes")
+    # both proposals are refused for integrity, the template scoring higher; the bundle
+    # is gated again without the rule whose slot its answers repeat, and that passes
+    assert [t.accepted for t in result.trials][:2] == [False, False]
+    assert all("(integrity)" in t.reason for t in result.trials[:2])
+    assert result.decision == "accepted", result.reason
+    assert [o.edit.content for o in result.applied] == [IMPACT_RULE]
+    assert any("without the edit its answers copy" in p.label for p in result.passes)
 
 
 # -- 4. over-reach ------------------------------------------------------------------------
