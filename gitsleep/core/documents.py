@@ -204,8 +204,14 @@ def _rule_text(line: str) -> str:
     return _BULLET.sub("", line.rstrip("\r\n"), count=1).strip()
 
 
-def _norm(text: str) -> str:
-    return " ".join(_rule_text(text).casefold().split())
+_QUOTES = str.maketrans({"'": '"', "`": '"', "\u2018": '"', "\u2019": '"', "\u201c": '"',
+                         "\u201d": '"'})
+
+
+def rule_key(text: str) -> str:
+    """A rule as compared for sameness: case, spacing, quote style and a final full stop
+    do not matter (`'Severity: <1-4>'` is the rule `"Severity: <1-4>"`)."""
+    return " ".join(_rule_text(text).casefold().translate(_QUOTES).split()).rstrip(".")
 
 
 def _rule_indexes(inner: list[str]) -> list[int]:
@@ -316,19 +322,19 @@ def clean_content(content: str) -> tuple[list[str], str | None]:
 
 def anchor_names_a_rule(rules: Sequence[str], anchor: str) -> bool:
     """Whether `anchor` names at least one of `rules`, as `apply_edits` matches anchors."""
-    want = _norm(anchor)
-    return bool(want) and any(want in _norm(rule) for rule in rules)
+    want = rule_key(anchor)
+    return bool(want) and any(want in rule_key(rule) for rule in rules)
 
 
 def _match(rule_lines: list[tuple[int, str]], anchor: str) -> tuple[int | None, str]:
     """The one rule line an anchor names, or the reason there is not exactly one."""
-    want = _norm(anchor)
+    want = rule_key(anchor)
     if not want:
         return None, "empty anchor"
-    exact = [i for i, line in rule_lines if _norm(line) == want]
+    exact = [i for i, line in rule_lines if rule_key(line) == want]
     if len(exact) == 1:
         return exact[0], ""
-    partial = [i for i, line in rule_lines if want in _norm(line)]
+    partial = [i for i, line in rule_lines if want in rule_key(line)]
     if len(partial) == 1:
         return partial[0], ""
     if not partial:
@@ -405,14 +411,14 @@ def _apply_one(
         contents, problem = clean_content(edit.content)
         if problem:
             return unmatched(problem)
-        existing = {_norm(line) for _, line in rule_lines}
+        existing = {rule_key(line) for _, line in rule_lines}
         if len({c.casefold() for c in contents}) < len(contents):
             return unmatched("content repeats a line")
         new_lines = [f"- {c}{nl}" for c in contents]
     if edit.op == "template":
         pass
     elif edit.op == "add":
-        if any(_norm(line) in existing for line in new_lines):
+        if any(rule_key(line) in existing for line in new_lines):
             return unmatched("rule is already in the learned block")
         span = _template_span(inner)
         if not rule_lines and span is not None:  # the first rule goes above the template
@@ -426,10 +432,10 @@ def _apply_one(
         if index is None:
             return unmatched(reason)
         if edit.op == "replace":
-            others = {_norm(line) for i, line in rule_lines if i != index}
-            if any(_norm(line) in others for line in new_lines):
+            others = {rule_key(line) for i, line in rule_lines if i != index}
+            if any(rule_key(line) in others for line in new_lines):
                 return unmatched("replacement duplicates another rule")
-            if [_norm(x) for x in new_lines] == [_norm(inner[index])]:
+            if [rule_key(x) for x in new_lines] == [rule_key(inner[index])]:
                 return unmatched("replacement is identical to the rule")
         result = inner[:index] + new_lines + inner[index + 1 :]
     else:

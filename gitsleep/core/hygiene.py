@@ -170,7 +170,7 @@ def check_hygiene(
     choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
     rejected: list[EditOutcome] = []
-    existing = {_norm_rule(rule): rule for rule in current_rules if _norm_rule(rule)}
+    existing = {docs.rule_key(rule): rule for rule in current_rules if docs.rule_key(rule)}
     prompts = [words for words in (_words(p) for p in task_prompts) if words]
     specific = _specific_words(prompts, failing_checks, current_rules)
     earlier: set[str] = set()
@@ -204,7 +204,7 @@ def check_hygiene(
             rationale = f"{checked.rationale} {note}".strip()
             checked = Edit("add", checked.content, "", rationale, checked.target)
         kept.append(checked)
-        earlier.update(_norm_rule(line) for line in _content_lines(checked.content))
+        earlier.update(docs.rule_key(line) for line in _content_lines(checked.content))
     return kept, rejected
 
 
@@ -402,10 +402,6 @@ def _content_lines(content: str) -> list[str]:
     return lines
 
 
-def _norm_rule(text: str) -> str:
-    return " ".join(_BULLET.sub("", text, count=1).casefold().split()).rstrip(".")
-
-
 def _words(text: str) -> list[str]:
     return _WORDS.findall(text.casefold())
 
@@ -557,12 +553,12 @@ def _contradicts(line: str, check: Check) -> bool:
 def _duplicate_problem(
     edit: Edit, lines: list[str], existing: dict[str, str], earlier: set[str]
 ) -> str:
-    normed = [_norm_rule(line) for line in lines]
+    normed = [docs.rule_key(line) for line in lines]
     if len(set(normed)) < len(normed):
         return "content repeats a line"
     replaced: set[str] = set()
     if edit.op == "replace":
-        anchor = _norm_rule(edit.anchor)
+        anchor = docs.rule_key(edit.anchor)
         replaced = {norm for norm in existing if anchor and (norm == anchor or anchor in norm)}
         if replaced and set(normed) <= replaced:
             return "replacement is identical to the rule it replaces"

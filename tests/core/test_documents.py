@@ -113,6 +113,11 @@ def test_anchor_cannot_reach_hand_written_text() -> None:
         (add("open <!-- comment"), "HTML comment"),
         (Edit("upsert", content="x"), "unknown op"),
         (add('always include "confidence:"'), "already"),
+        # the same rule in other quotes, or with a full stop: a real night's merged bundle
+        # kept 'Severity: <1-4>' beside "Severity: <1-4>"
+        (add("Always include 'Confidence:'"), "already"),
+        (add("Always include `Confidence:`."), "already"),
+        (add("Always include \u201cConfidence:\u201d"), "already"),
         (Edit("replace", anchor="Keep it short", content="Keep it short"), "identical"),
         (Edit("replace", anchor="", content="x"), "empty anchor"),
     ],
