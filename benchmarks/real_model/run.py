@@ -200,6 +200,8 @@ def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
         for line in (template or "").split("\n")) if p]
     if clash := honesty.contradiction(rules, template):
         found.append(f"contradiction: {clash}")
+    if len({docs.rule_key(rule) for rule in rules}) < len(rules):
+        found.append("duplicate: two rules that differ only in quotes, case or spacing")
     # a typed slot of a rule (`Severity: <1-4>`) counts too, as integrity counts it
     holes = honesty.template_placeholders(template or "") + honesty.rule_slots(rules)
     for p in result.passes:
