@@ -887,7 +887,8 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     """The most model calls an epoch can make, before the cache saves any.
 
     baseline (train + val + test) + per target and round: each proposal's reflect call and
-    its one retry, its val pass, the merged candidate's val pass, the per-edit val passes of
+    its one retry, its val pass and the val pass of its bundle without the edits its answers
+    copy (`_without_copied`), the merged candidate's val pass, the per-edit val passes of
     the ablation or the pruning (one or the other, at most `edit_budget`), a train
     re-score, and with `rollouts: K` the K - 1 sampled answers per locally judged train
     task; then the final test pass. Rubric tasks add one judge call per answer.
@@ -902,7 +903,7 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     train, val, test = (per_split[s] * r for s in ("train", "val", "test"))
     proposals = max(1, settings.proposals)
     sampled = rollouts.extra_calls(settings, [t for t in tasks if t.split == "train"])
-    per_round = proposals * (2 + val) + (1 + settings.edit_budget) * val + train + sampled
+    per_round = proposals * (2 + 2 * val) + (1 + settings.edit_budget) * val + train + sampled
     if settings.search == "thrifty":  # each proposal's screen on a few train tasks
         per_round += proposals * _screen_calls(settings, [t for t in tasks if t.split == "train"])
     targets = 2 if with_memory else 1
