@@ -64,7 +64,15 @@ import git
 
 from gitsleep.errors import GitError, UsageError
 from gitsleep.git_forge import remote_notes
-from gitsleep.git_forge.gitrun import harden, is_ancestor, last_line, ref_sha, run_git, try_git
+from gitsleep.git_forge.gitrun import (
+    harden,
+    is_ancestor,
+    last_line,
+    read_blobs,
+    ref_sha,
+    run_git,
+    try_git,
+)
 from gitsleep.git_forge.lock import RepoLock, gitsleep_dir, owner_is_dead, owner_record
 from gitsleep.git_forge.record import MAX_NOTE_BYTES, NOTES_REF, SKILL, read_trailers
 
@@ -378,8 +386,11 @@ def _noted(repo: git.Repo, branch: str, shas: Iterable[str], remote: str | None,
             continue
         pairs = (line.split() for line in out.splitlines())
         annotated = {pair[1]: pair[0] for pair in pairs if len(pair) == 2}  # commit -> blob
-        for sha in sorted((wanted - found) & annotated.keys()):
-            text = _note_blob(repo, annotated[sha])
+        shas = sorted((wanted - found) & annotated.keys())
+        notes = read_blobs(Path(str(repo.working_dir)), [annotated[sha] for sha in shas],
+                           MAX_NOTE_BYTES)
+        for sha in shas:
+            text = notes[annotated[sha]]
             try:
                 note = json.loads(text) if text is not None else None
             except (ValueError, RecursionError):  # a forged note: too deeply nested
@@ -892,20 +903,14 @@ def add_note(repo: git.Repo, sha: str, text: str, ref: str = NOTES_REF) -> None:
 
 
 def read_note(repo: git.Repo, sha: str, ref: str = NOTES_REF) -> str | None:
-    """The note on `sha` under `ref`, exactly as stored, or None (none, or too large to be
-    gitsleep's)."""
+    """The note on `sha` under `ref`, exactly as stored, or None (none, or over
+    MAX_NOTE_BYTES: anyone who can push can write a note, and one that large is not
+    gitsleep's; `log` skips it too)."""
     status, blob, _ = try_git(repo.git, "notes", f"--ref={_notes_ref(ref)}", "list", sha)
-    return _note_blob(repo, blob) if status == 0 and blob else None
-
-
-def _note_blob(repo: git.Repo, blob: str) -> str | None:
-    """A note's text, or None when it is unreadable or over MAX_NOTE_BYTES: anyone who can
-    push can write a note, and one that large is not gitsleep's (`log` skips it too)."""
-    status, size, _ = try_git(repo.git, "cat-file", "-s", blob)
-    if status != 0 or not size.isdigit() or int(size) > MAX_NOTE_BYTES:
+    if status != 0 or not blob:
         return None
-    status, text, _ = try_git(repo.git, "cat-file", "blob", blob, strip=False)
-    return text if status == 0 else None
+    text = read_blobs(Path(str(repo.working_dir)), [blob], MAX_NOTE_BYTES)[blob]
+    return None if text is None else text.decode("utf-8", "surrogateescape")
 
 
 def _push_notes(repo: git.Repo, remote: str, ref: str) -> str | None:

@@ -190,3 +190,37 @@ def git_bytes(repo: Path, *args: str, stdin: bytes | None = None) -> bytes:
     and files are whatever someone wrote, not necessarily UTF-8."""
     done = git_run(repo, *args, stdin=stdin)
     return done.out if done.status == 0 else b""
+
+
+def read_blobs(repo: Path, names: list[str], max_bytes: int) -> dict[str, bytes | None]:
+    """object name -> its content, for all of `names` in two git processes (one
+    `cat-file --batch-check`, one `--batch`); None for a missing object, one that is no
+    blob, or one over `max_bytes` (a note anyone could push is never read whole)."""
+    if not names:
+        return {}
+    checked = git_bytes(repo, "cat-file", "--batch-check",
+                        stdin="".join(f"{name}\n" for name in names).encode())
+    wanted = []
+    for name, line in zip(names, checked.decode("utf-8", "replace").splitlines(),
+                          strict=False):
+        found = line.split()
+        if (len(found) == 3 and found[1] == "blob" and found[2].isdigit()
+                and int(found[2]) <= max_bytes):
+            wanted.append(name)
+    contents: dict[str, bytes | None] = dict.fromkeys(names)
+    if not wanted:
+        return contents
+    out = git_bytes(repo, "cat-file", "--batch",
+                    stdin="".join(f"{name}\n" for name in wanted).encode())
+    at = 0
+    for name in wanted:  # "<sha> blob <size>\n<content>\n", in the order asked
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split()
+        if len(header) != 3 or not header[2].isdigit():
+            break
+        size = int(header[2])
+        contents[name] = out[end + 1:end + 1 + size]
+        at = end + 1 + size + 1
+    return contents

@@ -29,7 +29,7 @@ from gitsleep.core.numbers import loads_json
 from gitsleep.core.scores import rounded
 from gitsleep.git_forge import record
 from gitsleep.git_forge.gitrun import git_bytes as _git_bytes
-from gitsleep.git_forge.gitrun import git_out
+from gitsleep.git_forge.gitrun import git_out, read_blobs
 from gitsleep.git_forge.record import MAX_NOTE_BYTES, NOTES_REF
 from gitsleep.outcome import NoteFacts
 
@@ -107,38 +107,6 @@ def _object_types(repo: Path, names: list[str]) -> dict[str, str]:
         found = line.split()
         types[name] = found[1] if len(found) == 2 and found[0] == name else "missing"
     return types
-
-
-def _blobs(repo: Path, names: list[str]) -> dict[str, bytes | None]:
-    """object name -> its content, for all of `names` in one `git cat-file --batch`;
-    None for a missing object or one too large to be a gitsleep note."""
-    if not names:
-        return {}
-    checked = _text(_git_bytes(repo, "cat-file", "--batch-check",
-                               stdin="".join(f"{name}\n" for name in names).encode()))
-    wanted = []
-    for name, line in zip(names, checked.splitlines(), strict=False):
-        found = line.split()
-        if (len(found) == 3 and found[1] == "blob" and found[2].isdigit()
-                and int(found[2]) <= MAX_NOTE_BYTES):
-            wanted.append(name)
-    contents: dict[str, bytes | None] = dict.fromkeys(names)
-    if not wanted:
-        return contents
-    out = _git_bytes(repo, "cat-file", "--batch",
-                     stdin="".join(f"{name}\n" for name in wanted).encode())
-    at = 0
-    for name in wanted:  # "<sha> blob <size>\n<content>\n", in the order asked
-        end = out.find(b"\n", at)
-        if end < 0:
-            break
-        header = out[at:end].split()
-        if len(header) != 3 or not header[2].isdigit():
-            break
-        size = int(header[2])
-        contents[name] = out[end + 1:end + 1 + size]
-        at = end + 1 + size + 1
-    return contents
 
 
 def _notes(repo: Path) -> dict[str, str]:
@@ -288,8 +256,8 @@ def read_history(repo: Path, *, base: str, branch_refs: list[str],
         trailers = found[sha][3]
         return details or record.VAL not in trailers or record.TEST not in trailers
 
-    blobs = _blobs(repo, [notes[sha] for sha in found if sha in notes and needs_note(sha)]
-                   + [notes[sha] for sha in gone])
+    blobs = read_blobs(repo, [notes[sha] for sha in found if sha in notes and needs_note(sha)]
+                       + [notes[sha] for sha in gone], MAX_NOTE_BYTES)
     epochs: list[RecordedEpoch] = []
     for sha, (skill, date, where, trailers) in found.items():
         note = None
