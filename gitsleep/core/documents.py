@@ -412,7 +412,7 @@ def _apply_one(
         if problem:
             return unmatched(problem)
         existing = {rule_key(line) for _, line in rule_lines}
-        if len({c.casefold() for c in contents}) < len(contents):
+        if len({rule_key(c) for c in contents}) < len(contents):
             return unmatched("content repeats a line")
         new_lines = [f"- {c}{nl}" for c in contents]
     if edit.op == "template":

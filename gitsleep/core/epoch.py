@@ -509,8 +509,7 @@ class Epoch:
                 or not gate.more_hollow(rnd.best_val, cand.val)):
             return None
         hollow = [s.answer for t in cand.val.tasks for s in t.samples
-                  if s.answer is not None and s.score is not None
-                  and s.score.reason.startswith(judges.INTEGRITY_PREFIX)]
+                  if s.answer is not None and judges.failed_integrity(s)]
         copied = [e for e in cand.trial.applied
                   if any(honesty.hollow_reason(answer, _asks_to_fill(e)) for answer in hollow)]
         rest = [e for e in cand.trial.applied if e not in copied]

@@ -101,7 +101,7 @@ def with_integrity(score: Score, answer: str, shape: honesty.LearnedShape) -> Sc
     verbatim, or leaves a section or labelled line the template requires empty. Such an
     answer does not pass for the gate whatever the user's checks say (issue 25); its
     reason starts with `integrity:` so passes count it."""
-    why = honesty.hollow_reason(answer, shape)
+    why = honesty.hollow_reason(answer, shape) if shape.templates or shape.slots else ""
     if not why:
         return score
     return Score(0.0, 0.0, f"{INTEGRITY_PREFIX} {why} (scored as failing; the checks said: "
@@ -117,10 +117,14 @@ def workspace_outcomes(answer: Answer, workspace_task: bool
     return {index: (passed, reason) for index, passed, reason in answer.checks or ()}
 
 
+def failed_integrity(sample: SampleResult) -> bool:
+    """Whether a scored answer failed for integrity (see `with_integrity`)."""
+    return sample.score is not None and sample.score.reason.startswith(INTEGRITY_PREFIX)
+
+
 def integrity_failures(samples: Iterable[SampleResult]) -> int:
-    """How many scored answers failed for integrity (see `with_integrity`)."""
-    return sum(1 for s in samples
-               if s.score is not None and s.score.reason.startswith(INTEGRITY_PREFIX))
+    """How many scored answers failed for integrity."""
+    return sum(1 for s in samples if failed_integrity(s))
 
 
 def score_local(judge: Judge, answer: str,

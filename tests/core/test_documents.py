@@ -118,6 +118,7 @@ def test_anchor_cannot_reach_hand_written_text() -> None:
         (add("Always include 'Confidence:'"), "already"),
         (add("Always include `Confidence:`."), "already"),
         (add("Always include \u201cConfidence:\u201d"), "already"),
+        (add("Keep answers short\nkeep answers short."), "repeats a line"),
         (Edit("replace", anchor="Keep it short", content="Keep it short"), "identical"),
         (Edit("replace", anchor="", content="x"), "empty anchor"),
     ],
