@@ -140,7 +140,9 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
     calls_before = log.calls
     log.replies = []
     started = time.monotonic()
+    cache = ResponseCache()  # gitsleep's own cache, kept for the night after a merge
     result = run_epoch(tasks, documents, config.epoch_settings(), backend, skill=skill.name,
+                       cache=cache,
                        progress=lambda line: print(f"  [{example} seed {seed}] {line}",
                                                    flush=True))
     wall = time.monotonic() - started
@@ -177,12 +179,41 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
         if "skill" in result.documents and result.decision == "accepted" else "",
         "audit": audit(result, tasks),
     }
+    if args.merged_night and result.decision == "accepted":
+        row["merged_night"] = merged_night(result, tasks, config, backend, cache, example, seed)
     save_replies(args.out / "raw", example, seed, log.replies)
     epochs = args.out / "epochs"
     epochs.mkdir(parents=True, exist_ok=True)
     (epochs / f"{example}-seed{seed}.json").write_text(
         report.dumps_diagnostics(report.diagnostics(result, {"seed": seed})), encoding="utf-8")
     return row, result
+
+
+def merged_night(night1: EpochResult, tasks: Sequence[Task], config: Config,
+                 backend: Backend, cache: ResponseCache, example: str,
+                 seed: int) -> dict[str, Any]:
+    """The next night after a person merged night 1's pull request: the same tasks under
+    the accepted documents, with the cache night 1 filled (gitsleep's `.gitsleep/cache`).
+    `calls` counts only the calls the cache could not answer, as the product's do."""
+    merged = {target: after for target, (_, after) in night1.documents.items()}
+    started = time.monotonic()
+    result = run_epoch(tasks, merged, config.epoch_settings(), backend,
+                       skill=config.skills[0].name, cache=cache,
+                       progress=lambda line: print(f"  [{example} seed {seed} night 2] {line}",
+                                                   flush=True))
+    return {
+        "decision": result.decision,
+        "reason": result.reason,
+        "calls": result.cost.calls,
+        "cache_hits": result.cost.cache_hits,
+        "val": {"baseline": result.val.baseline, "candidate": result.val.candidate},
+        "test": {"baseline": result.test.baseline, "candidate": result.test.candidate},
+        "accepted_edits": [o.edit.summary() for o in result.applied],
+        "learned_block": docs.learned_block_text(result.documents["skill"][1])
+        if "skill" in result.documents and result.decision == "accepted" else "",
+        "audit": audit(result, tasks),
+        "wall_seconds": round(time.monotonic() - started, 1),
+    }
 
 
 def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
@@ -325,6 +356,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="cap on an agent answer (0: none); keeps runs short on CPUs")
     parser.add_argument("--record", type=int, default=0, metavar="N",
                         help="only record N optimizer replies per example, then stop")
+    parser.add_argument("--merged-night", action="store_true",
+                        help="after a night that accepted, run the next night on its documents "
+                        "with its cache (the night after a merged pull request)")
     parser.add_argument("--out", type=Path, default=HERE.parent / "results" / "real_model",
                         help="where results, raw replies and the answer store go "
                         "(default benchmarks/results/real_model, git-ignored)")
