@@ -235,7 +235,10 @@ class LearnedShape:
 def hollow_reason(answer: str, shape: LearnedShape) -> str:
     """Why an answer does not pass whatever its checks say: it repeats a placeholder of a
     learned template or a slot of a learned rule verbatim, or leaves a section or label
-    the template requires empty; '' when it does none of these."""
+    the template requires empty; '' when it does none of these (at once when the
+    documents ask nothing to be filled, as most do: every scored answer passes here)."""
+    if not shape.templates and not shape.slots:
+        return ""
     lines = answer.split("\n")
     for template in shape.templates:
         for token in template_placeholders(template):

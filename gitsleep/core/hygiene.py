@@ -170,7 +170,7 @@ def check_hygiene(
     choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
     rejected: list[EditOutcome] = []
-    existing = {docs.rule_key(rule): rule for rule in current_rules if docs.rule_key(rule)}
+    existing = {key: rule for rule in current_rules if (key := docs.rule_key(rule))}
     prompts = [words for words in (_words(p) for p in task_prompts) if words]
     specific = _specific_words(prompts, failing_checks, current_rules)
     earlier: set[str] = set()

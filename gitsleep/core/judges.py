@@ -101,7 +101,7 @@ def with_integrity(score: Score, answer: str, shape: honesty.LearnedShape) -> Sc
     verbatim, or leaves a section or labelled line the template requires empty. Such an
     answer does not pass for the gate whatever the user's checks say (issue 25); its
     reason starts with `integrity:` so passes count it."""
-    why = honesty.hollow_reason(answer, shape) if shape.templates or shape.slots else ""
+    why = honesty.hollow_reason(answer, shape)
     if not why:
         return score
     return Score(0.0, 0.0, f"{INTEGRITY_PREFIX} {why} (scored as failing; the checks said: "
