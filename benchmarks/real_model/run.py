@@ -150,13 +150,7 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
     row = {
         "example": example,
         "seed": seed,
-        "decision": result.decision,
-        "reason": result.reason,
-        "val": {"baseline": result.val.baseline, "candidate": result.val.candidate,
-                "n": result.val.n},
-        "test": {"baseline": result.test.baseline, "candidate": result.test.candidate,
-                 "n": result.test.n},
-        "accepted_edits": [o.edit.summary() for o in result.applied],
+        **outcome(result, tasks),
         "rejected_edits": [f"{o.edit.summary()}: {o.reason}" for o in result.rejected],
         "dropped_edits": [f"{o.edit.summary()}: {o.reason}" for o in result.unmatched],
         "proposals": len(proposals),
@@ -175,13 +169,12 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
         "errors": result.errors[:10],
         "warnings": list(result.warnings),
         "integrity_failures": report.integrity_counts(result),
-        "learned_block": docs.learned_block_text(result.documents["skill"][1])
-        if "skill" in result.documents and result.decision == "accepted" else "",
-        "audit": audit(result, tasks),
     }
-    if args.merged_night and result.decision == "accepted":
-        row["merged_night"] = merged_night(result, tasks, config, backend, cache, example, seed)
     save_replies(args.out / "raw", example, seed, log.replies)
+    if args.merged_night and result.decision == "accepted":
+        log.replies = []
+        row["merged_night"] = merged_night(result, tasks, config, backend, cache, example, seed)
+        save_replies(args.out / "raw", f"{example}-night2", seed, log.replies)
     epochs = args.out / "epochs"
     epochs.mkdir(parents=True, exist_ok=True)
     (epochs / f"{example}-seed{seed}.json").write_text(
@@ -202,17 +195,27 @@ def merged_night(night1: EpochResult, tasks: Sequence[Task], config: Config,
                        progress=lambda line: print(f"  [{example} seed {seed} night 2] {line}",
                                                    flush=True))
     return {
-        "decision": result.decision,
-        "reason": result.reason,
+        **outcome(result, tasks),
         "calls": result.cost.calls,
         "cache_hits": result.cost.cache_hits,
-        "val": {"baseline": result.val.baseline, "candidate": result.val.candidate},
-        "test": {"baseline": result.test.baseline, "candidate": result.test.candidate},
+        "wall_seconds": round(time.monotonic() - started, 1),
+    }
+
+
+def outcome(result: EpochResult, tasks: Sequence[Task]) -> dict[str, Any]:
+    """What a night decided and learned, and the audit of it: the fields a first night's
+    row and the night after a merge share."""
+    return {
+        "decision": result.decision,
+        "reason": result.reason,
+        "val": {"baseline": result.val.baseline, "candidate": result.val.candidate,
+                "n": result.val.n},
+        "test": {"baseline": result.test.baseline, "candidate": result.test.candidate,
+                 "n": result.test.n},
         "accepted_edits": [o.edit.summary() for o in result.applied],
         "learned_block": docs.learned_block_text(result.documents["skill"][1])
         if "skill" in result.documents and result.decision == "accepted" else "",
         "audit": audit(result, tasks),
-        "wall_seconds": round(time.monotonic() - started, 1),
     }
 
 
