@@ -13,12 +13,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.models import Answer, Cost, EpochSettings, usd
 from gitsleep.errors import BudgetExhausted
 
+T = TypeVar("T")
 Tick = Callable[[], None]  # one unit of a pass is done
 StepHook = Callable[[str, int], Tick]  # (label, total) -> tick: the edge's progress display
 
@@ -333,6 +335,32 @@ class CallRunner:
         return {model: {"seconds": round(sum(times), 3), "p50_s": round(_rank(times, 0.50), 3),
                         "p95_s": round(_rank(times, 0.95), 3)}
                 for model, times in sorted(measured.items())}
+
+    def judge_locally(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """Each job's result, in order: judging that runs here, not in a call (a text
+        task's `command` checks are programs that may take minutes), `workers` at a time.
+        Its wall seconds count against budget.max_agent_minutes as a call's do, so a
+        night of slow checks stops at the cap. The first error propagates once every job
+        under way has finished."""
+
+        def timed(job: Callable[[], T]) -> T:
+            started = time.perf_counter()
+            try:
+                return job()
+            finally:
+                with self._lock:
+                    self._spent.seconds += time.perf_counter() - started
+
+        if self.workers == 1 or len(jobs) <= 1:
+            return [timed(job) for job in jobs]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs))) as pool:
+            futures = [pool.submit(timed, job) for job in jobs]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
 
     def map(self, requests: Sequence[ModelCall], on_done: Tick = no_tick) -> list[Answer]:
         """All requests, answers in request order; the first budget/fatal error propagates

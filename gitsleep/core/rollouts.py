@@ -65,7 +65,8 @@ def sample(
         if answer.ok:
             text = answer.text or ""
             outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
-            score = judges.score_local(task.judge, text, outcomes)
+            score = judges.score_local(task.judge, text, outcomes,
+                                        pass_env=settings.check_pass_env)
             if score is not None:
                 score = judges.with_integrity(score, text, shape)
             out[task.id].append(SampleResult(SEED_BASE + k, text, None, score))
