@@ -11,8 +11,9 @@ hold is refused before anything is written.
 
 After the agent ran, `snapshot` before and after gives the files it changed, and the
 workspace check ops (`file_exists`, `file_contains`, `changed_files_max`) are judged here
-over the folder; `command` checks run through `gitsleep.command_check`. Every check reads
-only inside the workspace: a link out of it is a failed check, never a read.
+over the folder; `command` checks run through `gitsleep.command_check`, after the fixture
+files their argv names are put back as committed (the agent must not grade itself). Every
+check reads only inside the workspace: a link out of it is a failed check, never a read.
 
 This module knows nothing of click or the forge; it raises UsageError for bad input
 (exit 2) and GitError when git itself fails (exit 4).
@@ -505,7 +506,12 @@ def named_fixture_files(pristine: Path, argv: Sequence[str]) -> list[str]:
         if relative in (".", "..") or relative.startswith("../") or relative in found:
             continue
         path = pristine / relative
-        if path.is_file() and not path.is_symlink() and path.resolve().is_relative_to(root):
+        try:  # a `-c` script may be longer than any file name
+            regular = stat.S_ISREG(path.lstat().st_mode)  # a link is not followed
+            inside = path.resolve().is_relative_to(root)
+        except (OSError, RuntimeError):
+            continue
+        if regular and inside:
             found.append(relative)
     return found
 

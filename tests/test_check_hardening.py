@@ -285,3 +285,10 @@ def test_workspace_check_time_is_part_of_the_agent_call(
         backend.close()
     assert answer.ok and answer.checks == ((0, True, ""),)
     assert answer.seconds is not None and answer.seconds >= 0.5
+
+
+def test_an_argument_no_file_could_have_is_not_a_named_file(tmp_path: Path) -> None:
+    """A `python -c` script longer than a file name can be is an argument, not a crash."""
+    (tmp_path / "check.sh").write_text("exit 1\n")
+    argv = [PY, "-c", "x = 1; " * 60, "check.sh", "-"]
+    assert workspaces.named_fixture_files(tmp_path, argv) == ["check.sh"]
