@@ -292,3 +292,18 @@ def test_an_argument_no_file_could_have_is_not_a_named_file(tmp_path: Path) -> N
     (tmp_path / "check.sh").write_text("exit 1\n")
     argv = [PY, "-c", "x = 1; " * 60, "check.sh", "-"]
     assert workspaces.named_fixture_files(tmp_path, argv) == ["check.sh"]
+
+
+def test_rollout_check_time_counts_against_max_agent_minutes(tmp_path: Path) -> None:
+    """Contrastive rollouts judge their answers through the same door as a scoring pass."""
+    from gitsleep.backends.offline import OfflineBackend
+    from gitsleep.core import rollouts
+    from gitsleep.core.calls import CallRunner
+    from gitsleep.core.models import EpochSettings
+
+    slow = [PY, "-c", "import time; time.sleep(0.5)"]
+    settings = EpochSettings("offline", "offline", "offline", workers=1, rollouts=2)
+    runner = CallRunner.for_settings(OfflineBackend(), settings)
+    sampled = rollouts.sample(runner, text_tasks({"a": slow}), {"skill": "# S\n"}, settings)
+    assert [s.score.hard for s in sampled["a"] if s.score] == [1.0]
+    assert runner.agent_seconds() >= 0.5

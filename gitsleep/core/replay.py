@@ -214,7 +214,7 @@ def _score_tasks(
                           for t, s in jobs], on_answer)
     samples: list[SampleResult] = []
     rubric_jobs: list[int] = []
-    local = runner.judge_locally([_local_score(task, answer, settings)
+    local = runner.judge_locally([local_judging(task, answer, settings)
                                   for (task, _), answer in zip(jobs, answers, strict=True)])
     for i, ((task, s), answer) in enumerate(zip(jobs, answers, strict=True)):
         if not answer.ok:
@@ -254,7 +254,7 @@ def _score_tasks(
     return results, answers, len(rubric_jobs)
 
 
-def _local_score(task: Task, answer: Answer, settings: EpochSettings
+def local_judging(task: Task, answer: Answer, settings: EpochSettings
                  ) -> Callable[[], Score | None]:
     """The rule or exact judging of one answer, to run when the runner says (a text task's
     `command` checks are programs); None for a failed call or a rubric judge. A workspace
