@@ -495,7 +495,8 @@ def judged_in_workspace(op: str) -> bool:
 def named_fixture_files(pristine: Path, argv: Sequence[str]) -> list[str]:
     """The files of the pristine fixture that items of a check's argv name, as paths
     relative to it: its program (`./check.sh`) and any file it is given (`sh check.sh`,
-    `python tests/verify.py`). Folders and links are not files a check names."""
+    `python tests/verify.py`). Folders, links and paths through a link of the fixture are
+    not files a check names (putting one back would replace the fixture's own link)."""
     root = pristine.resolve()
     found: list[str] = []
     for item in argv:
@@ -508,10 +509,10 @@ def named_fixture_files(pristine: Path, argv: Sequence[str]) -> list[str]:
         path = pristine / relative
         try:  # a `-c` script may be longer than any file name
             regular = stat.S_ISREG(path.lstat().st_mode)  # a link is not followed
-            inside = path.resolve().is_relative_to(root)
+            direct = path.resolve() == root / relative  # no link on the way
         except (OSError, RuntimeError):
             continue
-        if regular and inside:
+        if regular and direct:
             found.append(relative)
     return found
 

@@ -307,3 +307,12 @@ def test_rollout_check_time_counts_against_max_agent_minutes(tmp_path: Path) -> 
     sampled = rollouts.sample(runner, text_tasks({"a": slow}), {"skill": "# S\n"}, settings)
     assert [s.score.hard for s in sampled["a"] if s.score] == [1.0]
     assert runner.agent_seconds() >= 0.5
+
+
+def test_a_path_through_a_link_of_the_fixture_is_not_put_back(tmp_path: Path) -> None:
+    """Putting it back would replace the fixture's own link with a folder."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src/check.sh").write_text("exit 1\n")
+    os.symlink("src", tmp_path / "lib")
+    assert workspaces.named_fixture_files(tmp_path, ["sh", "lib/check.sh"]) == []
+    assert workspaces.named_fixture_files(tmp_path, ["sh", "src/check.sh"]) == ["src/check.sh"]
