@@ -535,6 +535,18 @@ def put_back(folder: Path, pristine: Path, relative: str) -> None:
     shutil.copy2(pristine / relative, dest)
 
 
+def put_back_named(folder: Path, pristine: Path, argv: Sequence[str]) -> str:
+    """Put back every fixture file a check's argv names (see `put_back`); why one could not
+    be (the check then fails without running: it would run what the agent left), or ''."""
+    for relative in named_fixture_files(pristine, argv):
+        try:
+            put_back(folder, pristine, relative)
+        except OSError as exc:
+            return (f"{relative} could not be put back from the fixture "
+                    f"({exc.strerror or exc}); the check was not run")
+    return ""
+
+
 def judge_checks(
     folder: Path,
     checks: Sequence[Check],
@@ -563,11 +575,9 @@ def judge_checks(
             if argv is None:
                 outcomes[index] = (False, "the command check's arg is not an argv list")
                 continue
-            if pristine is not None:
-                for relative in named_fixture_files(pristine, argv):
-                    put_back(folder, pristine, relative)
-            outcomes[index] = run_check(argv, folder, answer_file=answer_file,
-                                        **command_options)
+            problem = put_back_named(folder, pristine, argv) if pristine is not None else ""
+            outcomes[index] = (False, problem) if problem else run_check(
+                argv, folder, answer_file=answer_file, **command_options)
         elif check.op == "file_exists":
             outcomes[index] = file_exists(folder, check.text)
         elif check.op == "file_contains":

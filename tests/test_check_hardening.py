@@ -316,3 +316,24 @@ def test_a_path_through_a_link_of_the_fixture_is_not_put_back(tmp_path: Path) ->
     os.symlink("src", tmp_path / "lib")
     assert workspaces.named_fixture_files(tmp_path, ["sh", "lib/check.sh"]) == []
     assert workspaces.named_fixture_files(tmp_path, ["sh", "src/check.sh"]) == ["src/check.sh"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_file_that_cannot_be_put_back_fails_its_check_without_running_it(
+        tmp_path: Path) -> None:
+    from gitsleep.core.models import Check
+
+    pristine, folder = tmp_path / "pristine", tmp_path / "agent"
+    for root, text in ((pristine, WANTS_WATCH), (folder, "import sys\nsys.exit(0)\n")):
+        (root / "checks").mkdir(parents=True)
+        (root / "checks/verify.py").write_text(text)
+    (folder / "CHANGELOG.md").write_text("# Changelog\n")
+    (folder / "checks").chmod(0o555)  # the agent locked its rewrite in
+    try:
+        outcomes = workspaces.judge_checks(
+            folder, [Check("command", json.dumps([PY, "checks/verify.py"]))], [],
+            pristine=pristine)
+    finally:
+        (folder / "checks").chmod(0o755)
+    ok, why = outcomes[0]
+    assert not ok and "checks/verify.py could not be put back" in why
