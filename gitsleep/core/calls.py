@@ -336,12 +336,19 @@ class CallRunner:
                         "p95_s": round(_rank(times, 0.95), 3)}
                 for model, times in sorted(measured.items())}
 
-    def judge_locally(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
-        """Each job's result, in order: judging that runs here, not in a call (a text
-        task's `command` checks are programs that may take minutes), `workers` at a time.
-        Its wall seconds count against budget.max_agent_minutes as a call's do, so a
-        night of slow checks stops at the cap. The first error propagates once every job
-        under way has finished."""
+    def judge_locally(self, jobs: Sequence[tuple[Callable[[], T], bool]]) -> list[T]:
+        """Each job's result, in order: judging that runs here, not in a call. A job marked
+        True starts programs (a text task's `command` checks, which may take minutes):
+        those run `workers` at a time, and their wall seconds count against
+        budget.max_agent_minutes as a call's do, so a night of slow checks stops at the
+        cap. The others (a regex, a word count) run here at once. The first error
+        propagates once every job under way has finished."""
+        slow = [i for i, (_, programs) in enumerate(jobs) if programs]
+        done = dict(zip(slow, self._timed([jobs[i][0] for i in slow]), strict=True))
+        return [done[i] if i in done else job() for i, (job, _) in enumerate(jobs)]
+
+    def _timed(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """The jobs `workers` at a time, each one's wall seconds added to what was spent."""
 
         def timed(job: Callable[[], T]) -> T:
             started = time.perf_counter()

@@ -38,6 +38,12 @@ def check_passes(check: Check, answer: str, pass_env: Sequence[str] = ()) -> tup
     return spec.judge(answer, check.text)
 
 
+def runs_programs(judge: Judge) -> bool:
+    """Whether judging an answer locally starts programs (a rule judge's `command` check)."""
+    return judge.kind == "rule" and any(
+        (spec := OPS.get(check.op)) is not None and spec.runs_program for check in judge.checks)
+
+
 def score_rule(checks: tuple[Check, ...], answer: str,
                workspace: Mapping[int, tuple[bool, str]] | None = None, *,
                pass_env: Sequence[str] = ()) -> Score:

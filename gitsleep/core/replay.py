@@ -255,10 +255,10 @@ def _score_tasks(
 
 
 def local_judging(task: Task, answer: Answer, settings: EpochSettings
-                 ) -> Callable[[], Score | None]:
-    """The rule or exact judging of one answer, to run when the runner says (a text task's
-    `command` checks are programs); None for a failed call or a rubric judge. A workspace
-    task's workspace and command checks come as the backend judged them."""
+                  ) -> tuple[Callable[[], Score | None], bool]:
+    """The rule or exact judging of one answer, to run when the runner says (None for a
+    failed call or a rubric judge), and whether it starts programs (a text task's
+    `command` checks; a workspace task's come as the backend judged them)."""
 
     def judge() -> Score | None:
         if not answer.ok:
@@ -267,4 +267,5 @@ def local_judging(task: Task, answer: Answer, settings: EpochSettings
         return judges.score_local(task.judge, answer.text or "", outcomes,
                                   pass_env=settings.check_pass_env)
 
-    return judge
+    programs = answer.ok and task.workspace is None and judges.runs_programs(task.judge)
+    return judge, programs
