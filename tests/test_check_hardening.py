@@ -337,3 +337,19 @@ def test_a_file_that_cannot_be_put_back_fails_its_check_without_running_it(
         (folder / "checks").chmod(0o755)
     ok, why = outcomes[0]
     assert not ok and "checks/verify.py could not be put back" in why
+
+
+def test_doctor_shows_the_checks_time_beside_the_agents(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    editor = install("editor", tmp_path)
+    slow = {"op": "command", "arg": [PY, "-c", "import time; time.sleep(0.3)"]}
+    repo = committed(tmp_path, monkeypatch, {
+        ".gitsleep.yml": config(editor, backend="command"),
+        "evals/tasks.jsonl": task("v1", "val", slow) + task("t1", "train", slow)})
+    result = run_cli(capsys, "--repo", str(repo), "doctor", "--skill", "changelog",
+                     "--task", "v1")
+    assert result.code == 0, result.err
+    line = next(ln for ln in result.out.splitlines() if "time" in ln and "of checks" in ln)
+    checks = float(line.split("(+")[1].split("s of checks")[0])
+    assert checks >= 0.3, line

@@ -111,7 +111,8 @@ class AgentRun:
     stdout: bytes = b""
     stderr_tail: bytes = b""
     answer: bytes = b""
-    seconds: float = 0.0
+    seconds: float = 0.0  # the agent's own run
+    check_seconds: float = 0.0  # its workspace task's checks, judged after it
     workspace: str = ""
     refused: str = ""  # why the task could not be handed to the agent (never started)
     # a workspace task: its checks judged in the workspace after the agent ran (index,
@@ -504,7 +505,7 @@ class CommandBackend(Backend):
         why = ""
         for _ in range(attempts):
             run = self.run_once(call)
-            seconds += run.seconds
+            seconds += run.seconds + run.check_seconds  # a call's time holds its checks
             answer, retry = self.decide(run)
             if not retry or self._interrupted.is_set() or agent_procs.stopping():
                 answer.seconds = seconds
@@ -555,9 +556,9 @@ class CommandBackend(Backend):
         package and the documents in `given` over the fixture are what it got), then the
         task's workspace and command checks judged in the folder (the answer in a file
         outside it, named by $GITSLEEP_ANSWER; the files a command names put back from the
-        pristine fixture). The checks' wall time is the call's too, so it counts against
-        budget.max_agent_minutes. A check program that cannot start raises CheckCannotRun
-        (exit 3)."""
+        pristine fixture). The checks' wall time (`check_seconds`) is the call's too, so
+        it counts against budget.max_agent_minutes. A check program that cannot start
+        raises CheckCannotRun (exit 3)."""
         if run.refused or run.overflow or run.timed_out or run.exit_code != 0:
             return  # a failed call: never scored, so nothing to judge
         text = decode_text(run.answer)
@@ -576,7 +577,7 @@ class CommandBackend(Backend):
                                                  pristine=tree.path,
                                                  kill_grace=self.spec.kill_grace,
                                                  pass_env=self.check_pass_env)
-        run.seconds += time.monotonic() - started
+        run.check_seconds = time.monotonic() - started
 
     def _check_fatal(self, run: AgentRun) -> None:
         if run.exit_code in (126, 127):  # what shells and env(1) say for these

@@ -118,7 +118,8 @@ def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
     show("workspace files", ", ".join(result.files) or "(none)")
     exit_text = "timed out (process group killed)" if result.timed_out else str(result.exit_code)
     show("exit", exit_text)
-    show("time", f"{result.seconds:.2f}s")
+    show("time", f"{result.seconds:.2f}s" + (f" (+{result.check_seconds:.2f}s of checks)"
+                                               if result.checks is not None else ""))
     tail = result.stderr_tail.decode("utf-8", "replace").strip()
     if tail:  # masked whole before the cut; the capture's own cut loses its partial word
         show("stderr (tail)", show.redactor.clip(
