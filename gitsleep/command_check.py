@@ -99,11 +99,16 @@ def check_environment(base: Mapping[str, str] | None = None,
     """The variables of `base` (gitsleep's environment) a check runs with: `BASE_ENV`, the
     `LC_*` locale and the names in `pass_env` (`checks.pass_env`). An agent may have
     rewritten what a check reads, and a check's output reaches the optimizer, so the model
-    key, cloud keys and forge tokens stay out unless a person lists them."""
+    key, cloud keys and forge tokens stay out unless a person lists them; PATH keeps only
+    its absolute entries, so no program is looked up in the agent's folder."""
     source = os.environ if base is None else base
     wanted = set(pass_env)
-    return {name: value for name, value in source.items()
+    kept = {name: value for name, value in source.items()
             if name in BASE_ENV or name.startswith("LC_") or name in wanted}
+    if "PATH" in kept:  # an empty or relative entry is the check's folder: the agent's
+        kept["PATH"] = os.pathsep.join(
+            entry for entry in kept["PATH"].split(os.pathsep) if os.path.isabs(entry))
+    return kept
 
 
 def _default_redact(text: str) -> str:

@@ -353,3 +353,16 @@ def test_doctor_shows_the_checks_time_beside_the_agents(
     line = next(ln for ln in result.out.splitlines() if "time" in ln and "of checks" in ln)
     checks = float(line.split("(+")[1].split("s of checks")[0])
     assert checks >= 0.3, line
+
+
+def test_a_relative_path_entry_never_finds_a_program_the_agent_planted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty or relative PATH entry means the check's folder: the agent's."""
+    planted = tmp_path / "gitsleep-probe-check"
+    planted.write_text("#!/bin/sh\nexit 0\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join(["", ".", "bin", os.environ["PATH"]]))
+    seen = command_check.check_environment()["PATH"].split(os.pathsep)
+    assert seen and all(entry.startswith("/") for entry in seen)
+    with pytest.raises(command_check.CheckCannotRun):
+        command_check.run_check(["gitsleep-probe-check"], tmp_path)
