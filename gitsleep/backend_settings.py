@@ -58,6 +58,7 @@ def backend_settings(config: Config, env: Mapping[str, str], skill: str,
         names=names, api_key_env=config.api_key_env, base_url=config.base_url,
         timeout=config.timeout, max_retries=config.max_retries,
         azure=config.azure.model_dump() if config.azure else None, agent=agent,
+        check_pass_env=tuple(config.checks.pass_env),
     )
 
 

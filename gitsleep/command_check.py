@@ -4,8 +4,9 @@ A check is an argv (never a shell string) run in a folder: the task's workspace 
 agent ran, or, for a text task, an empty scratch folder. The answer is in a file the
 variable `GITSLEEP_ANSWER` names (outside that folder, so it is never one of the agent's
 changes). Pass = exit 0. It runs as an agent does (`backends.command.run_process`): its
-own session, a deadline, an output cap, and every process it started killed when it ends;
-forge tokens are not in its environment.
+own session, a deadline, an output cap, and every process it started killed when it ends.
+Its environment is minimal (`check_environment`): what a program needs to start, plus
+the names `checks.pass_env` lists; never the model key, cloud keys or forge tokens.
 
 A check that fails, hangs or floods is a failed check whose reason is the tail of its
 output, redacted whole first and then clipped: that is what the optimizer reads. A check
@@ -38,6 +39,11 @@ CHECK_TIMEOUT = 300.0  # seconds one check command may run
 MAX_OUTPUT_BYTES = 1 << 20  # stdout beyond this stops the check (a flood)
 REASON_CHARS = 400  # the output tail kept in the reason
 KILL_GRACE = 2.0
+# What every check runs with: what a program needs to find its tools, its home, its
+# locale and a temporary folder (and `LC_*`). Nothing here holds a key; anything else a
+# check needs is named in `checks.pass_env`.
+BASE_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ",
+                      "TERM", "TMPDIR", "TMP", "TEMP"})
 
 
 class CheckCannotRun(BackendError):
@@ -88,12 +94,21 @@ def program_problem(argv: Sequence[str], workspace: Path | None = None) -> str |
     return None
 
 
-def check_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """gitsleep's environment without the forge tokens that open pull requests (as agents
-    run): a check is the repository's code, but a task must not reach the PR token."""
-    from gitsleep.redact import without_forge_tokens
-
-    return without_forge_tokens(os.environ if base is None else base)
+def check_environment(base: Mapping[str, str] | None = None,
+                      pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """The variables of `base` (gitsleep's environment) a check runs with: `BASE_ENV`, the
+    `LC_*` locale and the names in `pass_env` (`checks.pass_env`). An agent may have
+    rewritten what a check reads, and a check's output reaches the optimizer, so the model
+    key, cloud keys and forge tokens stay out unless a person lists them; PATH keeps only
+    its absolute entries, so no program is looked up in the agent's folder."""
+    source = os.environ if base is None else base
+    wanted = set(pass_env)
+    kept = {name: value for name, value in source.items()
+            if name in BASE_ENV or name.startswith("LC_") or name in wanted}
+    if "PATH" in kept:  # an empty or relative entry is the check's folder: the agent's
+        kept["PATH"] = os.pathsep.join(
+            entry for entry in kept["PATH"].split(os.pathsep) if os.path.isabs(entry))
+    return kept
 
 
 def _default_redact(text: str) -> str:
@@ -126,13 +141,16 @@ def run_check(
     kill_grace: float = KILL_GRACE,
     redact: Callable[[str], str] | None = None,
     env: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
 ) -> tuple[bool, str]:
     """Run one check in `folder`: (passed, reason); the reason is "" when it passed.
-    Raises CheckCannotRun when the program cannot be started."""
+    `env`: the environment to take the check's from (gitsleep's own by default);
+    `pass_env`: names passed on beyond the minimal set. Raises CheckCannotRun when the
+    program cannot be started."""
     from gitsleep.backends.command import run_process
 
     mask = redact or _default_redact
-    variables = check_environment(env)
+    variables = check_environment(env, pass_env)
     if answer_file is not None:
         variables[ANSWER_ENV] = str(answer_file)
     try:

@@ -204,6 +204,24 @@ class LearnedBlockConfig(_Section):
     max_chars: Annotated[int, Field(ge=1)] = EpochSettings.block_max_chars
 
 
+def _env_names(value: list[str]) -> list[str]:
+    """A list of environment variable names (`pass_env`), never values."""
+    for index, name in enumerate(value):
+        if not ENV_NAME_RE.match(name):  # never echoed: a pasted token would be shown
+            raise ValueError(f"entry {index + 1} is not an environment variable name: "
+                             "list names, e.g. [GH_TOKEN], never values")
+    return value
+
+
+class ChecksConfig(_Section):
+    """`checks:`: how `command` checks run. A check gets a minimal environment (no model
+    key, no cloud or forge tokens); `pass_env` names the variables it needs beyond it."""
+
+    pass_env: list[str] = Field(default_factory=list)
+
+    _check_pass_env = field_validator("pass_env")(_env_names)
+
+
 _ENV_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
 
 
@@ -293,14 +311,7 @@ class AgentConfig(_Section):
                                  f"holds it instead (e.g. {name}: $MY_{name.upper()})")
         return value
 
-    @field_validator("pass_env")
-    @classmethod
-    def _check_pass_env(cls, value: list[str]) -> list[str]:
-        for index, name in enumerate(value):
-            if not ENV_NAME_RE.match(name):  # never echoed: a pasted token would be shown
-                raise ValueError(f"entry {index + 1} is not an environment variable name: "
-                                 "list names, e.g. [GH_TOKEN], never values")
-        return value
+    _check_pass_env = field_validator("pass_env")(_env_names)
 
     @field_validator("fatal_patterns")
     @classmethod
@@ -355,6 +366,7 @@ class Config(_Section):
     optimizer_backend: Literal["openai", "offline", "command"] | None = None
     judge_backend: Literal["openai", "offline", "command"] | None = None
     agent: AgentConfig | None = None
+    checks: ChecksConfig = Field(default_factory=ChecksConfig)
     model: str | None = None
     optimizer_model: str | None = None
     judge_model: str | None = None
@@ -600,6 +612,7 @@ class Config(_Section):
             block_max_lines=self.learned_block.max_lines,
             block_max_chars=self.learned_block.max_chars,
             rollouts=self.rollouts,
+            check_pass_env=tuple(self.checks.pass_env),
             **self._thrifty_settings(agent, optimizer, judge),
         )
 

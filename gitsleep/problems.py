@@ -58,6 +58,7 @@ CODES: dict[str, str] = {
     "GS134": "bad argument of a workspace check (file_exists, file_contains, changed_files_max)",
     "GS135": "workspace check on a task without a workspace",
     "GS136": "workspace task with an answer backend that cannot work in a folder",
+    "GS138": "workspace folder that holds one of the skill's task files",
     "GS140": "a text some tasks ask for and none checks the absence of",
     # skill and memory documents
     "GS200": "document missing",

@@ -48,8 +48,8 @@ SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 def without_forge_tokens(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
     """`env` without the forge tokens that open pull requests (GITHUB_TOKEN, GH_TOKEN, CI
-    job tokens, ...), except the names in `keep`: what agents and check commands run with,
-    since task prompts drive them."""
+    job tokens, ...), except the names in `keep`: what agents run with, since task prompts
+    drive them (checks get less: `command_check.check_environment`)."""
     kept = set(keep)
     return {name: value for name, value in env.items()
             if name in kept or not FORGE_TOKEN_RE.match(name.upper())}

@@ -753,6 +753,7 @@ def check_skill_tasks(repo_root: Path, skill: SkillConfig) -> tuple[list[Task], 
         problems.extend(file_problems)
     tasks = _drop_duplicates(tasks, problems)
     _check_workspaces(repo_root, tasks, problems)
+    _check_task_files_outside_workspaces(skill, tasks, problems)
     _check_prompt_leaks(tasks, problems)
     return tasks, problems + skill_problems(repo_root, skill, tasks, problems)
 
@@ -800,6 +801,25 @@ def _check_workspaces(repo_root: Path, tasks: list[Task], problems: list[Problem
                 if problem:
                     problems.append(Problem(task.source, task.line, "GS133", ERROR,
                                             f"{name}: check {number}: command {problem}"))
+
+
+def _check_task_files_outside_workspaces(skill: SkillConfig, tasks: list[Task],
+                                         problems: list[Problem]) -> None:
+    """No workspace folder holds one of the skill's task files: the agent gets a copy of
+    the folder, so it would read every task's checks, held-out included (as a package
+    may not hold one). One line per folder, at its first task."""
+    seen: set[str] = set()
+    for task in tasks:
+        folder = task.workspace
+        if folder is None or folder in seen:
+            continue
+        seen.add(folder)
+        held = next((e.path for e in skill.tasks if e.path.startswith(folder + "/")), None)
+        if held is not None:
+            problems.append(Problem(task.source, task.line, "GS138", ERROR, (
+                f"task {_shown(task.id)}: workspace {folder!r} holds the task file {held}: "
+                "the agent would read every split's checks; keep task files outside the "
+                "workspace folder (move the fixture into a folder of its own)")))
 
 
 def _inside(repo_root: Path, relative: str) -> bool:

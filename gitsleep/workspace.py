@@ -11,8 +11,9 @@ hold is refused before anything is written.
 
 After the agent ran, `snapshot` before and after gives the files it changed, and the
 workspace check ops (`file_exists`, `file_contains`, `changed_files_max`) are judged here
-over the folder; `command` checks run through `gitsleep.command_check`. Every check reads
-only inside the workspace: a link out of it is a failed check, never a read.
+over the folder; `command` checks run through `gitsleep.command_check`, after the fixture
+files their argv names are put back as committed (the agent must not grade itself). Every
+check reads only inside the workspace: a link out of it is a failed check, never a read.
 
 This module knows nothing of click or the forge; it raises UsageError for bad input
 (exit 2) and GitError when git itself fails (exit 4).
@@ -31,7 +32,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from gitsleep.core.patterns import search_untrusted
@@ -161,6 +162,17 @@ def _escaping_link(folder: Path, relative: str) -> str | None:
             "replace it with the file, or point it inside")
 
 
+def _linked_part(root: Path, folder: str) -> str | None:
+    """The first part of the path `folder` (from `root`) that is a symlink, or None: a run
+    reads the folder from git at `<commit>:<folder>`, and git does not follow links."""
+    path = root
+    for part in PurePosixPath(folder).parts:
+        path = path / part
+        if path.is_symlink():
+            return path.relative_to(root).as_posix()
+    return None
+
+
 def folder_problem_on_disk(root: Path, folder: str) -> str | None:
     """Why `folder` (already a sound name, see `folder_problem`) is not a folder of the
     checkout at `root` that a workspace can be made of, or None: it must exist, stay in
@@ -177,6 +189,10 @@ def folder_problem_on_disk(root: Path, folder: str) -> str | None:
         return "does not exist: create and commit the folder, or fix the task's workspace"
     if not resolved.is_dir():
         return "is not a folder: point the task's workspace at a folder of the repository"
+    linked = _linked_part(root, folder)
+    if linked:
+        return (f"goes through the symlink {linked!r}: git keeps the link, not the folder, "
+                "so a run cannot read it there; name the folder the link points to")
     for top, dirs, files in os.walk(resolved, followlinks=False):
         for name in [*dirs, *files]:
             if (Path(top) / name).is_symlink():
@@ -476,18 +492,76 @@ def judged_in_workspace(op: str) -> bool:
     return spec is not None and (spec.reads == "workspace" or spec.runs_program)
 
 
+def named_fixture_files(pristine: Path, argv: Sequence[str]) -> list[str]:
+    """The files of the pristine fixture that items of a check's argv name, as paths
+    relative to it: its program (`./check.sh`) and any file it is given (`sh check.sh`,
+    `python tests/verify.py`). Folders, links and paths through a link of the fixture are
+    not files a check names (putting one back would replace the fixture's own link)."""
+    root = pristine.resolve()
+    found: list[str] = []
+    for item in argv:
+        text = item.replace("\\", "/")
+        if not text or text.startswith("/") or "\0" in text:
+            continue
+        relative = posixpath.normpath(text)
+        if relative in (".", "..") or relative.startswith("../") or relative in found:
+            continue
+        path = pristine / relative
+        try:  # a `-c` script may be longer than any file name
+            regular = stat.S_ISREG(path.lstat().st_mode)  # a link is not followed
+            direct = path.resolve() == root / relative  # no link on the way
+        except (OSError, RuntimeError):
+            continue
+        if regular and direct:
+            found.append(relative)
+    return found
+
+
+def put_back(folder: Path, pristine: Path, relative: str) -> None:
+    """Copy one fixture file from the pristine copy over the agent's folder, whatever the
+    agent left at that path or on the way to it (a rewritten file, a link, a folder): a
+    check must never run a program or read a file the agent wrote in its place."""
+    target = folder
+    for part in relative.split("/")[:-1]:
+        target = target / part
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            target.unlink()  # a link is removed, never followed out of the folder
+        target.mkdir(exist_ok=True)
+    dest = target / relative.split("/")[-1]
+    if dest.is_dir() and not dest.is_symlink():
+        shutil.rmtree(dest)
+    elif dest.exists() or dest.is_symlink():
+        dest.unlink()
+    shutil.copy2(pristine / relative, dest)
+
+
+def put_back_named(folder: Path, pristine: Path, argv: Sequence[str]) -> str:
+    """Put back every fixture file a check's argv names (see `put_back`); why one could not
+    be (the check then fails without running: it would run what the agent left), or ''."""
+    for relative in named_fixture_files(pristine, argv):
+        try:
+            put_back(folder, pristine, relative)
+        except OSError as exc:
+            return (f"{relative} could not be put back from the fixture "
+                    f"({exc.strerror or exc}); the check was not run")
+    return ""
+
+
 def judge_checks(
     folder: Path,
     checks: Sequence[Check],
     changed: Sequence[str],
     *,
     answer_file: Path | None = None,
+    pristine: Path | None = None,
     **command_options: Any,
 ) -> dict[int, tuple[bool, str]]:
     """(passed, reason) by check index for every check that reads the workspace or runs a
     program, judged over `folder` after the agent ran (`changed`: what it changed). Text
-    checks are left to the judge, which reads the answer. Raises CheckCannotRun (exit 3)
-    when a check program cannot start."""
+    checks are left to the judge, which reads the answer. Before a command runs, the
+    files its argv names are put back from `pristine` (the fixture as committed), so an
+    agent that rewrote `./check.sh` to `exit 0` does not grade itself. Raises
+    CheckCannotRun (exit 3) when a check program cannot start."""
     from gitsleep.command_check import run_check
     from gitsleep.core.check_ops import OPS, command_argv, file_text_arg
 
@@ -498,10 +572,12 @@ def judge_checks(
             continue
         if spec.runs_program:
             argv = command_argv(check.text)
-            outcomes[index] = ((False, "the command check's arg is not an argv list")
-                               if argv is None else
-                               run_check(argv, folder, answer_file=answer_file,
-                                         **command_options))
+            if argv is None:
+                outcomes[index] = (False, "the command check's arg is not an argv list")
+                continue
+            problem = put_back_named(folder, pristine, argv) if pristine is not None else ""
+            outcomes[index] = (False, problem) if problem else run_check(
+                argv, folder, answer_file=answer_file, **command_options)
         elif check.op == "file_exists":
             outcomes[index] = file_exists(folder, check.text)
         elif check.op == "file_contains":
@@ -602,11 +678,12 @@ def install_package(cache: WorkspaceCache, found: Mapping[str, Any], workspace: 
 
 
 def judge_answer(folder: Path, found: Mapping[str, Any], changed: Sequence[str], answer: str,
-                 *, redact: Callable[[str], str], **command_options: Any
-                 ) -> tuple[tuple[int, bool, str], ...]:
+                 *, redact: Callable[[str], str], pristine: Path,
+                 **command_options: Any) -> tuple[tuple[int, bool, str], ...]:
     """The task's workspace and command checks (`found`: the call's workspace context)
     judged in `folder` after the agent ran, the answer in a scratch file outside it (named
-    by $GITSLEEP_ANSWER): the outcomes an answer carries, by check index. Raises
+    by $GITSLEEP_ANSWER), the files a command names put back from `pristine` first (see
+    `judge_checks`): the outcomes an answer carries, by check index. Raises
     CheckCannotRun (exit 3) when a check program cannot start."""
     from gitsleep.core.models import Check
 
@@ -617,7 +694,7 @@ def judge_answer(folder: Path, found: Mapping[str, Any], changed: Sequence[str],
         answer_path = scratch / "answer.txt"
         answer_path.write_text(answer, encoding="utf-8")
         outcomes = judge_checks(folder, checks, changed, answer_file=answer_path,
-                                redact=redact, **command_options)
+                                pristine=pristine, redact=redact, **command_options)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return tuple((index, ok, why) for index, (ok, why) in sorted(outcomes.items()))
@@ -637,13 +714,17 @@ def workspace_of(context: Mapping[str, Any] | None, purpose: str) -> Mapping[str
     return found if isinstance(found, Mapping) else None
 
 
-def call_key(context: Mapping[str, Any] | None, purpose: str) -> str:
+def call_key(context: Mapping[str, Any] | None, purpose: str,
+             pass_env: Sequence[str] = ()) -> str:
     """What a cached answer depends on besides the call itself, for a backend's cache salt:
-    the workspace's tree and the checks judged there (the answer carries their outcomes) and
-    the installed package's tree (a changed script re-runs); '' for neither."""
+    the workspace's tree, the checks judged there (the answer carries their outcomes) and
+    the variables passed to them (`checks.pass_env`), and the installed package's tree (a
+    changed script re-runs); '' for neither."""
     found = workspace_of(context, purpose)
     key = "" if found is None else workspace_key(str(found.get("tree")),
                                                   context_checks(found))
+    if found is not None and pass_env:
+        key += "\0pass_env:" + ",".join(sorted(set(pass_env)))
     package = package_of(context) if purpose == "answer" else None
     return key + ("" if package is None else f"\0package:{package.get('tree')}")
 

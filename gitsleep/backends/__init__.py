@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gitsleep.backends.base import Backend, ModelCall
@@ -22,12 +22,14 @@ def create_backend(
     timeout: float = 60.0,
     max_retries: int = 4,
     azure: Mapping[str, Any] | None = None,
+    check_pass_env: Sequence[str] = (),
 ) -> Backend:
-    """The backend a name stands for. An unknown name is an error, never a silent fallback."""
+    """The backend a name stands for. An unknown name is an error, never a silent fallback.
+    `check_pass_env`: what the checks a backend runs in a workspace see beyond the minimum."""
     if name == "offline":
         from gitsleep.backends.offline import OfflineBackend
 
-        return OfflineBackend()
+        return OfflineBackend(check_pass_env)
     if name == "openai":
         from gitsleep.backends.openai_compat import create_openai_backend
 

@@ -111,7 +111,8 @@ class AgentRun:
     stdout: bytes = b""
     stderr_tail: bytes = b""
     answer: bytes = b""
-    seconds: float = 0.0
+    seconds: float = 0.0  # the agent's own run
+    check_seconds: float = 0.0  # its workspace task's checks, judged after it
     workspace: str = ""
     refused: str = ""  # why the task could not be handed to the agent (never started)
     # a workspace task: its checks judged in the workspace after the agent ran (index,
@@ -308,6 +309,7 @@ class CommandBackend(Backend):
         *,
         env: Mapping[str, str],
         redactor: Redactor | None = None,
+        check_pass_env: Sequence[str] = (),
     ) -> None:
         if not spec.command:
             raise BackendError("agent.command is empty: set agent.command or agent.preset")
@@ -320,6 +322,7 @@ class CommandBackend(Backend):
             raise UsageError(conflict)
         self.spec = spec
         self.env = agent_environment(env, spec)
+        self.check_pass_env = tuple(check_pass_env)  # what checks see beyond the minimum
         self.redactor = redactor or Redactor.from_env({**env, **dict(spec.env)},
                                                       [n for n, _ in spec.env])
         self._fatal = [(re.compile(p, re.I), fix) for p, fix in FATAL_SIGNS] + [
@@ -402,8 +405,9 @@ class CommandBackend(Backend):
         command = spec.workspace_command if workspace is not None else None
         payload = json.dumps([list(command or spec.command), spec.prompt, spec.answer,
                               list(spec.env), self.version(), files], ensure_ascii=False)
-        payload += task_workspace.call_key(call.context, call.purpose)  # fixture, checks,
-        # package: a cached answer carries its checks' outcomes, valid for these only
+        payload += task_workspace.call_key(call.context, call.purpose,  # fixture, checks,
+                                           self.check_pass_env)  # package, check variables:
+        # a cached answer carries its checks' outcomes, valid for these only
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     # -- what the agent sees -----------------------------------------------------------
@@ -487,10 +491,8 @@ class CommandBackend(Backend):
                         run.answer = fh.read(spec.max_output_bytes + 1)
                     run.overflow = run.overflow or len(run.answer) > spec.max_output_bytes
             if task_folder is not None and before is not None and tree is not None:
-                self._judge_workspace(run, workspace, before, task_folder)
-                if run.checks is not None:  # what the agent changed, as the optimizer sees it
-                    run.diff = task_workspace.agent_diff(tree, workspace, run.changed, packaged,
-                                                         installed, redact=self.redactor.redact)
+                self._judge_workspace(run, workspace, before, task_folder, tree,
+                                      (packaged, installed))
             return run
         finally:
             if not keep_workspace:
@@ -503,7 +505,7 @@ class CommandBackend(Backend):
         why = ""
         for _ in range(attempts):
             run = self.run_once(call)
-            seconds += run.seconds
+            seconds += run.seconds + run.check_seconds  # a call's time holds its checks
             answer, retry = self.decide(run)
             if not retry or self._interrupted.is_set() or agent_procs.stopping():
                 answer.seconds = seconds
@@ -548,11 +550,15 @@ class CommandBackend(Backend):
                       checks=run.checks, diff=run.diff), False
 
     def _judge_workspace(self, run: AgentRun, workspace: Path, before: task_workspace.Snapshot,
-                         task_folder: Mapping[str, object]) -> None:
-        """After a run that can become an answer: what the agent changed, and the task's
-        workspace and command checks judged in the folder (the answer in a file outside
-        it, named by $GITSLEEP_ANSWER). A check program that cannot start raises
-        CheckCannotRun (exit 3)."""
+                         task_folder: Mapping[str, object], tree: task_workspace.Tree,
+                         given: tuple[Mapping[str, bytes], Mapping[str, str]]) -> None:
+        """After a run that can become an answer: what the agent changed and its diff (the
+        package and the documents in `given` over the fixture are what it got), then the
+        task's workspace and command checks judged in the folder (the answer in a file
+        outside it, named by $GITSLEEP_ANSWER; the files a command names put back from the
+        pristine fixture). The checks' wall time (`check_seconds`) is the call's too, so
+        it counts against budget.max_agent_minutes. A check program that cannot start
+        raises CheckCannotRun (exit 3)."""
         if run.refused or run.overflow or run.timed_out or run.exit_code != 0:
             return  # a failed call: never scored, so nothing to judge
         text = decode_text(run.answer)
@@ -562,9 +568,16 @@ class CommandBackend(Backend):
         after = task_workspace.snapshot(workspace)
         run.changed = [p for p in task_workspace.changed_files(before, after)
                        if answer_file is None or workspace_path(p) != workspace_path(answer_file)]
+        # the diff before the checks: they put back the fixture files they name
+        run.diff = task_workspace.agent_diff(tree, workspace, run.changed, *given,
+                                             redact=self.redactor.redact)
+        started = time.monotonic()
         run.checks = task_workspace.judge_answer(workspace, task_folder, run.changed,
                                                  text.strip(), redact=self.redactor.redact,
-                                                 kill_grace=self.spec.kill_grace)
+                                                 pristine=tree.path,
+                                                 kill_grace=self.spec.kill_grace,
+                                                 pass_env=self.check_pass_env)
+        run.check_seconds = time.monotonic() - started
 
     def _check_fatal(self, run: AgentRun) -> None:
         if run.exit_code in (126, 127):  # what shells and env(1) say for these

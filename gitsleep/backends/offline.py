@@ -21,7 +21,7 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,8 +274,9 @@ class OfflineBackend(Backend):
     simulated = True
     workspaces = True  # simulates an agent in a copy of a workspace task's folder
 
-    def __init__(self) -> None:
+    def __init__(self, check_pass_env: Sequence[str] = ()) -> None:
         self._workspaces = task_workspace.WorkspaceCache()  # each folder read once a run
+        self.check_pass_env = tuple(check_pass_env)  # what checks see beyond the minimum
         self._redactor: Redactor | None = None
 
     def close(self) -> None:
@@ -284,7 +285,7 @@ class OfflineBackend(Backend):
     def cache_salt(self, call: ModelCall) -> str:
         """A workspace answer carries its checks' outcomes: valid for this fixture tree and
         these check commands only (as for `backend: command`)."""
-        return task_workspace.call_key(call.context, call.purpose)
+        return task_workspace.call_key(call.context, call.purpose, self.check_pass_env)
 
     def complete(self, call: ModelCall) -> Answer:
         context = dict(call.context or {})
@@ -326,10 +327,13 @@ class OfflineBackend(Backend):
             before = task_workspace.snapshot(folder)
             simulate_work(folder, documents)
             changed = task_workspace.changed_files(before, task_workspace.snapshot(folder))
-            checks = task_workspace.judge_answer(folder, found, changed, text,
-                                                 redact=self._redactor.redact)
+            # the diff before the checks: they put back the fixture files they name
             diff = task_workspace.agent_diff(tree, folder, changed, packaged, installed,
                                              redact=self._redactor.redact)
+            checks = task_workspace.judge_answer(folder, found, changed, text,
+                                                 redact=self._redactor.redact,
+                                                 pristine=tree.path,
+                                                 pass_env=self.check_pass_env)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         prompt_chars = sum(len(c) for _, c in call.messages)

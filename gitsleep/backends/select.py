@@ -77,6 +77,7 @@ class BackendSettings:
     max_retries: int = 4
     azure: Mapping[str, Any] | None = None
     agent: AgentSpec | None = None
+    check_pass_env: tuple[str, ...] = ()  # `checks.pass_env`, for checks run in a workspace
 
 
 def needs_agent(names: tuple[str, str, str], purposes: tuple[str, ...]) -> bool:
@@ -103,12 +104,14 @@ def backend_from_settings(
 
                 if settings.agent is None:
                     raise UsageError("a `command` backend needs an `agent:` section")
-                built[name] = CommandBackend(settings.agent, env=env)
+                built[name] = CommandBackend(settings.agent, env=env,
+                                             check_pass_env=settings.check_pass_env)
             else:
                 built[name] = create_backend(
                     name, env=env, api_key_env=settings.api_key_env,
                     base_url=settings.base_url, timeout=settings.timeout,
                     max_retries=settings.max_retries, azure=settings.azure,
+                    check_pass_env=settings.check_pass_env,
                 )
         return built[name]
 

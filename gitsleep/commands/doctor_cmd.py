@@ -59,7 +59,8 @@ def command(ctx: click.Context, skill_name: str, task_id: str | None, backend: s
             raise BackendError(f"doctor: the agent's call failed: {answer.error}")
         show("answer", setup.redactor.clip(answer.text or "", SHOWN_CHARS), block=True)
         score = judges.score_local(task.judge, answer.text or "",
-                                   judges.workspace_outcomes(answer, task.workspace is not None))
+                                   judges.workspace_outcomes(answer, task.workspace is not None),
+                                   pass_env=settings.check_pass_env)
         if score is None:  # a rubric: ask the judge backend
             reply = chosen.complete(judges.rubric_call(
                 settings.judge_model, task.prompt, task.judge.rubric or "",
@@ -117,7 +118,8 @@ def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
     show("workspace files", ", ".join(result.files) or "(none)")
     exit_text = "timed out (process group killed)" if result.timed_out else str(result.exit_code)
     show("exit", exit_text)
-    show("time", f"{result.seconds:.2f}s")
+    show("time", f"{result.seconds:.2f}s" + (f" (+{result.check_seconds:.2f}s of checks)"
+                                               if result.checks is not None else ""))
     tail = result.stderr_tail.decode("utf-8", "replace").strip()
     if tail:  # masked whole before the cut; the capture's own cut loses its partial word
         show("stderr (tail)", show.redactor.clip(

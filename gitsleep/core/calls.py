@@ -13,12 +13,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.models import Answer, Cost, EpochSettings, usd
 from gitsleep.errors import BudgetExhausted
 
+T = TypeVar("T")
 Tick = Callable[[], None]  # one unit of a pass is done
 StepHook = Callable[[str, int], Tick]  # (label, total) -> tick: the edge's progress display
 
@@ -333,6 +335,39 @@ class CallRunner:
         return {model: {"seconds": round(sum(times), 3), "p50_s": round(_rank(times, 0.50), 3),
                         "p95_s": round(_rank(times, 0.95), 3)}
                 for model, times in sorted(measured.items())}
+
+    def judge_locally(self, jobs: Sequence[tuple[Callable[[], T], bool]]) -> list[T]:
+        """Each job's result, in order: judging that runs here, not in a call. A job marked
+        True starts programs (a text task's `command` checks, which may take minutes):
+        those run `workers` at a time, and their wall seconds count against
+        budget.max_agent_minutes as a call's do, so a night of slow checks stops at the
+        cap. The others (a regex, a word count) run here at once. The first error
+        propagates once every job under way has finished."""
+        slow = [i for i, (_, programs) in enumerate(jobs) if programs]
+        done = dict(zip(slow, self._timed([jobs[i][0] for i in slow]), strict=True))
+        return [done[i] if i in done else job() for i, (job, _) in enumerate(jobs)]
+
+    def _timed(self, jobs: Sequence[Callable[[], T]]) -> list[T]:
+        """The jobs `workers` at a time, each one's wall seconds added to what was spent."""
+
+        def timed(job: Callable[[], T]) -> T:
+            started = time.perf_counter()
+            try:
+                return job()
+            finally:
+                with self._lock:
+                    self._spent.seconds += time.perf_counter() - started
+
+        if self.workers == 1 or len(jobs) <= 1:
+            return [timed(job) for job in jobs]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(jobs))) as pool:
+            futures = [pool.submit(timed, job) for job in jobs]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
 
     def map(self, requests: Sequence[ModelCall], on_done: Tick = no_tick) -> list[Answer]:
         """All requests, answers in request order; the first budget/fatal error propagates

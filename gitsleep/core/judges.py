@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from gitsleep import command_check
 from gitsleep.backends.base import ModelCall
@@ -24,8 +24,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 HARD_THRESHOLD = 0.8  # a rubric score at or above this counts as a hard pass
 
 
-def check_passes(check: Check, answer: str) -> tuple[bool, str]:
-    """Whether one check passes, and a problem note when the check itself is broken."""
+def check_passes(check: Check, answer: str, pass_env: Sequence[str] = ()) -> tuple[bool, str]:
+    """Whether one check passes, and a problem note when the check itself is broken.
+    `pass_env`: the variables a `command` check sees beyond its minimal environment."""
     spec = OPS.get(check.op)
     if spec is None:
         return False, f"unknown op {check.op!r}"
@@ -33,12 +34,19 @@ def check_passes(check: Check, answer: str) -> tuple[bool, str]:
         argv = command_argv(check.text)
         if argv is None:
             return False, "the command check's arg is not an argv list"
-        return command_check.check_answer(argv, answer)
+        return command_check.check_answer(argv, answer, pass_env=pass_env)
     return spec.judge(answer, check.text)
 
 
+def runs_programs(judge: Judge) -> bool:
+    """Whether judging an answer locally starts programs (a rule judge's `command` check)."""
+    return judge.kind == "rule" and any(
+        (spec := OPS.get(check.op)) is not None and spec.runs_program for check in judge.checks)
+
+
 def score_rule(checks: tuple[Check, ...], answer: str,
-               workspace: Mapping[int, tuple[bool, str]] | None = None) -> Score:
+               workspace: Mapping[int, tuple[bool, str]] | None = None, *,
+               pass_env: Sequence[str] = ()) -> Score:
     """hard = 1 iff every check passes; soft = the fraction that pass.
 
     `workspace`: for a workspace task, the outcomes of its workspace and command checks
@@ -49,7 +57,7 @@ def score_rule(checks: tuple[Check, ...], answer: str,
     notes: list[str] = []
     for index, check in enumerate(checks):
         ok, problem = (_workspace_outcome(check, index, workspace) if workspace is not None
-                       and _judged_in_workspace(check) else check_passes(check, answer))
+                       and _judged_in_workspace(check) else check_passes(check, answer, pass_env))
         if not ok:
             failed.append(check)
             notes.append(check.label() + (f" [{problem}]" if problem else ""))
@@ -128,11 +136,13 @@ def integrity_failures(samples: Iterable[SampleResult]) -> int:
 
 
 def score_local(judge: Judge, answer: str,
-                workspace: Mapping[int, tuple[bool, str]] | None = None) -> Score | None:
+                workspace: Mapping[int, tuple[bool, str]] | None = None, *,
+                pass_env: Sequence[str] = ()) -> Score | None:
     """Score with a rule or exact judge; None for rubric judges (they need a model).
-    `workspace`: a workspace task's check outcomes (see `score_rule`)."""
+    `workspace`: a workspace task's check outcomes (see `score_rule`); `pass_env`: see
+    `check_passes`."""
     if judge.kind == "rule":
-        return score_rule(judge.checks, answer, workspace)
+        return score_rule(judge.checks, answer, workspace, pass_env=pass_env)
     if judge.kind == "exact":
         return score_exact(judge.answer or "", answer)
     return None

@@ -439,3 +439,5 @@ class EpochSettings:
     max_cost: float | None = None  # USD at `prices` (None: no cap)
     # {model: {"prompt": USD per 1M tokens, "completion": ...}}; only a cost cap needs it
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # variables a `command` check sees beyond its minimal environment (`checks.pass_env`)
+    check_pass_env: tuple[str, ...] = ()

@@ -214,16 +214,14 @@ def _score_tasks(
                           for t, s in jobs], on_answer)
     samples: list[SampleResult] = []
     rubric_jobs: list[int] = []
+    local = runner.judge_locally([local_judging(task, answer, settings)
+                                  for (task, _), answer in zip(jobs, answers, strict=True)])
     for i, ((task, s), answer) in enumerate(zip(jobs, answers, strict=True)):
         if not answer.ok:
             samples.append(SampleResult(s, None, answer.error, None))
             continue
-        text = answer.text or ""
         # An answer cut at the cap is scored as it is (see the README) and marked.
-        # a workspace task: its workspace and command checks as the backend judged them
-        outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
-        samples.append(SampleResult(s, text, None,
-                                    judges.score_local(task.judge, text, outcomes),
+        samples.append(SampleResult(s, answer.text or "", None, local[i],
                                     finish_reason=answer.finish_reason, diff=answer.diff))
         if task.judge.kind == "rubric":
             rubric_jobs.append(i)
@@ -254,3 +252,20 @@ def _score_tasks(
         mine = samples[t_index * repeats : (t_index + 1) * repeats]
         results.append(_summarise(TaskResult(task.id, split, mine), settings.gate))
     return results, answers, len(rubric_jobs)
+
+
+def local_judging(task: Task, answer: Answer, settings: EpochSettings
+                  ) -> tuple[Callable[[], Score | None], bool]:
+    """The rule or exact judging of one answer, to run when the runner says (None for a
+    failed call or a rubric judge), and whether it starts programs (a text task's
+    `command` checks; a workspace task's come as the backend judged them)."""
+
+    def judge() -> Score | None:
+        if not answer.ok:
+            return None
+        outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
+        return judges.score_local(task.judge, answer.text or "", outcomes,
+                                  pass_env=settings.check_pass_env)
+
+    programs = answer.ok and task.workspace is None and judges.runs_programs(task.judge)
+    return judge, programs

@@ -61,11 +61,12 @@ def sample(
              for task, k in jobs]
     out: dict[str, list[SampleResult]] = {t.id: [] for t in chosen}
     shape = replay.learned_shape(documents)  # integrity, as replay scores answers
-    for (task, k), answer in zip(jobs, runner.map(calls), strict=True):
+    answers = runner.map(calls)
+    scores = runner.judge_locally([replay.local_judging(task, answer, settings)
+                                   for (task, _), answer in zip(jobs, answers, strict=True)])
+    for (task, k), answer, score in zip(jobs, answers, scores, strict=True):
         if answer.ok:
             text = answer.text or ""
-            outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
-            score = judges.score_local(task.judge, text, outcomes)
             if score is not None:
                 score = judges.with_integrity(score, text, shape)
             out[task.id].append(SampleResult(SEED_BASE + k, text, None, score))
