@@ -24,6 +24,7 @@ from gitsleep.core.calls import StepHook, Tick, no_tick
 from gitsleep.core.documents import find_block
 from gitsleep.core.models import ProgressLines, Task
 from gitsleep.errors import UsageError
+from gitsleep.git_forge.gitrun import git_out, git_run
 from gitsleep.logs import use_redactor
 from gitsleep.problems import MAX_FILE_BYTES
 from gitsleep.redact import Redactor
@@ -132,6 +133,12 @@ def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
     """The skill's tasks and its documents (`skill`, `memory` or None) under `root`."""
     tasks = load_skill_tasks(root, skill, say)
     repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
+    return tasks, read_documents(root, skill)
+
+
+def read_documents(root: Path, skill: SkillConfig) -> dict[str, str | None]:
+    """The skill's documents (`skill`, `memory` or None) under `root`, refused as a night
+    refuses them (a corrupt block, frontmatter `validate` rejects)."""
     documents: dict[str, str | None] = {
         "skill": read_document(root, skill.skill, field_name="skill document"),
         "memory": read_document(root, skill.memory, field_name="memory document")
@@ -144,7 +151,7 @@ def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
     for problem in frontmatter_problems(documents["skill"] or "", skill.skill):
         raise UsageError(f"{skill.skill}:{problem.line or 1}: skill document: "
                          f"{problem.message} (validate: {problem.code})")
-    return tasks, documents
+    return documents
 
 
 # -- the model and its cache --------------------------------------------------------------
@@ -160,7 +167,21 @@ def make_backend(setup: Setup, skill: str = "",
 
 
 def make_cache(setup: Setup) -> ResponseCache:
+    """The answer cache under `.gitsleep/cache/`. Entries git tracks are left out: a
+    committed entry is whatever its author wrote (a pull request could commit the reply
+    that makes its regression pass), never an answer this machine got."""
     if not setup.config.cache:
         return ResponseCache()
-    return ResponseCache(repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
-                                                 fix="remove the link or set `cache: false`"))
+    directory = repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
+                                        fix="remove the link or set `cache: false`")
+    return ResponseCache(directory, ignored=tracked_cache_entries(setup.repo))
+
+
+def tracked_cache_entries(repo: Path) -> frozenset[str]:
+    """The cache's files git tracks, relative to the cache folder (`ab/abcd....json`)."""
+    done = git_run(repo, "ls-files", "-z", "--full-name", "--", repo_paths.CACHE_DIR)
+    if done.status != 0:  # not a git repository: nothing is tracked
+        return frozenset()
+    prefix = git_out(repo, "rev-parse", "--show-prefix").strip() + repo_paths.CACHE_DIR + "/"
+    names = done.out.decode("utf-8", "surrogateescape").split("\0")
+    return frozenset(name.removeprefix(prefix) for name in names if name.startswith(prefix))

@@ -186,13 +186,24 @@ def config(**extra: object) -> Config:
 
 
 def test_only_settings_that_change_a_score_make_configs_differ():
-    assert review_run.config_difference(config(), config(workers=2, rounds=5)) is None
+    assert review_run.config_differences(config(), config(workers=2, rounds=5)) == []
     more_tasks = config(skills=[{"name": "notes", "skill": "SKILL.md",
                                  "tasks": [{"path": "t.jsonl"}, {"path": "u.jsonl"}]}])
-    assert review_run.config_difference(config(), more_tasks) is None
-    assert review_run.config_difference(config(), config(gate={"metric": "soft"})) == \
-        "gate.metric"
-    assert review_run.config_difference(config(), config(model="m2")) == "model"
+    assert review_run.config_differences(config(), more_tasks) == []
+    assert review_run.config_differences(config(), config(gate={"metric": "soft"})) == \
+        ["gate.metric"]
+    assert review_run.config_differences(config(), config(model="m2")) == ["model"]
+
+
+def test_an_optimizer_model_that_moves_the_judge_is_a_scoring_difference():
+    """Before: `optimizer_model` counted as "not scoring", yet the rubric judge defaults to
+    it, so a pull request could pick the model that grades it unseen."""
+    base = config(backend="openai", model="agent-m")
+    head = config(backend="openai", model="agent-m", optimizer_model="friendly-grader")
+    assert review_run.config_differences(base, head) == ["effective judge model"]
+    both = config(backend="openai", model="agent-m", optimizer_model="o",
+                  judge_model="agent-m")
+    assert review_run.config_differences(base, both) == ["judge_model"]
 
 
 # -- one comment per pull request, on the loopback fake --------------------------------------
