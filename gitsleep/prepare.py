@@ -24,7 +24,6 @@ from gitsleep.core.calls import StepHook, Tick, no_tick
 from gitsleep.core.documents import find_block
 from gitsleep.core.models import ProgressLines, Task
 from gitsleep.errors import UsageError
-from gitsleep.git_forge.gitrun import git_out, git_run
 from gitsleep.logs import use_redactor
 from gitsleep.problems import MAX_FILE_BYTES
 from gitsleep.redact import Redactor
@@ -174,14 +173,4 @@ def make_cache(setup: Setup) -> ResponseCache:
         return ResponseCache()
     directory = repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
                                         fix="remove the link or set `cache: false`")
-    return ResponseCache(directory, ignored=tracked_cache_entries(setup.repo))
-
-
-def tracked_cache_entries(repo: Path) -> frozenset[str]:
-    """The cache's files git tracks, relative to the cache folder (`ab/abcd....json`)."""
-    done = git_run(repo, "ls-files", "-z", "--full-name", "--", repo_paths.CACHE_DIR)
-    if done.status != 0:  # not a git repository: nothing is tracked
-        return frozenset()
-    prefix = git_out(repo, "rev-parse", "--show-prefix").strip() + repo_paths.CACHE_DIR + "/"
-    names = done.out.decode("utf-8", "surrogateescape").split("\0")
-    return frozenset(name.removeprefix(prefix) for name in names if name.startswith(prefix))
+    return ResponseCache(directory, ignored=repo_paths.tracked_cache_entries(setup.repo))

@@ -11,7 +11,9 @@ import pytest
 
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.models import Answer
-from gitsleep.prepare import tracked_cache_entries
+from gitsleep.repo_paths import tracked_cache_entries
+from tests.e2e.test_review_run import FILES
+from tests.support.cli import run_cli
 from tests.support.gitrepo import git, isolate_git, make_repo
 
 KEY = "ab" + "0" * 62
@@ -67,3 +69,17 @@ def test_tracked_cache_entries_are_those_git_tracks_under_the_cache_folder(
     outside = tmp_path / "not-a-repo"
     outside.mkdir()
     assert tracked_cache_entries(outside) == frozenset()
+
+
+def test_validate_names_cache_entries_git_tracks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: nothing said that a committed cache entry was there."""
+    isolate_git(monkeypatch, tmp_path)
+    work, _ = make_repo(tmp_path, dict(FILES))
+    assert "GS006" not in run_cli(capsys, "--repo", str(work), "validate").out
+    entry(work / ".gitsleep" / "cache", KEY, '{"text": "x"}')
+    git(work, "add", "-f", f".gitsleep/cache/ab/{KEY}.json")
+    result = run_cli(capsys, "--repo", str(work), "validate")
+    line = next(line for line in result.out.splitlines() if "GS006" in line)
+    assert f"ab/{KEY}.json" in line and "git rm -r --cached .gitsleep/cache" in line
