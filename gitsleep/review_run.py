@@ -42,7 +42,9 @@ from gitsleep.errors import (
 from gitsleep.git_forge import gitops
 from gitsleep.git_forge.forge import Author
 from gitsleep.git_forge.gitrun import git_out, git_run
+from gitsleep.logs import use_redactor
 from gitsleep.prepare import Setup, make_backend, make_cache, read_documents
+from gitsleep.redact import Redactor
 from gitsleep.tasks import check_skill_tasks, load_skill_tasks
 
 SHALLOW_FIX = ("fetch it (`git fetch origin <ref>`, or `git fetch --unshallow`; in GitHub "
@@ -195,6 +197,11 @@ def skill_differences(base: SkillConfig, head: SkillConfig) -> list[str]:
     return _differences({k: v for k, v in a.items() if k not in SKILL_NOT_SCORING},
                         {k: v for k, v in b.items() if k not in SKILL_NOT_SCORING},
                         f"skills[{head.name}].")
+
+
+def secret_names(config: Config) -> list[str]:
+    """The variables a config reads secrets from, as `Setup.load` masks them."""
+    return [config.api_key_env, *config.agent_env_refs()]
 
 
 def config_relative(setup: Setup) -> str | None:
@@ -636,6 +643,13 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
                ) -> ReviewOutcome:
     notes: list[str] = []
     before_config, no_exam = base_config(setup, base_root, options.base, options, notes)
+    if before_config is not None:
+        # the base's key and agent secrets are masked too, in what the command prints as
+        # well (the caller's Setup is updated on purpose: a head config naming another
+        # `api_key_env` must not unmask the key the base's exam uses)
+        setup.redactor = Redactor.from_env(setup.env, [*secret_names(setup.config),
+                                                       *secret_names(before_config)])
+        use_redactor(setup.redactor)
     exam: Exam | None = None
     if options.trust_head:
         exam = Exam(setup.repo, setup.config, trusted_head=True)

@@ -242,3 +242,29 @@ def test_the_cache_folder_ignores_itself_in_a_repository_without_init(
     assert result.code == 0, result.err
     assert (work / ".gitsleep/cache/.gitignore").read_text().splitlines()[-1] == "*"
     assert git(work, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_the_bases_key_is_masked_when_the_head_names_another_api_key_env(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base's config scores, so its `api_key_env` is a secret even when the head's
+    config names another variable."""
+    work, _ = repo
+    secret = "cred-0123456789abcdefghijklmnop"
+    monkeypatch.setenv("LLM_CRED", secret)  # no *_KEY/*_TOKEN name: masked by config only
+    config = (work / ".gitsleep.yml").read_text()
+    leaky = json.dumps({"id": "test-leak", "split": "test", "prompt": f"Say {secret}.",
+                        "judge": {"kind": "rule", "checks": [{"op": "contains",
+                                                              "arg": "Owner:"}]}})
+    git(work, "switch", "--quiet", "main")
+    commit_files(work, {".gitsleep.yml": config + "api_key_env: LLM_CRED\n",
+                        "evals/notes.jsonl": notes_tasks() + leaky + "\n"}, "base")
+    git(work, "push", "--quiet", "origin", "main")
+    git(work, "fetch", "--quiet", "origin")
+    git(work, "switch", "--quiet", "-C", "feature")
+    commit_files(work, {".gitsleep.yml": config,
+                        NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "head")
+    for extra in ((), ("--json",)):
+        result = run_review(capsys, work, *extra)
+        assert result.code == 0, result.err
+        assert "test-leak" in result.out and secret not in result.out + result.err
