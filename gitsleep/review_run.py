@@ -449,8 +449,9 @@ def _fixture_changed(setup: Setup, sha: str, folder: str) -> bool:
 
 def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
                  settings: list[str]) -> review.ExamChanges:
-    """What the head changes in the skill's exam: tasks added, removed or changed per split
-    (prompt, judge and checks, fixture), scoring settings, the skill dropped."""
+    """What the head changes in the skill's exam: val and held-out tasks added, removed or
+    changed (prompt, split, judge and checks, fixture), scoring settings, the skill
+    dropped."""
     base_tasks = check_skill_tasks(base_root, sides.base)[0] if sides.base else []
     head_tasks: list[Task] = []
     error = None
@@ -460,7 +461,9 @@ def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
         error = f"{first.location()}: {first.message}" if first else None
     if sides.base is not None and sides.head is not None:
         settings = settings + skill_differences(sides.base, sides.head)
-    before, after = {t.id: t for t in base_tasks}, {t.id: t for t in head_tasks}
+    scored = review.REVIEW_SPLITS  # train tasks are not part of a review's exam
+    before = {t.id: t for t in base_tasks if t.split in scored}
+    after = {t.id: t for t in head_tasks if t.split in scored}
     added: dict[str, list[str]] = {}
     removed: dict[str, list[str]] = {}
     changed: dict[str, list[str]] = {}

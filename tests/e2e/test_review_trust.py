@@ -33,7 +33,7 @@ from tests.e2e.test_review_run import (
     review as run_review,
 )
 from tests.support.cli import run_cli
-from tests.support.gitrepo import commit_files, git
+from tests.support.gitrepo import commit_files, example_repo, git
 from tests.test_review import AuthoredGitHub as FakeGitHub
 
 PASSING = "Owner: on call\nSeverity: high\n"  # what a forged cache entry answers
@@ -268,3 +268,29 @@ def test_the_bases_key_is_masked_when_the_head_names_another_api_key_env(
         result = run_review(capsys, work, *extra)
         assert result.code == 0, result.err
         assert "test-leak" in result.out and secret not in result.out + result.err
+
+
+def test_a_heads_fixture_script_does_not_run_the_bases_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Workspace tasks: the base's fixture (and its `python check.py`) is what both sides
+    are judged in; the head's edited check.py would leave a marker if it ran."""
+    work, _ = example_repo(tmp_path, monkeypatch, "changelog-keeper")
+    git(work, "switch", "--quiet", "-c", "feature")
+    marker = tmp_path / "the-heads-fixture-ran"
+    check = "evals/changelog-keeper/fixture/check.py"
+    script = (work / check).read_text()
+    skill = "skills/changelog-keeper/SKILL.md"
+    commit_files(work, {check: f"open({str(marker)!r}, 'w').close()\n" + script,
+                        skill: (work / skill).read_text() + "\nBe brief.\n"}, "fork")
+    args = ("--repo", str(work), "-q", "review", "--base", "origin/main", "--json")
+    result = run_cli(capsys, *args)
+    assert result.code == 0, result.err
+    assert not marker.exists(), "the head's fixture script ran"
+    row = as_json(result)["skills"][0]
+    assert row["status"] == "scored"
+    changed = row["exam_changes"]["changed"]
+    assert set(changed) == {"val", "test"} and all(changed.values())
+    trusted = run_cli(capsys, *args, "--trust-head")
+    assert trusted.code == 0, trusted.err
+    assert marker.exists(), "the control: trusting the head runs its fixture"
