@@ -331,27 +331,32 @@ def one_line(text: str) -> str:
     return visible(text).replace("\n", "\\n")
 
 
-def terminal_lines(review: SkillReview, metric: str, *, trusted_head: bool = False
-                   ) -> list[str]:
-    """What `gitsleep review` prints per skill on stdout (without --json), every piece of
-    untrusted text escaped onto its line."""
-    name = one_line(review.skill)
-    exam = [f"  exam: {one_line(line)}" for line in _exam_lines(review, trusted_head)]
+def terminal_lines(review: SkillReview, metric: str, redactor: Redactor, *,
+                   trusted_head: bool = False) -> list[str]:
+    """What `gitsleep review` prints per skill on stdout (without --json): every piece of
+    untrusted text redacted, then escaped onto its line (the redactor reads through
+    invisible characters, so it goes first)."""
+
+    def shown(text: str) -> str:
+        return one_line(redactor.redact(text))
+
+    name = shown(review.skill)
+    exam = [f"  exam: {shown(line)}" for line in _exam_lines(review, trusted_head)]
     if review.status != "scored":
-        return [f"{name}: {review.status}: {one_line(review.reason)}", *exam]
+        return [f"{name}: {review.status}: {shown(review.reason)}", *exam]
     lines = [f"{name}: {review.verdict}"
              + (f" (decided by {SPLIT_NAMES[review.decided_by]})" if review.decided_by else "")
-             + f": {one_line(review.reason)}"]
+             + f": {shown(review.reason)}"]
     for split_name, split in review.splits.items():
         lines.append(f"  {SPLIT_NAMES[split_name]:8} n={split.n:<4} {metric} "
                      f"{fmt_score(split.before)} -> {fmt_score(split.after)}  change "
                      f"{_change(split)}  95% CI {_interval(split)}  errors={split.errors}")
         for change in split.changed[:TASK_ROWS]:
-            lines.append(f"    {one_line(change.task_id)}: {fmt_score(change.before)} -> "
+            lines.append(f"    {shown(change.task_id)}: {fmt_score(change.before)} -> "
                          f"{fmt_score(change.after)}")
         if len(split.changed) > TASK_ROWS:
             lines.append(f"    ... and {len(split.changed) - TASK_ROWS} more changed task(s)")
-    lines += [f"  note: {one_line(note)}" for note in review.notes]
+    lines += [f"  note: {shown(note)}" for note in review.notes]
     return lines + exam
 
 

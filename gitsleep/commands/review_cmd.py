@@ -64,8 +64,9 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
     for note in outcome.notes:
         say(f"note: {note}")
     for item in outcome.reviews:
-        for line in review.terminal_lines(item, metric, trusted_head=outcome.trusted_head):
-            click.echo(setup.redactor.redact(line))  # each piece is escaped already
+        for line in review.terminal_lines(item, metric, setup.redactor,
+                                          trusted_head=outcome.trusted_head):
+            click.echo(line)
     verdict = "not run" if outcome.not_run else review.overall(outcome.reviews)
     say(f"review: {verdict} (base {outcome.base_label}, head {outcome.head_label})")
     shown = outcome.comment
