@@ -14,6 +14,7 @@ EXIT_GIT = 4  # git or forge failure: local work kept
 EXIT_LOCKED = 5  # another run holds the lock for this repo and skill
 EXIT_BUDGET = 6  # budget exhausted before a decision: nothing committed
 EXIT_REGRESSION = 7  # `review --fail-on-regression`: a held-out score fell beyond noise
+EXIT_UNSCORED = 8  # `review --fail-on-regression`: no verdict (could not score); never a pass
 EXIT_INTERRUPTED = 130  # Ctrl-C: what shells report for SIGINT
 
 

@@ -132,6 +132,12 @@ def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
     """The skill's tasks and its documents (`skill`, `memory` or None) under `root`."""
     tasks = load_skill_tasks(root, skill, say)
     repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
+    return tasks, read_documents(root, skill)
+
+
+def read_documents(root: Path, skill: SkillConfig) -> dict[str, str | None]:
+    """The skill's documents (`skill`, `memory` or None) under `root`, refused as a night
+    refuses them (a corrupt block, frontmatter `validate` rejects)."""
     documents: dict[str, str | None] = {
         "skill": read_document(root, skill.skill, field_name="skill document"),
         "memory": read_document(root, skill.memory, field_name="memory document")
@@ -144,7 +150,7 @@ def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
     for problem in frontmatter_problems(documents["skill"] or "", skill.skill):
         raise UsageError(f"{skill.skill}:{problem.line or 1}: skill document: "
                          f"{problem.message} (validate: {problem.code})")
-    return tasks, documents
+    return documents
 
 
 # -- the model and its cache --------------------------------------------------------------
@@ -160,7 +166,11 @@ def make_backend(setup: Setup, skill: str = "",
 
 
 def make_cache(setup: Setup) -> ResponseCache:
+    """The answer cache under `.gitsleep/cache/`. Entries git tracks are left out: a
+    committed entry is whatever its author wrote (a pull request could commit the reply
+    that makes its regression pass), never an answer this machine got."""
     if not setup.config.cache:
         return ResponseCache()
-    return ResponseCache(repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
-                                                 fix="remove the link or set `cache: false`"))
+    directory = repo_paths.writable_dir(setup.repo, repo_paths.CACHE_DIR,
+                                        fix="remove the link or set `cache: false`")
+    return ResponseCache(directory, ignored=repo_paths.tracked_cache_entries(setup.repo))

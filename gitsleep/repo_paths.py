@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gitsleep.config import Config, SkillConfig, field_line, key_path
 from gitsleep.errors import UsageError
+from gitsleep.git_forge.gitrun import git_out, git_run
 
 WORK_DIR = ".gitsleep"
 CACHE_DIR = ".gitsleep/cache"
@@ -71,6 +72,16 @@ def writable_dir(root: Path, relative: str, *, fix: str = "remove the link") -> 
     if why:
         raise UsageError(f"{relative}: {why}: gitsleep writes only inside the repository; {fix}")
     return real_path(root / relative)
+
+
+def tracked_cache_entries(repo: Path) -> frozenset[str]:
+    """The cache's files git tracks, relative to the cache folder (`ab/abcd....json`)."""
+    done = git_run(repo, "ls-files", "-z", "--full-name", "--", CACHE_DIR)
+    if done.status != 0:  # not a git repository: nothing is tracked
+        return frozenset()
+    prefix = git_out(repo, "rev-parse", "--show-prefix").strip() + CACHE_DIR + "/"
+    names = done.out.decode("utf-8", "surrogateescape").split("\0")
+    return frozenset(name.removeprefix(prefix) for name in names if name.startswith(prefix))
 
 
 def work_dir_problem(root: Path) -> tuple[str, str] | None:

@@ -1,11 +1,14 @@
-"""`gitsleep review`, the pure part: score a skill's base and head documents on the head's
-tasks, judge the change per split, and say it to people (a PR comment, JSON, terminal lines).
+"""`gitsleep review`, the pure part: score a skill's base and head documents on one exam
+(the base's tasks, judges and settings; the head's only with --trust-head), judge the change
+per split, list what the head changed in the exam, and say it to people (a PR comment,
+JSON, terminal lines).
 
 Scoring goes through the same `replay.score_split` as a night and the interval through the
 gate's own paired bootstrap (`gate.summarise`), so a review and a night agree on what a
 score, a change and noise are. Nothing here touches git or the forge (`review_run` reads
 the base from git and talks to GitHub). Untrusted text (task ids, answers, judge reasons)
-is redacted, then clipped, then escaped before it reaches Markdown.
+is redacted, then clipped, then escaped before it reaches Markdown, and shown escaped on
+one line before it reaches a terminal (or a CI log, where a line is an instruction).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import EpochSettings, PassResult, Split, Task, TaskResult
 from gitsleep.core.scores import fmt_score, rounded
 from gitsleep.redact import Redactor
+from gitsleep.terminal import visible
 
 MARKER = "<!-- gitsleep:review -->"  # finds the one review comment of a pull request
 REVIEW_SPLITS: tuple[Split, ...] = ("val", "test")
@@ -29,6 +33,7 @@ SPLIT_NAMES = {"val": "val", "test": "held-out"}
 ANSWER_CHARS = 160  # an answer's head in the comment; the whole answer is one re-run away
 REASON_CHARS = 160
 TASK_ROWS = 20  # changed tasks shown per skill; the rest are counted
+EXAM_IDS = 10  # task ids named per line of the head's exam changes; the rest are counted
 COMMENT_LIMIT = 60_000  # below GitHub's 65,536-character limit for a comment body
 
 Verdict = Literal["regressed", "improved", "no clear change", "no tasks", "skipped"]
@@ -91,12 +96,62 @@ class SplitReview:
         }
 
 
+@dataclass(frozen=True)
+class ExamChanges:
+    """What the head changes in a skill's exam (its tasks, checks, judge and scoring
+    settings), split by split. Listed, never used to decide unless --trust-head."""
+
+    added: Mapping[str, Sequence[str]] = field(default_factory=dict)  # split -> task ids
+    removed: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    changed: Mapping[str, Sequence[str]] = field(default_factory=dict)  # prompt/judge/fixture
+    settings: Sequence[str] = ()  # scoring settings that differ ("judge_model", ...)
+    skill_removed: bool = False  # the head drops the skill from `skills:`
+    head_tasks_error: str | None = None  # the head's task files do not load
+
+    @property
+    def empty(self) -> bool:
+        return not (any(self.added.values()) or any(self.removed.values())
+                    or any(self.changed.values()) or self.settings or self.skill_removed
+                    or self.head_tasks_error)
+
+    def lines(self, used: bool) -> list[str]:
+        """One plain sentence per kind of change; `used` says whether the exam was the
+        head's (--trust-head) or the base's (the change was not used)."""
+        fate = "used (--trust-head)" if used else "not used"
+        fates = {"adds": fate, "removes": "left out (--trust-head)" if used else "still scored",
+                 "changes": fate if used else "not used: the base's version was scored"}
+        out = []
+        for label, by_split in (("adds", self.added), ("removes", self.removed),
+                                ("changes", self.changed)):
+            for split, ids in by_split.items():
+                if ids:
+                    shown = ", ".join(ids[:EXAM_IDS])
+                    more = f" and {len(ids) - EXAM_IDS} more" if len(ids) > EXAM_IDS else ""
+                    out.append(f"the head {label} {len(ids)} {SPLIT_NAMES.get(split, split)} "
+                               f"task(s), {fates[label]}: {shown}{more}")
+        if self.settings:
+            out.append(f"the head changes scoring settings, {fate}: {', '.join(self.settings)}")
+        if self.skill_removed:
+            out.append("the head removes this skill from `skills:`; it was scored as the "
+                       "base has it")
+        if self.head_tasks_error:
+            out.append(f"the head's task files do not load: {self.head_tasks_error}")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"added": {k: list(v) for k, v in self.added.items() if v},
+                "removed": {k: list(v) for k, v in self.removed.items() if v},
+                "changed": {k: list(v) for k, v in self.changed.items() if v},
+                "settings": list(self.settings), "skill_removed": self.skill_removed,
+                "head_tasks_error": self.head_tasks_error}
+
+
 @dataclass
 class SkillReview:
     """What the review found for one skill: scored, or skipped with one line saying why."""
 
     skill: str
-    status: Literal["scored", "skipped"]
+    status: Literal["scored", "skipped", "unscored"]  # unscored: no verdict could be reached
     reason: str
     changed_files: list[str] = field(default_factory=list)
     splits: dict[str, SplitReview] = field(default_factory=dict)
@@ -105,11 +160,13 @@ class SkillReview:
     decided_by: Split | None = None  # the held-out split, or val when it has no tasks
     calls: int = 0
     cache_hits: int = 0
+    exam_changes: ExamChanges | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"skill": self.skill, "status": self.status, "verdict": self.verdict,
                 "reason": self.reason, "decided_by": self.decided_by,
                 "changed_files": self.changed_files, "notes": self.notes,
+                "exam_changes": (self.exam_changes or ExamChanges()).to_json(),
                 "splits": {name: s.to_json() for name, s in self.splits.items()},
                 "cost": {"calls": self.calls, "cache_hits": self.cache_hits}}
 
@@ -236,6 +293,8 @@ def overall(reviews: Sequence[SkillReview]) -> str:
     for word in ("regressed", "improved", "no clear change"):
         if word in verdicts:
             return {"regressed": "regression", "improved": "improvement"}.get(word, word)
+    if any(r.status == "unscored" for r in reviews):
+        return "not scored"
     return "nothing to review"
 
 
@@ -246,6 +305,10 @@ def _interval(split: SplitReview) -> str:
     if split.ci_low is None or split.ci_high is None:
         return "n/a"
     return f"{split.ci_low:+.3f} to {split.ci_high:+.3f}"
+
+
+def _exam_lines(review: SkillReview, trusted_head: bool) -> list[str]:
+    return review.exam_changes.lines(trusted_head) if review.exam_changes else []
 
 
 def _change(split: SplitReview) -> str:
@@ -262,24 +325,39 @@ class _Prose:
         return md.escape(self.redactor.clip(md.one_line(value), limit)) or " "
 
 
-def terminal_lines(review: SkillReview, metric: str) -> list[str]:
-    """What `gitsleep review` prints per skill on stdout (without --json)."""
-    if review.status == "skipped":
-        return [f"{review.skill}: skipped: {review.reason}"]
-    lines = [f"{review.skill}: {review.verdict}"
+def one_line(text: str) -> str:
+    """Untrusted text for a terminal or a CI log: control characters shown escaped, and on
+    one line (a task id holding `\\n::error ...` must not start a line of its own)."""
+    return visible(text).replace("\n", "\\n")
+
+
+def terminal_lines(review: SkillReview, metric: str, redactor: Redactor, *,
+                   trusted_head: bool = False) -> list[str]:
+    """What `gitsleep review` prints per skill on stdout (without --json): every piece of
+    untrusted text redacted, then escaped onto its line (the redactor reads through
+    invisible characters, so it goes first)."""
+
+    def shown(text: str) -> str:
+        return one_line(redactor.redact(text))
+
+    name = shown(review.skill)
+    exam = [f"  exam: {shown(line)}" for line in _exam_lines(review, trusted_head)]
+    if review.status != "scored":
+        return [f"{name}: {review.status}: {shown(review.reason)}", *exam]
+    lines = [f"{name}: {review.verdict}"
              + (f" (decided by {SPLIT_NAMES[review.decided_by]})" if review.decided_by else "")
-             + f": {review.reason}"]
-    for name, split in review.splits.items():
-        lines.append(f"  {SPLIT_NAMES[name]:8} n={split.n:<4} {metric} {fmt_score(split.before)}"
-                     f" -> {fmt_score(split.after)}  change {_change(split)}  "
-                     f"95% CI {_interval(split)}  errors={split.errors}")
+             + f": {shown(review.reason)}"]
+    for split_name, split in review.splits.items():
+        lines.append(f"  {SPLIT_NAMES[split_name]:8} n={split.n:<4} {metric} "
+                     f"{fmt_score(split.before)} -> {fmt_score(split.after)}  change "
+                     f"{_change(split)}  95% CI {_interval(split)}  errors={split.errors}")
         for change in split.changed[:TASK_ROWS]:
-            lines.append(f"    {change.task_id}: {fmt_score(change.before)} -> "
+            lines.append(f"    {shown(change.task_id)}: {fmt_score(change.before)} -> "
                          f"{fmt_score(change.after)}")
         if len(split.changed) > TASK_ROWS:
             lines.append(f"    ... and {len(split.changed) - TASK_ROWS} more changed task(s)")
-    lines += [f"  note: {note}" for note in review.notes]
-    return lines
+    lines += [f"  note: {shown(note)}" for note in review.notes]
+    return lines + exam
 
 
 _VERDICT_TEXT = {
@@ -290,16 +368,35 @@ _VERDICT_TEXT = {
 }
 
 
+def exam_sentence(trusted_head: bool) -> str:
+    """Where the exam came from, said the same way in the comment and on the terminal."""
+    if trusted_head:
+        return ("scored on the head's tasks, judges and settings (--trust-head: the head's "
+                "command checks, fixtures and agent settings ran)")
+    return ("scored on the base's tasks, judges and settings (the head's changes to them are "
+            "listed, not used; none of the head's programs ran)")
+
+
+def rerun_sentence(trusted_head: bool) -> str:
+    """What the re-run command will run, so nobody runs a stranger's program unawares."""
+    if trusted_head:
+        return ("It runs the head's command checks, fixtures and agent settings with your "
+                "environment: read them first.")
+    return ("It runs the base's tasks, checks and agent settings on both documents; none of "
+            "the head's programs run (add --trust-head only after reading them).")
+
+
 def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: float,
                      base_label: str, head_label: str, rerun: str, redactor: Redactor,
-                     notes: Sequence[str] = ()) -> str:
-    """The PR comment (and step summary): marker, verdict, table, changed tasks, re-run.
+                     notes: Sequence[str] = (), trusted_head: bool = False) -> str:
+    """The PR comment (and step summary): marker, verdict, table, changed tasks, the head's
+    changes to the exam, re-run.
 
     Deterministic for the same inputs, so an unchanged review needs no API write."""
     prose = _Prose(redactor)
     out = [MARKER, f"## gitsleep review: {overall(reviews)}", "",
            f"Base {prose.text(base_label, 80)} against head {prose.text(head_label, 80)}, "
-           f"scored on the head's tasks; metric `{metric}`, paired 95% bootstrap interval "
+           f"{exam_sentence(trusted_head)}; metric `{metric}`, paired 95% bootstrap interval "
            f"of the change; a skill regresses when its held-out score falls by more than "
            f"min_delta {min_delta:g} with the interval below zero.", ""]
     out += [f"> {prose.text(note, 400)}" for note in notes]
@@ -317,19 +414,24 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
     if rows:
         out += [md.table(["skill", "split", "n", "before", "after", "change", "95% CI",
                           "verdict"], rows, "llrrrrrl"), ""]
-    skipped = [r for r in reviews if r.status == "skipped"]
+    skipped = [r for r in reviews if r.status != "scored"]
     for review in skipped:
-        out.append(f"- {prose.text(review.skill, 60)}: skipped: {prose.text(review.reason, 300)}")
+        out.append(f"- {prose.text(review.skill, 60)}: {review.status}: "
+                   f"{prose.text(review.reason, 300)}")
+        out += [f"  - _exam:_ {prose.text(line, 400)}" for line in _exam_lines(review,
+                                                                              trusted_head)]
     if skipped:
         out.append("")
     for review in reviews:
-        if review.status == "skipped":
+        if review.status != "scored":
             continue
         changed = [c for s in review.splits.values() for c in s.changed]
         out.append(f"### {prose.text(review.skill, 60)}")
         out.append("")
         out.append(prose.text(review.reason, 500))
         out += [f"- _note:_ {prose.text(note, 400)}" for note in review.notes]
+        out += [f"- _exam:_ {prose.text(line, 400)}" for line in _exam_lines(review,
+                                                                            trusted_head)]
         out.append("")
         if not changed:
             out += ["No task's score changed.", ""]
@@ -347,7 +449,7 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
             out.append(f"\n_and {len(changed) - TASK_ROWS} more; the re-run below lists all._")
         out += ["", "</details>", ""]
     out += ["Re-run locally, in a checkout of this change (answers are cached, so a second "
-            "run makes no model call):", "",
+            f"run makes no model call). {rerun_sentence(trusted_head)}", "",
             md.fence(rerun + "\n", "sh")]
     body = "\n".join(out) + "\n"
     if len(body) > COMMENT_LIMIT:  # rows are bounded, so only many skills get here

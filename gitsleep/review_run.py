@@ -1,25 +1,31 @@
 """`gitsleep review`, the edges: the base read from git at REF, which skills a change
-touched, the pull request the run is for, and its one comment kept up to date.
+touched, the exam both sides sit, the pull request the run is for, and its one comment
+kept up to date.
 
-The base side is read with `git cat-file --filters REF:./path` (through `gitrun.git_run`:
-no hook or program of the repository runs; clean/smudge filters apply, as for a
-checkout): nothing is checked out, so the user's tree, index and HEAD stay as they are.
-The head side is the working tree, as `gitsleep eval` reads it (in CI, the checked-out
-pull-request merge commit).
+The exam (task files, workspace fixtures, judges, the config's scoring settings) comes
+from the base: a pull request must not pick the test it is graded on, nor run its own
+programs on the reviewer's machine. The base is checked out in a private worktree in the
+git directory (detached, no hook runs, removed afterwards); documents are read with
+`git cat-file --filters REF:./path` (through `gitrun.git_run`: clean/smudge filters apply,
+as for a checkout). The user's tree, index and HEAD stay as they are. The head side is the
+working tree's documents, as `gitsleep eval` reads them (in CI, the checked-out
+pull-request merge commit). What the head changes in the exam is listed; with
+`--trust-head` the head's exam is used instead (its command checks and fixtures run).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from gitsleep import repo_paths, review
-from gitsleep.config import Config, SkillConfig, load_config
+from gitsleep import workspace as workspaces
+from gitsleep.config import CONFIG_NAME, Config, SkillConfig, apply_overrides, load_config
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import Task
 from gitsleep.errors import (
@@ -27,19 +33,26 @@ from gitsleep.errors import (
     EXIT_GIT,
     EXIT_OK,
     EXIT_REGRESSION,
+    EXIT_UNSCORED,
     BackendError,
     BudgetExhausted,
     GitError,
     UsageError,
 )
+from gitsleep.git_forge import gitops
 from gitsleep.git_forge.forge import Author
 from gitsleep.git_forge.gitrun import git_out, git_run
-from gitsleep.prepare import Setup, make_backend, make_cache, read_inputs
+from gitsleep.logs import use_redactor
+from gitsleep.prepare import Setup, make_backend, make_cache, read_documents
+from gitsleep.redact import Redactor
+from gitsleep.tasks import check_skill_tasks, load_skill_tasks
 
 SHALLOW_FIX = ("fetch it (`git fetch origin <ref>`, or `git fetch --unshallow`; in GitHub "
                "Actions use actions/checkout with `fetch-depth: 0`)")
-# Keys that change what a night does but not what a score is: a pull request may change
-# them and still be reviewed. Any other difference between base and head config is exit 2.
+# Keys that change what a night does but not what a score is. Any other difference between
+# base and head config is listed as a change to the exam (the base's is what scores); the
+# judge and agent a config ends up with are compared too (`judge_model` defaults to
+# `optimizer_model`, so that key can change a score through them).
 NOT_SCORING_KEYS = frozenset({
     "skills", "workers", "budget", "branch_prefix", "pr", "rounds", "proposals",
     "edit_budget", "rollouts", "learned_block", "prices", "cache", "max_retries", "timeout",
@@ -48,6 +61,12 @@ NOT_SCORING_KEYS = frozenset({
 SKILL_NOT_SCORING = frozenset({"name", "skill", "memory", "tasks"})
 FORK_NOTE = ("This pull request comes from a fork: GitHub gives its workflow runs a "
              "read-only token and no secrets")
+TARGET_REFUSAL = (
+    "review refuses to run under pull_request_target for a pull request from another "
+    "repository (that event gives the run this repository's secrets and a write token, "
+    "and the pull request's files would be read and scored with them): run it on "
+    "`pull_request` (see docs/review.md)")
+BASE_WORKTREE = "gitsleep-review-base"  # names the private worktree of the base commit
 
 
 @dataclass(frozen=True)
@@ -57,6 +76,20 @@ class ReviewOptions:
     comment: bool | None = None  # None: comment when on a pull request with a token
     fail_on_regression: bool = False
     pr: int | None = None
+    trust_head: bool = False  # score on the head's exam: its checks and fixtures run
+    allow_unscored: bool = False  # with fail_on_regression: no verdict is exit 0, not 8
+    backend: str | None = None  # --backend / --model, applied to the exam's config
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Exam:
+    """What both sides are scored with: the config and the folder its task paths are read
+    in (the base's checkout, or the head's working tree with --trust-head)."""
+
+    root: Path
+    config: Config
+    trusted_head: bool
 
 
 @dataclass(frozen=True)
@@ -81,6 +114,9 @@ class ReviewOutcome:
     summary_written: bool = False
     data: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # why no verdict was reached (a budget): one line, exit 6
+    trusted_head: bool = False
+    unscored: list[str] = field(default_factory=list)  # why a change got no verdict
+    metric: str = "mixed"  # the exam's gate.metric: what the scores are
 
     @property
     def not_run(self) -> bool:
@@ -123,68 +159,88 @@ def read_here(root: Path, relative: str) -> bytes | None:
         return None
 
 
-def _first_difference(base: Any, head: Any, where: str) -> str | None:
-    """The first key path where two config dumps differ, or None."""
+def _differences(base: Any, head: Any, where: str) -> list[str]:
+    """Every key path where two config dumps differ."""
     if isinstance(base, dict) and isinstance(head, dict):
+        found: list[str] = []
         for key in sorted(set(base) | set(head), key=str):
-            found = _first_difference(base.get(key), head.get(key), f"{where}{key}.")
-            if found:
-                return found
-        return None
-    return None if base == head else where.rstrip(".") or "(whole file)"
-
-
-def config_difference(base: Config, head: Config) -> str | None:
-    """A setting that changes scores and differs between base and head, or None."""
-    a, b = base.model_dump(mode="json"), head.model_dump(mode="json")
-    found = _first_difference({k: v for k, v in a.items() if k not in NOT_SCORING_KEYS},
-                              {k: v for k, v in b.items() if k not in NOT_SCORING_KEYS}, "")
-    if found:
+            found += _differences(base.get(key), head.get(key), f"{where}{key}.")
         return found
-    base_skills = {s["name"]: s for s in a["skills"]}
-    for skill in b["skills"]:
-        before = base_skills.get(skill["name"])
-        if before is None:
-            continue
-        found = _first_difference(
-            {k: v for k, v in before.items() if k not in SKILL_NOT_SCORING},
-            {k: v for k, v in skill.items() if k not in SKILL_NOT_SCORING},
-            f"skills[{skill['name']}].")
-        if found:
-            return found
-    return None
+    return [] if base == head else [where.rstrip(".") or "(whole file)"]
 
 
-def base_config(setup: Setup, sha: str, ref: str, notes: list[str]) -> Config | None:
-    """The config at REF when it parses (exit 2 when it differs in a scoring setting);
-    None, with a note, when REF has none or it no longer parses: the head's is used."""
+def _effective(config: Config) -> dict[str, str]:
+    """The agent and judge a config ends up with (defaults followed), by role."""
+    answer, _, judge_backend = config.backends()
     try:
-        relative = setup.config_file.resolve().relative_to(setup.repo).as_posix()
+        agent, _, judge = config.models(("judge",))
+    except UsageError as exc:
+        agent = judge = f"none ({exc})"
+    return {"answer backend": answer, "agent model": agent, "judge backend": judge_backend,
+            "judge model": judge}
+
+
+def config_differences(base: Config, head: Config) -> list[str]:
+    """The settings that change scores and differ between base and head: raw keys, then
+    the effective agent and judge when only a default moved them."""
+    a, b = base.model_dump(mode="json"), head.model_dump(mode="json")
+    found = _differences({k: v for k, v in a.items() if k not in NOT_SCORING_KEYS},
+                         {k: v for k, v in b.items() if k not in NOT_SCORING_KEYS}, "")
+    before, after = _effective(base), _effective(head)
+    found += [f"effective {role}" for role in before if before[role] != after[role]]
+    return found
+
+
+def skill_differences(base: SkillConfig, head: SkillConfig) -> list[str]:
+    """A skill's own settings that change scores and differ (its `package`, say)."""
+    a, b = base.model_dump(mode="json"), head.model_dump(mode="json")
+    return _differences({k: v for k, v in a.items() if k not in SKILL_NOT_SCORING},
+                        {k: v for k, v in b.items() if k not in SKILL_NOT_SCORING},
+                        f"skills[{head.name}].")
+
+
+def secret_names(config: Config) -> list[str]:
+    """The variables a config reads secrets from, as `Setup.load` masks them."""
+    return [config.api_key_env, *config.agent_env_refs()]
+
+
+def config_relative(setup: Setup) -> str | None:
+    """The config file's path inside the repository, or None when it lives outside."""
+    try:
+        return setup.config_file.resolve().relative_to(setup.repo).as_posix()
     except ValueError:
+        return None
+
+
+def base_config(setup: Setup, base_root: Path, ref: str, options: ReviewOptions,
+                notes: list[str]) -> tuple[Config | None, str | None]:
+    """(the config at REF with the command line's overrides, None) when it parses; (None,
+    why) when REF has none or it no longer parses: then there is no base exam. A config
+    given from outside the repository is no part of the change: it is the exam's."""
+    relative = config_relative(setup)
+    if relative is None:
         notes.append(f"the config {setup.config_file} is outside the repository: both sides "
                      "were scored with it")
-        return None
-    text = read_at(setup.repo, sha, relative)
-    if text is None:
-        notes.append(f"{ref} has no {relative}: both sides were scored with the head's config")
-        return None
-    with tempfile.TemporaryDirectory(prefix="gitsleep-review-") as folder:
-        path = Path(folder) / Path(relative).name
-        path.write_bytes(text)
-        try:
-            before = load_config(path)
-        except UsageError as exc:
-            why = str(exc).replace(str(path), f"{ref}:{relative}")
-            notes.append(f"the base's {relative} no longer parses ({why}); both sides were "
-                         "scored with the head's config")
-            return None
-    found = config_difference(before, load_config(setup.config_file))
-    if found:
-        raise UsageError(
-            f"{relative}: `{found}` differs between {ref} and the head, and it changes "
-            "scores; review compares documents under one config: merge the config change "
-            "in its own pull request first (a skill's `tasks` list may change here)")
-    return before
+        return setup.config, None
+    path = base_root / relative
+    if not path.is_file():
+        return None, f"{ref} has no {relative}"
+    try:
+        loaded = load_config(path)
+    except UsageError as exc:
+        why = str(exc).replace(str(path), f"{ref}:{relative}")
+        return None, f"the base's {relative} no longer parses ({why})"
+    return apply_overrides(loaded, setup.env, backend=options.backend,
+                           model=options.model), None
+
+
+@contextmanager
+def base_checkout(setup: Setup, sha: str) -> Iterator[Path]:
+    """The folder of the base commit that corresponds to `setup.repo` (a subfolder when the
+    project lives inside a larger repository), in a private worktree removed afterwards."""
+    prefix = git_out(setup.repo, "rev-parse", "--show-prefix").strip()
+    with gitops.temporary_worktree(gitops.open_repo(setup.repo), BASE_WORKTREE, sha) as tree:
+        yield tree / prefix if prefix else tree
 
 
 # -- the pull request -----------------------------------------------------------------------
@@ -217,16 +273,29 @@ def pull_request_from_env(env: Mapping[str, str], explicit: int | None) -> PullR
     return PullRequestRef(number, fork) if number is not None else None
 
 
+def refuse_untrusted_event(env: Mapping[str, str]) -> None:
+    """Under `pull_request_target` the run holds the base repository's secrets: a review
+    of a pull request that is not clearly from this repository is refused (exit 2)."""
+    if env.get("GITHUB_EVENT_NAME", "") != "pull_request_target":
+        return
+    pr = pull_request_from_env(env, None)
+    if pr is None or pr.fork:
+        raise UsageError(TARGET_REFUSAL)
+
+
+ACTIONS_LOGIN = "github-actions[bot]"  # who Actions' GITHUB_TOKEN comments as
+
+
 def is_ours(author: Author | None, me: Author | None) -> bool:
     """A comment is gitsleep's own only when the identity it runs as wrote it: the token's
-    user when `GET /user` names it; else (an installation token) a Bot, which only an app
-    installed on the repository, never a person, can comment as."""
+    user when `GET /user` names it; else (an installation token, as Actions'
+    GITHUB_TOKEN is) the Actions bot. Another app's bot is someone else."""
     if author is None:
         return False
     if me is not None:
         return author.id == me.id if author.id is not None and me.id is not None \
             else author.login.casefold() == me.login.casefold()
-    return author.type == "Bot"
+    return author.type == "Bot" and author.login.casefold() == ACTIONS_LOGIN
 
 
 def sync_comment(hub: Any, number: int, body: str) -> dict[str, Any]:
@@ -312,7 +381,7 @@ def _decode(data: bytes | None, where: str) -> str | None:
 
 
 class ForkWithoutSecrets(Exception):
-    """A fork PR's run cannot reach the model: said in the summary, never a failure."""
+    """A fork PR's run cannot reach the model: said in the summary, and no verdict."""
 
 
 @dataclass
@@ -327,25 +396,134 @@ class Planned:
     notes: list[str]
     runner: CallRunner
     needed: int
+    exam_changes: review.ExamChanges
 
 
-def plan_skill(setup: Setup, sha: str, ref: str, skill: SkillConfig,
-               before: SkillConfig | None, force: bool, pr: PullRequestRef | None
-               ) -> review.SkillReview | Planned:
+@dataclass(frozen=True)
+class SkillSides:
+    """One skill as the head's config and the base's config name it (either may lack it)."""
+
+    name: str
+    head: SkillConfig | None
+    base: SkillConfig | None
+
+    @property
+    def documents(self) -> SkillConfig:
+        """Where the head's documents are: the head's entry, the base's when it was dropped."""
+        found = self.head or self.base
+        assert found is not None
+        return found
+
+
+def chosen_skills(setup: Setup, before: Config | None, names: Sequence[str]
+                  ) -> list[SkillSides]:
+    """The skills to look at: the head's and the base's (a skill the head drops from
+    `skills:` is still reviewed), or the ones named."""
+    head = {s.name: s for s in setup.config.skills}
+    base = {s.name: s for s in before.skills} if before is not None else {}
+    if names:
+        for name in names:
+            if name not in head and name not in base:
+                setup.config.skill(name)  # the one-line "unknown skill" error
+        order = list(dict.fromkeys(names))
+    else:
+        order = list(head) + [n for n in base if n not in head]
+    return [SkillSides(n, head.get(n), base.get(n)) for n in order]
+
+
+def _fingerprint(task: Task) -> tuple[Any, ...]:
+    """What makes a task the same exam question: prompt, split, judge and fixture folder."""
+    return (task.prompt, task.split, task.system, task.judge, task.workspace, task.review)
+
+
+def _fixture_changed(setup: Setup, sha: str, folder: str) -> bool:
+    """Whether a workspace folder's git tree differs between REF and the head's HEAD."""
+    trees: list[str | None] = []
+    for commit in (sha, "HEAD"):
+        try:
+            trees.append(workspaces.tree_id(setup.repo, commit, folder))
+        except (UsageError, GitError):
+            trees.append(None)
+    return trees[0] != trees[1]
+
+
+def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
+                 settings: list[str]) -> review.ExamChanges:
+    """What the head changes in the skill's exam: val and held-out tasks added, removed or
+    changed (prompt, split, judge and checks, fixture), scoring settings, the skill
+    dropped."""
+    base_tasks = check_skill_tasks(base_root, sides.base)[0] if sides.base else []
+    head_tasks: list[Task] = []
+    error = None
+    if sides.head is not None:
+        head_tasks, problems = check_skill_tasks(setup.repo, sides.head)
+        first = next((p for p in problems if p.is_error), None)
+        error = f"{first.location()}: {first.message}" if first else None
+    if sides.base is not None and sides.head is not None:
+        settings = settings + skill_differences(sides.base, sides.head)
+    scored = review.REVIEW_SPLITS  # train tasks are not part of a review's exam
+    before = {t.id: t for t in base_tasks if t.split in scored}
+    after = {t.id: t for t in head_tasks if t.split in scored}
+    added: dict[str, list[str]] = {}
+    removed: dict[str, list[str]] = {}
+    changed: dict[str, list[str]] = {}
+    for task_id, task in after.items():
+        if task_id not in before:
+            added.setdefault(task.split, []).append(task_id)
+    for task_id, task in before.items():
+        if sides.head is None:
+            break  # the whole skill is dropped: said once, not task by task
+        if task_id not in after:
+            removed.setdefault(task.split, []).append(task_id)
+        elif (_fingerprint(task) != _fingerprint(after[task_id])
+              or (task.workspace and _fixture_changed(setup, sha, task.workspace))):
+            changed.setdefault(task.split, []).append(task_id)
+    return review.ExamChanges(added, removed, changed, settings, sides.head is None, error)
+
+
+def _unscored(sides: SkillSides, changed: list[str], why: str,
+              changes: review.ExamChanges) -> review.SkillReview:
+    return review.SkillReview(sides.name, "unscored", f"{why}; pass --trust-head to score it "
+                              "with the head's tasks, judges and settings (it runs the "
+                              "head's command checks and fixtures)", changed,
+                              exam_changes=changes)
+
+
+def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: SkillSides,
+               force: bool, pr: PullRequestRef | None, changes: review.ExamChanges,
+               no_exam: str | None) -> review.SkillReview | Planned:
     """A skipped skill's one line, or what scoring it takes; no model call is made."""
+    skill, before = sides.documents, sides.base
     base_paths = {"skill": before.skill if before else skill.skill,
                   "memory": before.memory if before else skill.memory}
     raw = {name: read_at(setup.repo, sha, path) if path else None
            for name, path in base_paths.items()}
     changed = _changed_files(setup, sha, skill, before, raw)
+    if sides.head is None:
+        changed.append(f"{setup.config_file.name} (skill {sides.name} removed from skills:)")
     if raw["skill"] is None:
-        return review.SkillReview(skill.name, "skipped", f"new at the head: "
+        return review.SkillReview(sides.name, "skipped", f"new at the head: "
                                   f"{base_paths['skill']} does not exist at {ref}, so there is "
-                                  "nothing to compare against", changed)
+                                  "nothing to compare against", changed, exam_changes=changes)
     if not changed and not force:
-        return review.SkillReview(skill.name, "skipped", f"nothing changed: its documents and "
-                                  f"task files are the same at {ref} and the head", changed)
-    tasks, head_documents = read_inputs(setup.repo, skill, setup.say)
+        return review.SkillReview(sides.name, "skipped", f"nothing changed: its documents and "
+                                  f"task files are the same at {ref} and the head", changed,
+                                  exam_changes=changes)
+    if sides.head is None and read_here(setup.repo, skill.skill) is None:
+        return review.SkillReview(sides.name, "skipped", f"removed at the head: "
+                                  f"{skill.skill} and its entry in skills: are gone, so there "
+                                  "is nothing to score", changed, exam_changes=changes)
+    if exam is None:
+        return _unscored(sides, changed, f"no exam: {no_exam}", changes)
+    exam_skill = sides.head if exam.trusted_head else sides.base
+    if exam_skill is None:
+        exam_skill = sides.documents if exam.trusted_head else None
+    if exam_skill is None:
+        return _unscored(sides, changed, f"no exam: the base's {CONFIG_NAME} has no skill "
+                         f"{sides.name}", changes)
+    tasks = load_skill_tasks(exam.root, exam_skill, setup.say)
+    repo_paths.check_skill_paths(exam.root, exam_skill)
+    head_documents = read_documents(setup.repo, skill)
     base_documents = {name: _decode(data, f"{ref}:{base_paths[name]}")
                       for name, data in raw.items()}
     notes = []
@@ -357,17 +535,17 @@ def plan_skill(setup: Setup, sha: str, ref: str, skill: SkillConfig,
                      "scored without it")
     settings = setup.config.epoch_settings()
     try:
-        backend = make_backend(setup, skill.name)
+        backend = make_backend(setup, sides.name)
     except (BackendError, UsageError) as exc:  # no key, or an agent.env secret unset
         if pr is not None and pr.fork:
             raise ForkWithoutSecrets(str(exc)) from None
         raise
     runner = CallRunner.for_settings(backend, settings, cache=make_cache(setup))
     needed = review.calls_needed(runner, tasks, base_documents, head_documents, settings)
-    setup.say(f"{skill.name}: this review needs at most {needed} model calls "
+    setup.say(f"{sides.name}: this review needs at most {needed} model calls "
               f"(budget.max_calls {settings.max_calls}; cache hits are free)")
-    return Planned(skill, changed, tasks, base_documents, head_documents, notes, runner,
-                   needed)
+    return Planned(exam_skill, changed, tasks, base_documents, head_documents, notes, runner,
+                   needed, changes)
 
 
 def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
@@ -413,7 +591,7 @@ def score_planned(setup: Setup, plan: Planned) -> review.SkillReview:
         notes.append("no held-out task: val decides")
     return review.SkillReview(plan.skill.name, "scored", reason, changed, splits, notes,
                               verdict, decided_by, plan.runner.cost.calls,
-                              plan.runner.cost.cache_hits)
+                              plan.runner.cost.cache_hits, plan.exam_changes)
 
 
 def _head_label(setup: Setup, paths: list[str]) -> str:
@@ -424,7 +602,8 @@ def _head_label(setup: Setup, paths: list[str]) -> str:
 
 def rerun_command(options: ReviewOptions) -> str:
     named = "".join(f" --skill {name}" for name in options.skills)
-    return f"gitsleep review --base {options.base}{named}"
+    trust = " --trust-head" if options.trust_head else ""
+    return f"gitsleep review --base {options.base}{named}{trust}"
 
 
 def write_step_summary(env: Mapping[str, str], text: str) -> bool:
@@ -455,40 +634,69 @@ def _not_run(setup: Setup, sha: str, base_label: str, pr: PullRequestRef | None,
 
 
 def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
-    """Review every chosen skill, comment on the PR, and decide the exit code."""
+    """Review every chosen skill on the base's exam (the head's with --trust-head),
+    comment on the PR, and decide the exit code."""
+    refuse_untrusted_event(setup.env)
     sha = resolve_ref(setup.repo, options.base)
+    with base_checkout(setup, sha) as base_root:
+        return _review_at(setup, options, sha, base_root)
+
+
+def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
+               ) -> ReviewOutcome:
     notes: list[str] = []
-    before_config = base_config(setup, sha, options.base, notes)
+    before_config, no_exam = base_config(setup, base_root, options.base, options, notes)
+    if before_config is not None:
+        # the base's key and agent secrets are masked too, in what the command prints as
+        # well (the caller's Setup is updated on purpose: a head config naming another
+        # `api_key_env` must not unmask the key the base's exam uses)
+        setup.redactor = Redactor.from_env(setup.env, [*secret_names(setup.config),
+                                                       *secret_names(before_config)])
+        use_redactor(setup.redactor)
+    exam: Exam | None = None
+    if options.trust_head:
+        exam = Exam(setup.repo, setup.config, trusted_head=True)
+        notes.append("--trust-head: scored on the head's tasks, judges and settings; the "
+                     "head's command checks, fixtures and agent settings ran")
+    elif before_config is not None:
+        exam = Exam(base_root, before_config, trusted_head=False)
+    settings_changed = (config_differences(before_config, setup.config)
+                        if before_config is not None else [])
+    exam_setup = replace(setup, config=exam.config) if exam is not None else setup
     force = "all" in options.skills
-    names = [n for n in options.skills if n != "all"]
-    chosen = setup.skills(names)
+    chosen = chosen_skills(setup, before_config, [n for n in options.skills if n != "all"])
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
-                         [s.name for s in chosen], runs=False)
+                         [s.name for s in chosen if s.head is not None], runs=False)
     pr = pull_request_from_env(setup.env, options.pr)
     base_label = options.base if options.base == sha else f"{options.base} ({sha[:12]})"
     steps: list[review.SkillReview | Planned] = []
     paths: list[str] = []
     reviews: list[review.SkillReview] = []
     try:
-        for skill in chosen:
-            before = next((s for s in before_config.skills if s.name == skill.name), None) \
-                if before_config is not None else None
-            steps.append(plan_skill(setup, sha, options.base, skill, before, force, pr))
+        for sides in chosen:
+            changes = exam_changes(setup, sha, base_root, sides, settings_changed)
+            steps.append(plan_skill(exam_setup, exam, sha, options.base, sides, force, pr,
+                                    changes, no_exam))
+            skill = sides.documents
             paths += [p for p in (skill.skill, skill.memory) if p]
             paths += [t.path for t in skill.tasks]
-        refused = over_budget(setup, [p for p in steps if isinstance(p, Planned)])
+        refused = over_budget(exam_setup, [p for p in steps if isinstance(p, Planned)])
         if refused:
             return _not_run(setup, sha, base_label, pr, notes, [], refused)
         for step in steps:
-            reviews.append(score_planned(setup, step) if isinstance(step, Planned) else step)
+            reviews.append(score_planned(exam_setup, step) if isinstance(step, Planned)
+                           else step)
     except ForkWithoutSecrets as exc:
         note = (f"{FORK_NOTE}, so gitsleep could not reach the model ({exc}). Nothing was "
-                f"scored; a maintainer can run `{rerun_command(options)}` locally.")
+                f"scored; a maintainer can run `{rerun_command(options)}` locally. "
+                f"{review.rerun_sentence(options.trust_head)}")
         body = f"{review.MARKER}\n## gitsleep review: not run\n\n{note}\n"
         outcome = ReviewOutcome([], sha, base_label, "the head", [note], body,
                                 {"operation": "none", "id": None, "url": None,
                                  "pr": pr.number if pr else None, "reason": FORK_NOTE},
-                                fork_unscored=True)
+                                fork_unscored=True, trusted_head=options.trust_head,
+                                unscored=[f"{FORK_NOTE}: the model could not be reached"])
+        outcome.exit_code = _exit_code(options, outcome)
         outcome.summary_written = write_step_summary(setup.env, setup.redactor.redact(body))
         return outcome
     except BudgetExhausted as exc:
@@ -500,11 +708,11 @@ def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
     if pr is not None and pr.fork:
         notes.append(f"{FORK_NOTE}: the report is here instead of a pull-request comment")
     head_label = _head_label(setup, list(dict.fromkeys(paths)))
-    gate_cfg = setup.config.gate
+    gate_cfg = exam_setup.config.gate
     body = review.comment_markdown(
         reviews, metric=gate_cfg.metric, min_delta=gate_cfg.min_delta, base_label=base_label,
         head_label=head_label, rerun=rerun_command(options), redactor=setup.redactor,
-        notes=notes)
+        notes=notes, trusted_head=options.trust_head)
     comment_error: str | None = None
     try:
         comment = _comment(setup, options, pr, body)
@@ -512,16 +720,26 @@ def run_review(setup: Setup, options: ReviewOptions) -> ReviewOutcome:
         comment_error = str(exc)
         comment = {"operation": "none", "id": None, "url": None,
                    "pr": pr.number if pr else None, "error": comment_error}
-    regression = any(r.verdict == "regressed" for r in reviews)
-    codes = [EXIT_OK]
-    if regression and options.fail_on_regression:
-        codes.append(EXIT_REGRESSION)
-    if comment_error:
-        codes.append(EXIT_GIT)
     outcome = ReviewOutcome(reviews, sha, base_label, head_label, notes, body, comment,
-                            max(codes))
+                            trusted_head=options.trust_head,
+                            unscored=[f"{r.skill}: {r.reason}" for r in reviews
+                                      if r.status == "unscored"], metric=gate_cfg.metric)
+    outcome.exit_code = max(_exit_code(options, outcome),
+                            EXIT_GIT if comment_error else EXIT_OK)
     outcome.summary_written = write_step_summary(setup.env, setup.redactor.redact(body))
     return outcome
+
+
+def _exit_code(options: ReviewOptions, outcome: ReviewOutcome) -> int:
+    """7 for a regression and 8 for a change without a verdict, with --fail-on-regression
+    (8 unless --allow-unscored: a required check must never pass on no verdict)."""
+    if not options.fail_on_regression:
+        return EXIT_OK
+    if outcome.unscored and not options.allow_unscored:
+        return EXIT_UNSCORED
+    if any(r.verdict == "regressed" for r in outcome.reviews):
+        return EXIT_REGRESSION
+    return EXIT_OK
 
 
 def to_json(outcome: ReviewOutcome, options: ReviewOptions) -> dict[str, Any]:
@@ -535,5 +753,7 @@ def to_json(outcome: ReviewOutcome, options: ReviewOptions) -> dict[str, Any]:
         "notes": outcome.notes,
         "comment": outcome.comment,
         "rerun": rerun_command(options),
+        "exam": "head" if outcome.trusted_head else "base",
+        "unscored": outcome.unscored,
         **({"error": outcome.error} if outcome.error else {}),
     }

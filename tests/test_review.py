@@ -186,13 +186,24 @@ def config(**extra: object) -> Config:
 
 
 def test_only_settings_that_change_a_score_make_configs_differ():
-    assert review_run.config_difference(config(), config(workers=2, rounds=5)) is None
+    assert review_run.config_differences(config(), config(workers=2, rounds=5)) == []
     more_tasks = config(skills=[{"name": "notes", "skill": "SKILL.md",
                                  "tasks": [{"path": "t.jsonl"}, {"path": "u.jsonl"}]}])
-    assert review_run.config_difference(config(), more_tasks) is None
-    assert review_run.config_difference(config(), config(gate={"metric": "soft"})) == \
-        "gate.metric"
-    assert review_run.config_difference(config(), config(model="m2")) == "model"
+    assert review_run.config_differences(config(), more_tasks) == []
+    assert review_run.config_differences(config(), config(gate={"metric": "soft"})) == \
+        ["gate.metric"]
+    assert review_run.config_differences(config(), config(model="m2")) == ["model"]
+
+
+def test_an_optimizer_model_that_moves_the_judge_is_a_scoring_difference():
+    """Before: `optimizer_model` counted as "not scoring", yet the rubric judge defaults to
+    it, so a pull request could pick the model that grades it unseen."""
+    base = config(backend="openai", model="agent-m")
+    head = config(backend="openai", model="agent-m", optimizer_model="friendly-grader")
+    assert review_run.config_differences(base, head) == ["effective judge model"]
+    both = config(backend="openai", model="agent-m", optimizer_model="o",
+                  judge_model="agent-m")
+    assert review_run.config_differences(base, both) == ["judge_model"]
 
 
 # -- one comment per pull request, on the loopback fake --------------------------------------
@@ -493,3 +504,21 @@ def test_calls_needed_counts_each_uncached_call_once_and_a_rubric_judge_too():
     review.score_skill(runner, tasks, base, head, settings, skill="s")
     assert 0 < runner.cost.calls <= 12, "an upper bound (equal answers share a judge call)"
     assert review.calls_needed(runner, tasks, base, head, settings) == 0, "all cached"
+
+
+def test_terminal_lines_redact_then_escape_each_untrusted_piece_onto_one_line():
+    """A secret split by a zero-width space is still masked (redacted before escaping),
+    and a task id cannot start a line of its own (`::error` would be an annotation)."""
+    secret = "sk-live-0123456789abcdefghij"
+    split_id = secret[:10] + "\u200b" + secret[10:] + "\n::error::x\x1b]52;c;aGk=\x07"
+    change = review.TaskChange(split_id, "test", 1.0, 0.0, "", "", "")
+    item = review.SkillReview("notes", "scored", "changed: SKILL.md", splits={
+        "test": review.SplitReview("test", 1, 1.0, 0.0, -1.0, -1.0, changed=(change,))},
+        verdict="regressed", decided_by="test",
+        exam_changes=review.ExamChanges(added={"test": ["new\n::warning::y"]}))
+    lines = review.terminal_lines(item, "hard", Redactor([secret]))
+    text = "\n".join(lines)
+    assert secret[10:] not in text and "[REDACTED" in text
+    assert "\x1b" not in text and "\x07" not in text
+    assert not any(line.lstrip().startswith("::") for line in lines)
+    assert "  exam: the head adds 1 held-out task(s), not used: new\\n::warning::y" in lines

@@ -1,12 +1,15 @@
-"""`gitsleep review`: score a change to a skill (base REF against the head) on its tasks."""
+"""`gitsleep review`: score a change to a skill (base REF against the head) on the base's
+exam. Everything printed is redacted, then shown with its control characters escaped."""
 
 from __future__ import annotations
+
+import json
 
 import click
 
 from gitsleep import review, review_run
-from gitsleep.commands.common import end_progress, exit_with, print_json, setup_from
-from gitsleep.errors import EXIT_REGRESSION
+from gitsleep.commands.common import end_progress, exit_with, setup_from
+from gitsleep.errors import EXIT_REGRESSION, EXIT_UNSCORED
 from gitsleep.prepare import Setup
 from gitsleep.terminal import visible
 
@@ -25,40 +28,54 @@ from gitsleep.terminal import visible
 @click.option("--fail-on-regression", is_flag=True, envvar="GITSLEEP_FAIL_ON_REGRESSION",
               help="Exit 7 when a held-out score falls by more than gate.min_delta with its "
                    "95% interval below zero.")
+@click.option("--allow-unscored", is_flag=True,
+              help="With --fail-on-regression: a change that could not be scored passes "
+                   "(exit 0) instead of exit 8.")
+@click.option("--trust-head", is_flag=True,
+              help="Score on the head's tasks, judges and settings: runs the pull request's "
+                   "command checks, fixtures and agent settings. Read them first.")
 @click.option("--backend", default=None, help="Override the config's backend.")
 @click.option("--model", default=None, help="Override the config's agent model.")
 @click.option("--json", "as_json", is_flag=True, help="Print the review as JSON.")
 @click.pass_context
 def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: bool | None,
-            pr: int | None, fail_on_regression: bool, backend: str | None, model: str | None,
-            as_json: bool) -> None:
-    """Score the base and head documents of each changed skill on the head's tasks."""
+            pr: int | None, fail_on_regression: bool, allow_unscored: bool, trust_head: bool,
+            backend: str | None, model: str | None, as_json: bool) -> None:
+    """Score the base and head documents of each changed skill on the base's tasks."""
     setup = setup_from(ctx, backend=backend, model=model)
     options = review_run.ReviewOptions(base=base, skills=skills, comment=comment,
-                                       fail_on_regression=fail_on_regression, pr=pr)
+                                       fail_on_regression=fail_on_regression, pr=pr,
+                                       trust_head=trust_head, allow_unscored=allow_unscored,
+                                       backend=backend, model=model)
     outcome = review_run.run_review(setup, options)
     end_progress(setup)
     if as_json:
-        print_json(setup.redactor.redact_obj(review_run.to_json(outcome, options)))
+        # ASCII only: JSON escapes C0 controls itself, not C1 or bidi ones (a task id's)
+        click.echo(json.dumps(setup.redactor.redact_obj(review_run.to_json(outcome, options)),
+                              indent=2, ensure_ascii=True))
         _say_error(setup, outcome)
         exit_with(outcome.exit_code)
         return
-    metric = setup.config.gate.metric
+    metric = outcome.metric
+
+    def say(line: str, err: bool = False) -> None:
+        click.echo(review.one_line(setup.redactor.redact(line)), err=err)
+
     for note in outcome.notes:
-        click.echo(f"note: {setup.redactor.redact(note)}")
+        say(f"note: {note}")
     for item in outcome.reviews:
-        for line in review.terminal_lines(item, metric):
-            click.echo(setup.redactor.redact(line))
+        for line in review.terminal_lines(item, metric, setup.redactor,
+                                          trusted_head=outcome.trusted_head):
+            click.echo(line)
     verdict = "not run" if outcome.not_run else review.overall(outcome.reviews)
-    click.echo(f"review: {verdict} (base {outcome.base_label}, head {outcome.head_label})")
+    say(f"review: {verdict} (base {outcome.base_label}, head {outcome.head_label})")
     shown = outcome.comment
     if shown.get("error"):
-        click.echo(f"gitsleep: error: comment: {setup.redactor.redact(shown['error'])}",
-                   err=True)
+        say(f"gitsleep: error: comment: {shown['error']}", err=True)
     elif shown["operation"] == "none":
-        click.echo(f"comment: none ({shown.get('reason', '')})")
+        say(f"comment: none ({shown.get('reason', '')})")
     else:
-        click.echo(f"comment: {shown['operation']} {shown['url']}")
+        say(f"comment: {shown['operation']} {shown['url']}")
     _say_error(setup, outcome)
     if outcome.exit_code == EXIT_REGRESSION:
         click.echo("gitsleep: a held-out score regressed (--fail-on-regression): exit 7",
@@ -67,7 +84,12 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
 
 
 def _say_error(setup: Setup, outcome: review_run.ReviewOutcome) -> None:
-    """Why no verdict was reached (a budget, exit 6): one line on stderr."""
+    """Why no verdict was reached (a budget, exit 6; no score, exit 8): one line on stderr."""
     if outcome.error:
         click.echo(f"gitsleep: error: {visible(setup.redactor.redact(outcome.error))}",
                    err=True)
+    if outcome.exit_code == EXIT_UNSCORED:
+        why = "; ".join(outcome.unscored)
+        click.echo(f"gitsleep: error: no verdict (--fail-on-regression fails a change that "
+                   f"could not be scored: exit 8): {review.one_line(setup.redactor.redact(why))}"
+                   "; fix the cause, or pass --allow-unscored to let it pass", err=True)

@@ -37,6 +37,7 @@ from gitsleep.core.models import Task
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from gitsleep.problems import (
     ERROR,
+    WARNING,
     FileProblem,
     Problem,
     compose_yaml,
@@ -189,6 +190,16 @@ def path_problems(repo_root: Path, config: Config, config_file: Path,
         problems.append(Problem(where, None, "GS004", ERROR,
                                 f"{why}: gitsleep writes its cache and run diagnostics here; "
                                 "remove the link (the folder is made on the first run)"))
+    tracked = sorted(repo_paths.tracked_cache_entries(repo_root))
+    if tracked:
+        shown_entries = ", ".join(tracked[:3]) + (f" and {len(tracked) - 3} more"
+                                                   if len(tracked) > 3 else "")
+        problems.append(Problem(repo_paths.CACHE_DIR, None, "GS006", WARNING,
+                                f"git tracks {len(tracked)} cache entr"
+                                f"{'y' if len(tracked) == 1 else 'ies'} ({shown_entries}): "
+                                "gitsleep never reads them (a committed reply is whoever "
+                                "committed it, not the model); `git rm -r --cached "
+                                f"{repo_paths.CACHE_DIR}` and commit"))
     return problems
 
 

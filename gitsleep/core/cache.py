@@ -4,6 +4,11 @@ Kept in memory for the epoch and, when a directory is given, on disk under
 `.gitsleep/cache/` so a re-run on unchanged inputs makes no model call. Each entry is
 its own file written atomically (temp file + rename), so concurrent writers never see a
 half-written entry. Failed calls are never cached.
+
+The cache is local: a folder it creates holds a `.gitignore` of `*` (as `.pytest_cache`
+does), so `git add .` leaves it out, and entries the edge says git tracks (`ignored`) are
+neither read nor written: whoever committed them chose their text. Text read back is
+cleaned as a fresh reply is (`valid_unicode`), since anyone can write a file there.
 """
 
 from __future__ import annotations
@@ -19,6 +24,18 @@ from typing import Any
 
 from gitsleep.core.models import Answer
 
+IGNORE_ALL = "# written by gitsleep: this cache is local to this machine\n*\n"
+
+
+def valid_unicode(text: str) -> str:
+    """Lone surrogates (half a UTF-16 pair in a reply's JSON) become U+FFFD: such text
+    could not be hashed, cached or written as UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
 
 def _checks(raw: Any) -> tuple[tuple[int, bool, str], ...] | None:
     """A workspace answer's check outcomes as stored; a ValueError when they are not
@@ -32,20 +49,25 @@ def _checks(raw: Any) -> tuple[tuple[int, bool, str], ...] | None:
         if (not isinstance(item, list) or len(item) != 3 or type(item[0]) is not int
                 or not isinstance(item[1], bool) or not isinstance(item[2], str)):
             raise ValueError("a check outcome must be [index, passed, reason]")
-        outcomes.append((item[0], item[1], item[2]))
+        outcomes.append((item[0], item[1], valid_unicode(item[2])))
     return tuple(outcomes)
 
 
 class ResponseCache:
-    def __init__(self, directory: Path | None = None) -> None:
+    def __init__(self, directory: Path | None = None,
+                 ignored: frozenset[str] = frozenset()) -> None:
         self.directory = directory
+        self.ignored = ignored  # entries (`ab/abcd....json`) git tracks: never trusted
         self._memory: dict[str, Answer] = {}
         self._lock = threading.Lock()
 
     def _path(self, key: str) -> Path | None:
-        """The entry's file, or None when a link would lead it out of the cache folder
-        (a committed `.gitsleep/cache/ab` link must not receive or supply replies)."""
+        """The entry's file, or None when git tracks it or a link would lead it out of the
+        cache folder (a committed entry or `.gitsleep/cache/ab` link must not receive or
+        supply replies)."""
         assert self.directory is not None
+        if f"{key[:2]}/{key}.json" in self.ignored:
+            return None
         path = self.directory / key[:2] / f"{key}.json"
         try:
             if not path.resolve().is_relative_to(self.directory.resolve()):
@@ -65,12 +87,12 @@ class ResponseCache:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             answer = Answer(
-                text=str(data["text"]),
+                text=valid_unicode(str(data["text"])),
                 prompt_tokens=int(data.get("prompt_tokens", 0)),
                 completion_tokens=int(data.get("completion_tokens", 0)),
-                finish_reason=data.get("finish_reason") or None,
+                finish_reason=valid_unicode(str(data.get("finish_reason") or "")) or None,
                 checks=_checks(data.get("checks")),
-                diff=data["diff"] if isinstance(data.get("diff"), str) else None,
+                diff=valid_unicode(data["diff"]) if isinstance(data.get("diff"), str) else None,
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or unreadable: a miss, never an error
@@ -101,6 +123,7 @@ class ResponseCache:
         if answer.diff is not None:  # and what the agent changed, for reflection
             payload["diff"] = answer.diff
         try:
+            self._make_directory()
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -110,3 +133,11 @@ class ResponseCache:
             # A cache that cannot be written costs money later, never correctness now.
             with contextlib.suppress(OSError, UnboundLocalError):
                 os.unlink(tmp)
+
+    def _make_directory(self) -> None:
+        """Create the cache folder with a `.gitignore` that ignores it all, once."""
+        assert self.directory is not None
+        if self.directory.is_dir():
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / ".gitignore").write_text(IGNORE_ALL, encoding="utf-8")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.core.cache import ResponseCache
+from gitsleep.core.cache import ResponseCache, valid_unicode
 from gitsleep.core.models import Answer, Cost, EpochSettings, usd
 from gitsleep.errors import BudgetExhausted
 
@@ -27,16 +27,6 @@ StepHook = Callable[[str, int], Tick]  # (label, total) -> tick: the edge's prog
 
 def no_tick() -> None:
     """A tick that shows nothing."""
-
-
-def _valid_unicode(text: str) -> str:
-    """Lone surrogates (half a UTF-16 pair in a reply's JSON) become U+FFFD: such text
-    could not be hashed, cached or written as UTF-8."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _rank(ordered: Sequence[float], share: float) -> float:
@@ -289,7 +279,7 @@ class CallRunner:
             raise
         elapsed = time.perf_counter() - started
         if answer.text is not None:
-            answer.text = _valid_unicode(answer.text)
+            answer.text = valid_unicode(answer.text)
         with self._lock:
             actual = _Spend(answer.seconds if answer.seconds is not None else elapsed,
                             self._usd(request.model, answer),

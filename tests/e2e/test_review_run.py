@@ -230,46 +230,78 @@ def test_a_shallow_clone_missing_the_base_says_to_fetch_it(
     assert len(result.err.strip().splitlines()) == 1
 
 
-def test_a_config_that_differs_in_a_scoring_setting_is_exit_2(
-        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    work, _ = repo
-    commit_files(work, {".gitsleep.yml": CONFIG.replace("metric: hard", "metric: soft")},
-                 "metric")
-    result = review(capsys, work)
-    assert result.code == 2
-    assert "`gate.metric` differs between origin/main and the head" in result.err
-    assert "own pull request" in result.err
+def on_base(work: Path, files: dict[str, str], message: str) -> None:
+    """Commit `files` to the base (origin/main) and come back to a fresh feature branch."""
+    git(work, "switch", "--quiet", "main")
+    commit_files(work, files, message)
+    git(work, "push", "--quiet", "origin", "main")
+    git(work, "fetch", "--quiet", "origin")
+    git(work, "switch", "--quiet", "-C", "feature")
 
 
-def test_a_config_change_that_scores_nothing_differently_is_reviewed(
+def test_a_heads_scoring_setting_is_listed_and_the_bases_decides(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: a config that differed in a scoring setting was exit 2 (and one that moved
+    the judge through `optimizer_model` passed as "not scoring"); now the base's settings
+    score both sides, and the head's are listed, never used."""
+    work, _ = repo
+    changed = CONFIG.replace("metric: hard", "metric: soft") + "optimizer_model: grader\n"
+    commit_files(work, {".gitsleep.yml": changed,
+                        NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "metric")
+    result = review(capsys, work, "--json", "--fail-on-regression")
+    assert result.code == 7, result.err  # the base's hard metric: 1.0 -> 0.0
+    notes = as_json(result)["skills"][0]
+    assert notes["exam_changes"]["settings"] == ["gate.metric"]
+    plain = review(capsys, work)
+    assert "  exam: the head changes scoring settings, not used: gate.metric" in plain.out
+    assert "notes: regressed" in plain.out
+
+
+def test_a_config_change_that_only_adds_a_task_file_is_reviewed_on_the_bases_tasks(
         repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     work, _ = repo
-    commit_files(work, {".gitsleep.yml": CONFIG + "workers: 2\n",
-                        "evals/extra.jsonl": task("x-test", "test", "Owner:") + "\n"},
-                 "more workers")
     config = CONFIG.replace("      - path: evals/notes.jsonl\n",
                             "      - path: evals/notes.jsonl\n      - path: evals/extra.jsonl\n")
-    commit_files(work, {".gitsleep.yml": config + "workers: 2\n"}, "a task file")
+    commit_files(work, {".gitsleep.yml": config + "workers: 2\n",
+                        "evals/extra.jsonl": task("x-test", "test", "Owner:") + "\n"},
+                 "a task file")
     data = as_json(review(capsys, work, "--json"))
     assert data["skills"][0]["status"] == "scored"
     assert "evals/extra.jsonl" in data["skills"][0]["changed_files"]
-    assert data["skills"][0]["splits"]["test"]["n"] == 5
+    assert data["skills"][0]["splits"]["test"]["n"] == 4, "the head's new task is not used"
+    assert data["skills"][0]["exam_changes"]["added"] == {"test": ["x-test"]}
+    assert data["exam"] == "base"
+    trusted = as_json(review(capsys, work, "--json", "--trust-head"))
+    assert trusted["skills"][0]["splits"]["test"]["n"] == 5 and trusted["exam"] == "head"
+    assert "--trust-head" in trusted["rerun"]
 
 
-def test_a_base_config_that_no_longer_parses_is_scored_with_the_heads(
+def test_a_base_config_that_no_longer_parses_is_no_verdict_unless_the_head_is_trusted(
         repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the head's config scored both sides; with the exam from the base, a base
+    without a usable config gives no verdict, and exit 8 under --fail-on-regression."""
     work, _ = repo
     git(work, "switch", "--quiet", "main")
     commit_files(work, {".gitsleep.yml": CONFIG + "retired_key: 1\n"}, "an old key")
     git(work, "switch", "--quiet", "-c", "fix")
     commit_files(work, {".gitsleep.yml": CONFIG,
                         NOTES_MD: SKILL.replace("short", "brief")}, "fix the config")
-    result = run_cli(capsys, "--repo", str(work), "review", "--base", "main", "--json")
+    base = ("--repo", str(work), "review", "--base", "main")
+    result = run_cli(capsys, *base, "--json")
     assert result.code == 0, result.err
     data = as_json(result)
-    assert any("no longer parses" in note and "retired_key" in note and "head's config" in note
-               for note in data["notes"])
-    assert data["skills"][0]["status"] == "scored"
+    notes = data["skills"][0]
+    assert notes["status"] == "unscored" and data["verdict"] == "not scored"
+    assert "no longer parses" in notes["reason"] and "retired_key" in notes["reason"]
+    assert "--trust-head" in notes["reason"]
+    failing = run_cli(capsys, *base, "--fail-on-regression")
+    assert failing.code == 8
+    assert "no verdict" in failing.err and "--allow-unscored" in failing.err
+    assert len(failing.err.strip().splitlines()) == 1, failing.err
+    assert run_cli(capsys, *base, "--fail-on-regression", "--allow-unscored").code == 0
+    trusted = run_cli(capsys, *base, "--json", "--trust-head", "--fail-on-regression")
+    assert trusted.code == 0, trusted.err
+    assert as_json(trusted)["skills"][0]["status"] == "scored"
 
 
 def test_a_fork_pull_request_without_secrets_says_so_in_the_summary(
@@ -308,8 +340,8 @@ def test_answers_in_the_comment_are_redacted_clipped_and_escaped(
                           "prompt": f"{secret} <img src=x> | @octo #12 " + "x" * 300,
                           "judge": {"kind": "rule", "checks": [{"op": "contains",
                                                                 "arg": "Owner:"}]}})
-    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n"),
-                        "evals/notes.jsonl": notes_tasks() + hostile + "\n"}, "hostile")
+    on_base(work, {"evals/notes.jsonl": notes_tasks() + hostile + "\n"}, "hostile")
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
     with FakeGitHub() as fake:
         number = fake.add_pull("feature")
         for name, value in fake.env().items():
@@ -470,8 +502,8 @@ def test_a_review_over_budget_max_calls_is_refused_before_the_first_call(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     work, _ = repo
     # notes: (3 val + 4 held-out tasks) x 1 sample x 2 sides = 14 calls, over 10
-    commit_files(work, {".gitsleep.yml": with_budget("  max_calls: 10\n"),
-                        NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    on_base(work, {".gitsleep.yml": with_budget("  max_calls: 10\n")}, "a budget")
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     with FakeOpenAIServer(api_key="sk-right-0123456789abcdef") as server, FakeGitHub() as fake:
@@ -512,8 +544,8 @@ def test_a_budget_stop_mid_review_is_exit_6_with_one_clear_line(
         repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     work, _ = repo
-    commit_files(work, {".gitsleep.yml": with_budget("  max_tokens: 1\n"),
-                        NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
+    on_base(work, {".gitsleep.yml": with_budget("  max_tokens: 1\n")}, "a budget")
+    commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
     result = review(capsys, work, "--json")
     assert result.code == 6
