@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from gitsleep.core.models import Task
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from gitsleep.problems import (
     ERROR,
+    WARNING,
     FileProblem,
     Problem,
     compose_yaml,
@@ -165,6 +167,37 @@ def runnable_problem(config: Config, env: Mapping[str, str]) -> Problem | None:
     return None
 
 
+def agent_program_problem(config: Config, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(severity, message) when the agent program of `backend: command` cannot be started
+    where the agent runs: a fresh temporary folder per call, not the repository. A
+    relative path (`./tools/agent.py`) never works there (an error); a program missing
+    on this machine may be installed on the one that runs the nights (a warning)."""
+    try:
+        config = apply_overrides(config, env)
+        uses_agent = "command" in config.backends()
+    except UsageError:
+        return None  # GS005 already says why the config cannot run
+    if not uses_agent or config.agent is None:
+        return None
+    program = str((config.agent.filled(config.model).get("command") or [""])[0])
+    if not program:
+        return None
+    if "/" not in program:
+        if shutil.which(program) is None:
+            return WARNING, (f"agent.command: program {program!r} is not on PATH here: install "
+                             "it where gitsleep runs the nights, or fix agent.command")
+        return None
+    if not program.startswith("/"):
+        return ERROR, (f"agent.command: program {program!r} is a relative path, but the agent "
+                       "runs in a fresh temporary folder, not in the repository, so it is not "
+                       "found: put the program on PATH (in a workflow: echo \"$PWD/tools\" >> "
+                       "\"$GITHUB_PATH\") and name it bare, or use an absolute path")
+    if not Path(program).is_file():
+        return WARNING, (f"agent.command: program {program!r} does not exist here: install it "
+                         "where gitsleep runs the nights, or fix agent.command")
+    return None
+
+
 def path_problems(repo_root: Path, config: Config, config_file: Path,
                   env: Mapping[str, str] | None = None) -> list[Problem]:
     """Configured paths that are one file (GS002), documents behind a link (GS003), and
@@ -183,6 +216,11 @@ def path_problems(repo_root: Path, config: Config, config_file: Path,
                 for issue in repo_paths.config_issues(repo_root, config)]
     if unrunnable:
         problems.insert(0, unrunnable)
+    agent = agent_program_problem(config, env or {})
+    if agent:
+        severity, message = agent
+        problems.append(Problem(shown, line_of(("agent", "command")),
+                                "GS006", severity, message))
     led_out = repo_paths.work_dir_problem(repo_root)
     if led_out:
         where, why = led_out

@@ -418,7 +418,7 @@ def test_many_skills_naming_one_document_parse_the_config_once(
     ("head", "line", "expected"),
     [
         ("backend: openai\n", 2, "GS005 no model set for backend 'openai': set `model:`"),
-        ("backend: command\nagent: {command: [my-agent]}\n", 2,
+        ("backend: command\nagent: {command: [sh]}\n", 2,
          "GS005 no optimizer model: with `backend: command` the openai optimizer needs "
          "`optimizer_model:`"),
     ],
@@ -439,6 +439,41 @@ def test_configs_that_cannot_run_fail_validate(
     monkeypatch.setenv("GITSLEEP_MODEL", "gpt-4o-mini")  # where the job sets it, it runs
     code, out, _ = run(capsys, repo, "validate")
     assert (code, out) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("program", "code", "expected"),
+    [
+        ("./tools/agent.py", 1, "GS006 agent.command: program './tools/agent.py' is a relative "
+                                "path, but the agent runs in a fresh temporary folder"),
+        ("no-such-agent-41", 0,
+         "GS006 warning: agent.command: program 'no-such-agent-41' is not on PATH"),
+        ("/no/such/agent-41", 0,
+         "GS006 warning: agent.command: program '/no/such/agent-41' does not exist here"),
+        ("sh", 0, ""),
+    ],
+)
+def test_validate_checks_that_the_agent_program_can_be_started(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    program: str, code: int, expected: str,
+) -> None:
+    """Issue 41 item 1: a repository path in agent.command passed validate and every call
+    then failed "not found" (the agent runs in a temporary folder). A relative path is an
+    error; a program missing on this machine is a warning (the nights may run elsewhere)."""
+    monkeypatch.delenv("GITSLEEP_BACKEND", raising=False)
+    (repo / "tools").mkdir()
+    (repo / "tools" / "agent.py").write_text("print('hi')\n")
+    head = (f"backend: command\noptimizer_backend: offline\njudge_backend: offline\n"
+            f"agent:\n  command: [{program}]\n")
+    (repo / ".gitsleep.yml").write_text(CONFIG.replace("backend: offline\n", head))
+    result, out, err = run(capsys, repo, "validate")
+    assert result == code, err
+    if expected:
+        assert out.startswith(f".gitsleep.yml:6: {expected}"), out
+        kind = "error" if code else "warning"
+        assert f"1 {kind}(s)" in err and len(out.splitlines()) == 1
+    else:
+        assert out == ""
 
 
 def test_no_held_out_tasks_is_a_warning_that_says_val_decides(
