@@ -208,7 +208,26 @@ def test_status_reads_trailers_and_tells_whether_the_branch_is_up_to_date(
                         (work / HELD_OUT).read_text() + "\n"}, "tasks changed")
     assert status()["up_to_date"] is False
     text = run_cli(capsys, "--repo", str(work), "status")
-    assert "stale" in text.out and "accepted" in text.out
+    assert "out of date: the base, the tasks or the documents changed" in text.out
+    assert "accepted" in text.out and "stale" not in text.out
+
+
+def test_status_says_merged_after_the_team_merges_the_branch(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 item 2: after the team merged gitsleep's pull request, `status` said
+    "stale (base, tasks or documents changed)" while `log` showed the epoch as merged."""
+    work, _ = repo
+    code, data = consolidate(capsys, work)
+    assert code == 0 and data["decision"] == "accepted"
+    git(work, "merge", "--quiet", "--no-ff", "--no-edit", data["commit"])
+    result = run_cli(capsys, "--repo", str(work), "status", "--json")
+    (row,) = json.loads(result.out)
+    assert row["merged"] is True and row["up_to_date"] is False
+    text = run_cli(capsys, "--repo", str(work), "status").out
+    assert "merged into the base: the next `gitsleep consolidate` starts a new epoch" in text
+    log = run_cli(capsys, "--repo", str(work), "log", "--json")
+    assert [epoch["where"] for epoch in json.loads(log.out)] == ["base"]
 
 
 def test_not_a_repository_and_bad_base_are_one_line_exit_2(
