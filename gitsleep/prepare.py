@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +85,15 @@ class Setup:
         return self.steps(visible(self.redactor.redact(label)), total) if self.steps else no_tick
 
 
+_STDERR_LOCK = threading.Lock()  # the worker threads say their progress at the same time
+
+
 def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """A whole progress line at once: print() writes the line and its newline apart, so
+    two workers' lines glued together (`demo`, 7 runs of 15)."""
+    with _STDERR_LOCK:
+        sys.stderr.write(f"{line}\n")
+        sys.stderr.flush()
 
 
 # -- reading inputs -----------------------------------------------------------------------
