@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from gitsleep import workspace as task_workspace
 from gitsleep.backends.command import STDERR_TAIL_BYTES, CommandBackend
 from gitsleep.backends.select import RoutedBackend
 from gitsleep.commands.common import end_progress, setup_from
@@ -113,8 +114,15 @@ def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
     show("prompt via", spec.prompt)
     show("answer from", spec.answer)
     show("timeout", f"{spec.timeout:g}s")
+    context = getattr(call, "context", None)
+    folder = task_workspace.workspace_of(context, "answer")
+    package = task_workspace.package_of(context)
+    if folder is not None:
+        show("workspace", f"a copy of {folder['folder']} as committed, where the agent runs")
+    if package is not None:
+        show("package", f"a copy of {package['folder']} beside {spec.install}")
     result = agent.run_once(call)  # type: ignore[arg-type]
-    show("workspace files", ", ".join(result.files) or "(none)")
+    show("installed documents", ", ".join(result.files) or "(none)")
     exit_text = "timed out (process group killed)" if result.timed_out else str(result.exit_code)
     show("exit", exit_text)
     show("time", f"{result.seconds:.2f}s")
@@ -123,6 +131,8 @@ def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
         show("stderr (tail)", show.redactor.clip(
             tail, STDERR_SHOWN_CHARS, tail=True,
             cut_start=len(result.stderr_tail) >= STDERR_TAIL_BYTES), block=True)
+    if result.checks is not None:  # a workspace task the agent answered: what it did there
+        show("changed files", ", ".join(result.changed) or "(none)")
     answer, retry = agent.decide(result)  # raises on a fatal sign, like an epoch would
     if answer.ok:
         tokens = (f"{answer.prompt_tokens} prompt, {answer.completion_tokens} completion"
