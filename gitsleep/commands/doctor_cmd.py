@@ -13,7 +13,7 @@ import click
 from gitsleep import workspace as task_workspace
 from gitsleep.backends.command import STDERR_TAIL_BYTES, CommandBackend
 from gitsleep.backends.select import RoutedBackend
-from gitsleep.commands.common import end_progress, setup_from
+from gitsleep.commands.common import end_progress, only_skill, setup_from
 from gitsleep.core import judges
 from gitsleep.core.models import Answer, Task
 from gitsleep.core.replay import answer_call
@@ -27,19 +27,20 @@ STDERR_SHOWN_CHARS = 800  # of the end of the agent's stderr
 
 
 @click.command("doctor")
-@click.option("--skill", "skill_name", required=True, help="The skill whose agent to check.")
+@click.option("--skill", "skill_name", default=None,
+              help="The skill whose agent to check (default: the only skill).")
 @click.option("--task", "task_id", default=None,
               help="The task to run (default: the first val task).")
 @click.option("--backend", default=None, help="Override the config's backend.")
 @click.option("--model", default=None, help="Override the config's agent model.")
 @click.pass_context
-def command(ctx: click.Context, skill_name: str, task_id: str | None, backend: str | None,
+def command(ctx: click.Context, skill_name: str | None, task_id: str | None, backend: str | None,
             model: str | None) -> None:
     """Run one task through the configured agent and show what it saw."""
     setup = setup_from(ctx, backend=backend, model=model)
-    skill = setup.config.skill(skill_name)
+    skill = setup.config.skill(skill_name) if skill_name else only_skill(setup.config.skills)
     tasks, documents = read_inputs(setup.repo, skill)
-    task = _pick(tasks, task_id, skill_name)
+    task = _pick(tasks, task_id, skill.name)
     chosen = make_backend(setup, skill.name)
     agent = chosen.by_purpose["answer"] if isinstance(chosen, RoutedBackend) else chosen
     settings = setup.config.epoch_settings()

@@ -411,17 +411,20 @@ def split_lines(splits: Mapping[str, Mapping[str, int]]) -> list[str]:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]),
               default="text", show_default=True, help="Problem list format.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Same as --format json (the flag the other commands take).")
 @click.option("--learned-block-only", is_flag=True,
               help="Only check the learned blocks of the given Markdown files "
                    "(the gitsleep-learned-block pre-commit hook).")
 @click.pass_context
-def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
+def command(ctx: click.Context, paths: tuple[str, ...], output_format: str, as_json: bool,
             learned_block_only: bool) -> None:
     """Check config, task files, documents and learned blocks offline. Exit 1 on problems.
 
     With PATHS, only problems in those files (and the config) are reported.
     """
     obj = ctx.obj or {}
+    output_format = "json" if as_json else output_format
     repo_root = Path(obj.get("repo") or ".")
     cfg = config_path(repo_root, obj.get("config"))
     config: Config | None = None
