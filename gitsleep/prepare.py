@@ -145,11 +145,17 @@ def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
         "memory": read_document(root, skill.memory, field_name="memory document")
         if skill.memory else None,
     }
-    # a skill document `validate` refuses (frontmatter that does not parse, an invalid
-    # name or description) stops every command that uses it, before any model call
+    # a skill document `validate` refuses (frontmatter that does not parse) stops every
+    # command that uses it, before any model call; its warnings (a name or description
+    # outside the Agent Skills limits) do not: gitsleep never edits that text
     from gitsleep.commands.validate_cmd import frontmatter_problems
 
     for problem in frontmatter_problems(documents["skill"] or "", skill.skill):
+        if not problem.is_error:
+            if say is not None:
+                say(f"{skill.skill}:{problem.line or 1}: warning: {problem.message} "
+                    f"(validate: {problem.code})")
+            continue
         raise UsageError(f"{skill.skill}:{problem.line or 1}: skill document: "
                          f"{problem.message} (validate: {problem.code})")
     return tasks, documents

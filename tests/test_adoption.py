@@ -189,20 +189,48 @@ def test_the_actions_backend_input_names_every_backend_the_config_accepts() -> N
         assert f"`{name}`" in description, (name, description)
 
 
-def test_an_invalid_frontmatter_name_stops_consolidate_as_it_fails_validate(
+def test_frontmatter_that_breaks_the_skill_stops_consolidate_as_it_fails_validate(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Frontmatter that never closes is an error on both paths, also behind a byte-order
+    mark (issue 41 item 13: validate skipped the BOM and the run did not, so the run
+    accepted what validate refused)."""
     skill = work / SKILL_MD
     text = skill.read_text()
     assert text.startswith("---\nname: example-skill\n")
-    skill.write_text(text.replace("name: example-skill\n", "name: Example_Skill\n", 1))
-    git(work, "commit", "--quiet", "--no-verify", "-am", "a bad skill name")
+    broken = "\ufeff" + text.replace("\n---\n", "\n", 1)  # no closing fence
+    assert "\n---" not in broken and broken.startswith("\ufeff---\n")
+    skill.write_text(broken, encoding="utf-8")
+    git(work, "commit", "--quiet", "--no-verify", "-am", "frontmatter that never closes")
 
     checked = run_cli(capsys, "--repo", str(work), "validate")
-    assert checked.code == 1 and "GS203" in checked.out + checked.err
+    assert checked.code == 1 and "GS202" in checked.out + checked.err
 
     for command in (("consolidate",), ("consolidate", "--dry-run"), ("eval",)):
         result = run_cli(capsys, "--repo", str(work), *command)
         assert result.code == 2, (command, result.out, result.err)
         line = result.err.strip().splitlines()[-1]
-        assert SKILL_MD in line and "frontmatter name 'Example_Skill'" in line, line
+        assert SKILL_MD in line and "never closes" in line and "GS202" in line, line
     assert git(work, "branch", "--list", "gitsleep/*") == ""  # stopped before any epoch
+
+
+def test_an_invalid_frontmatter_name_or_long_description_is_a_warning_everywhere(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 12: Anthropic's claude-api skill has a 1,068-character description and
+    was refused (validate GS204, consolidate exit 2). gitsleep never edits frontmatter, so
+    a name or description outside the Agent Skills limits is a warning on both paths,
+    with or without a byte-order mark."""
+    skill = work / SKILL_MD
+    text = skill.read_text()
+    long = "d" * 1068
+    odd = "\ufeff" + text.replace("name: example-skill\n", "name: Example_Skill\n", 1)
+    odd = odd.replace("description: ", f"description: {long} ", 1)
+    skill.write_text(odd, encoding="utf-8")
+    git(work, "commit", "--quiet", "--no-verify", "-am", "a hand-written frontmatter")
+
+    checked = run_cli(capsys, "--repo", str(work), "validate")
+    assert checked.code == 0, checked.out + checked.err
+    assert "GS203 warning" in checked.out and "GS204 warning" in checked.out
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["decision"] in ("accepted", "rejected", "no_edits")
+    assert "frontmatter name 'Example_Skill'" in result.err  # said, not refused

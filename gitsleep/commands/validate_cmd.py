@@ -258,8 +258,12 @@ def document_problems(
 
 
 def frontmatter_problems(text: str, rel: str) -> list[Problem]:
-    """YAML frontmatter, when present, must parse and carry a valid name and description."""
-    lines = text.split("\n")
+    """YAML frontmatter, when present, must parse (an error: a loader that cannot find its
+    end reads the learned block as frontmatter) and should carry a valid name and
+    description (warnings: hand-written text gitsleep never edits is no reason to refuse
+    to improve the skill; Anthropic's own claude-api skill has a 1,068-character
+    description). A byte-order mark before the `---` is skipped, as `read_text` does."""
+    lines = text.removeprefix("\ufeff").split("\n")
     if lines[0].rstrip("\r") != "---":
         return []
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
@@ -285,19 +289,19 @@ def frontmatter_problems(text: str, rel: str) -> list[Problem]:
     problems = []
     name = data.get("name")
     if name is None:
-        problems.append(Problem(rel, 1, "GS203", ERROR,
+        problems.append(Problem(rel, 1, "GS203", WARNING,
                                 "frontmatter has no 'name': add `name: <skill-name>`"))
     elif not (isinstance(name, str) and len(name) <= 64 and FRONTMATTER_NAME_RE.match(name)):
-        problems.append(Problem(rel, line_of("name"), "GS203", ERROR,
+        problems.append(Problem(rel, line_of("name"), "GS203", WARNING,
                                 f"frontmatter name {name!r} must be 1-64 lowercase letters, "
                                 "digits and single hyphens"))
     description = data.get("description")
     if description is None:
-        problems.append(Problem(rel, 1, "GS204", ERROR,
+        problems.append(Problem(rel, 1, "GS204", WARNING,
                                 "frontmatter has no 'description': say what the skill does "
                                 "and when to use it"))
     elif not (isinstance(description, str) and 1 <= len(description.strip()) <= 1024):
-        problems.append(Problem(rel, line_of("description"), "GS204", ERROR,
+        problems.append(Problem(rel, line_of("description"), "GS204", WARNING,
                                 "frontmatter description must be text of 1-1024 characters"))
     return problems
 

@@ -167,26 +167,31 @@ def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize(
-    ("frontmatter", "expected"),
+    ("frontmatter", "code", "expected"),
     [
-        ("---\nname: writer\n", ":1: GS202 frontmatter opens with '---' but never closes"),
-        ("---\nname: [writer\n---\n", ":3: GS202 frontmatter: YAML does not parse"),
-        ("---\n- a\n---\n", ":2: GS202 frontmatter must be a mapping"),
-        ("---\ndescription: d\n---\n", ":1: GS203 frontmatter has no 'name'"),
-        ("---\nname: Writer_Bot\ndescription: d\n---\n",
-         ":2: GS203 frontmatter name 'Writer_Bot' must be 1-64 lowercase letters"),
-        ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", ":2: GS203"),
-        ("---\nname: writer\n---\n", ":1: GS204 frontmatter has no 'description'"),
-        ("---\nname: writer\ndescription: ''\n---\n", ":3: GS204 frontmatter description must"),
-        ("---\nname: writer\ndescription: " + "d" * 1025 + "\n---\n", ":3: GS204"),
+        ("---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---' but never closes"),
+        ("---\nname: [writer\n---\n", 1, ":3: GS202 frontmatter: YAML does not parse"),
+        ("---\n- a\n---\n", 1, ":2: GS202 frontmatter must be a mapping"),
+        ("\ufeff---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---'"),
+        # issue 41 item 12: a name or description outside the Agent Skills limits is text
+        # gitsleep never edits: a warning, never a reason to refuse the skill
+        ("---\ndescription: d\n---\n", 0, ":1: GS203 warning: frontmatter has no 'name'"),
+        ("---\nname: Writer_Bot\ndescription: d\n---\n", 0,
+         ":2: GS203 warning: frontmatter name 'Writer_Bot' must be 1-64 lowercase letters"),
+        ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", 0, ":2: GS203 warning"),
+        ("---\nname: writer\n---\n", 0, ":1: GS204 warning: frontmatter has no 'description'"),
+        ("---\nname: writer\ndescription: ''\n---\n", 0,
+         ":3: GS204 warning: frontmatter description must"),
+        ("---\nname: writer\ndescription: " + "d" * 1068 + "\n---\n", 0, ":3: GS204 warning"),
+        ("\ufeff---\nname: Writer_Bot\ndescription: d\n---\n", 0, ":2: GS203 warning"),
     ],
 )
 def test_frontmatter_problems(
-    repo: Path, capsys: pytest.CaptureFixture[str], frontmatter: str, expected: str
+    repo: Path, capsys: pytest.CaptureFixture[str], frontmatter: str, code: int, expected: str
 ) -> None:
     (repo / SKILL).write_text(frontmatter + "\n# Writer\n")
-    code, out, _ = run(capsys, repo, "validate")
-    assert code == 1 and out.startswith(SKILL + expected)
+    result, out, _ = run(capsys, repo, "validate")
+    assert result == code and out.startswith(SKILL + expected), out
 
 
 def test_documents_without_frontmatter_are_fine(
