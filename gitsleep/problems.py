@@ -66,6 +66,7 @@ CODES: dict[str, str] = {
     "GS202": "frontmatter does not parse",
     "GS203": "frontmatter name missing or invalid",
     "GS204": "frontmatter description missing or invalid",
+    "GS205": "document imports a file (@path) the agent is not shown",
     "GS210": "learned block corrupt or too large",
     # secrets
     "GS300": "secret in a task file",

@@ -32,7 +32,7 @@ from gitsleep.config import (
     field_lines,
     load_config,
 )
-from gitsleep.core.documents import block_problems
+from gitsleep.core.documents import block_problems, imports
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
@@ -252,8 +252,32 @@ def document_problems(
         code = {"GS100": "GS200", "GS102": "GS201"}.get(exc.code, exc.code)
         return [Problem(rel, exc.line, code, ERROR, f"document {exc.message}")]
     problems = frontmatter_problems(text, rel) if frontmatter else []
+    problems.extend(import_problems(repo_root, rel, text))
     for line, message in block_problems(text, limits[0], limits[1]):
         problems.append(Problem(rel, line, "GS210", ERROR, message))
+    return problems
+
+
+def import_problems(repo_root: Path, rel: str, text: str) -> list[Problem]:
+    """GS205 for each Claude Code import (`@AGENTS.md`) of a file gitsleep will not show
+    the agent: a run installs the document as written, so the imported rules are not in
+    what is scored or improved. Only imports of a file that exists (or of a home file)
+    are named, so an `@mention` in prose is not."""
+    problems = []
+    folder = (repo_root / rel).parent
+    for line, target in imports(text):
+        if target.startswith("~/"):
+            where = "a file in your home folder, which no night can read"
+        elif (folder / target).is_file():
+            shown = _repo_relative(repo_root, str(folder / target))
+            where = f"{shown}, which the agent is not shown"
+        else:
+            continue
+        problems.append(Problem(rel, line, "GS205", WARNING, (
+            f"imports @{target} (Claude Code's import syntax): {where}; gitsleep installs "
+            "this document as written and does not follow imports, so name the imported "
+            "file as the skill or memory document (e.g. `memory: AGENTS.md`), or copy its "
+            "text here")))
     return problems
 
 

@@ -194,6 +194,28 @@ def test_frontmatter_problems(
     assert result == code and out.startswith(SKILL + expected), out
 
 
+def test_a_claude_code_import_is_a_warning_with_the_fix(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 item 14: a CLAUDE.md that is `@AGENTS.md` passed validate, but the agent
+    was shown the one-line file: gitsleep installs a document as written. Imports in
+    code, of files that do not exist (an @mention) and the like are not named."""
+    (repo / "docs").mkdir()
+    (repo / "docs" / "rules.md").write_text("# Rules\n\n- Be brief.\n")
+    (repo / "AGENTS.md").write_text(
+        "# Agents\n\n@docs/rules.md\n\n```\n@docs/rules.md\n```\n"
+        "Ask @alice, see `@docs/rules.md`; mail me@example.com.\nAlso @~/.claude/mine.md\n")
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert len(lines) == 2, out
+    assert lines[0].startswith("AGENTS.md:3: GS205 warning: imports @docs/rules.md (Claude "
+                               "Code's import syntax): docs/rules.md, which the agent is not "
+                               "shown; gitsleep installs this document as written")
+    assert "name the imported file as the skill or memory document" in lines[0]
+    assert lines[1].startswith("AGENTS.md:9: GS205 warning: imports @~/.claude/mine.md")
+
+
 def test_documents_without_frontmatter_are_fine(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
