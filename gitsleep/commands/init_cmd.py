@@ -51,6 +51,9 @@ PLACEHOLDER_REF = "COMMIT_SHA"
 _OWNER_STEP = re.compile(
     r"#   1\. Replace OWNER and COMMIT_SHA below.*?\n(?=#   2\.)", re.DOTALL)
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_COPY_STEP = re.compile(r"# Copy this file to (\S+), then:")
+# the placeholder pin's comment, true only while the placeholder is there
+_UNPINNED_IGNORE = " # zizmor: ignore[unpinned-uses] placeholders: a commit SHA"
 _REF = re.compile(r"[\w][\w.+/-]*")
 
 
@@ -112,12 +115,13 @@ def fill_workflow(content: bytes, action_repo: str | None, ref: str | None = Non
     """The workflow as init writes it: its setup comment says init wrote it, and the
     gitsleep action and requirement name `action_repo` at `ref` (a commit SHA: gitsleep has
     no release tags yet) in place of the OWNER and COMMIT_SHA placeholders it knows."""
-    text = content.decode("utf-8").replace(
-        "# Copy this file to .github/workflows/gitsleep.yml, then:",
-        f"# `gitsleep init` wrote this file as {WORKFLOW_PATH}. Before it runs:")
+    text = _COPY_STEP.sub(r"# `gitsleep init` wrote this file as \1. Before it runs:",
+                          content.decode("utf-8"))
     if not action_repo and not ref:
         return text.encode("utf-8")
     pin = f"{action_repo or OWNER_REPO}@{ref or PLACEHOLDER_REF}"
+    if ref and _FULL_SHA.fullmatch(ref):  # pinned: zizmor has nothing left to ignore there
+        text = text.replace(f"{OWNER_REPO}@{PLACEHOLDER_REF}{_UNPINNED_IGNORE}", pin)
     text = text.replace(f"{OWNER_REPO}@{PLACEHOLDER_REF}", pin)
     left = " and ".join(name for name, known in (("OWNER", action_repo), ("COMMIT_SHA", ref))
                         if not known)
