@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -163,9 +164,13 @@ def test_demo_shows_no_html_escapes_and_says_where_it_ran(
                       result.out)
     assert where and not Path(where.group(1)).exists()
 
+    # issue 41 item 9: the kept demo went to the system's temporary folder and stayed
+    # there after every test run; here it goes under this test's own folder
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     kept = run_cli(capsys, "demo", "--keep")
     path = re.search(r"The demo repository is kept at (\S+) ", kept.out)
     assert path and (Path(path.group(1)) / ".git").exists()
+    assert Path(path.group(1)).is_relative_to(tmp_path)
 
 
 def test_small_sample_note_counts_tasks_in_words() -> None:
