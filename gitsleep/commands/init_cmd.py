@@ -275,6 +275,13 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
                "one epoch with the offline simulator, nothing committed")
     click.echo("  3. replace the example skill and tasks with your own, then in .gitsleep.yml set "
                "`backend: openai` and `model:`, and export OPENAI_API_KEY")
+    yours = existing_skills(repo)
+    if yours:
+        shown = ", ".join(yours[:5]) + (f" and {len(yours) - 5} more" if len(yours) > 5 else "")
+        click.echo(f"     Your skills are already here ({shown}): the example sits beside them "
+                   "only so steps 1-2 run offline; point `skill:` at one of yours, write its "
+                   f"tasks, and delete {Path(SKILL_PATH).parent.as_posix()}/ and "
+                   f"{Path(TASKS_PATH).parent.as_posix()}/")
     steps = workflow_steps(written.get(repo / WORKFLOW_PATH), action_repo, action_ref,
                            review=written.get(repo / REVIEW_WORKFLOW_PATH) in WROTE)
     for number, step in enumerate(steps, 4):
@@ -284,6 +291,19 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
         click.echo(f"warning: this gitsleep was not installed from a git commit, so the pins "
                    f"init wrote say {PLACEHOLDER_REF}: replace it with the gitsleep commit to "
                    "run, or rerun init with --action-ref <sha>", err=True)
+
+
+SKILL_FOLDERS = ("skills", ".claude/skills", ".agents/skills")  # where agents keep skills
+
+
+def existing_skills(repo: Path) -> list[str]:
+    """The repository's own SKILL.md files, one folder deep in the places Claude Code and
+    other agents keep project skills (the example init writes is not one of them)."""
+    found = []
+    for folder in SKILL_FOLDERS:
+        found += sorted(p.relative_to(repo).as_posix() for p in (repo / folder).glob("*/SKILL.md")
+                        if p.is_file() and not p.is_symlink())
+    return [path for path in found if path != SKILL_PATH]
 
 
 def pre_commit_snippet(action_repo: str | None, ref: str | None) -> str:

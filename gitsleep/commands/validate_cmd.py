@@ -130,6 +130,10 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
                 seen_docs.add(rel)
                 problems.extend(document_problems(repo_root, rel, limits,
                                                   frontmatter=target == "skill"))
+    # problems found about the config outside its own checks name it by its default name:
+    # name the file this config was read from (`--config ci/gitsleep.yml`)
+    shown = _repo_relative(repo_root, str(config_file or repo_root / CONFIG_NAME))
+    problems = [p._replace(path=shown) if p.path == CONFIG_NAME else p for p in problems]
     report.problems = list(dict.fromkeys(problems))  # a file shared by skills reports once
     report.files = len(seen_docs) + len(seen_task_files)
     return report

@@ -216,6 +216,23 @@ def test_a_claude_code_import_is_a_warning_with_the_fix(
     assert lines[1].startswith("AGENTS.md:9: GS205 warning: imports @~/.claude/mine.md")
 
 
+def test_a_config_given_with_config_is_named_in_its_problems(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 item 15: GS137 (a skill's package folder) named `.gitsleep.yml` when the
+    config came from `--config`."""
+    (repo / "ci").mkdir()
+    (repo / "ci" / "gitsleep.yml").write_text(
+        CONFIG.replace("    memory: AGENTS.md\n", "    memory: AGENTS.md\n    package: nowhere\n"))
+    (repo / ".gitsleep.yml").unlink()
+    result = run_cli(capsys, "--repo", str(repo), "--config", str(repo / "ci" / "gitsleep.yml"),
+                     "validate")
+    assert result.code == 1, result.err
+    assert result.out.startswith("ci/gitsleep.yml: GS137 skill 'writer': package 'nowhere'"), \
+        result.out
+    assert ".gitsleep.yml" not in result.out.replace("ci/gitsleep.yml", "")
+
+
 def test_documents_without_frontmatter_are_fine(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
