@@ -75,6 +75,13 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line for line in script.splitlines() if line and not line.startswith("#")]
     assert commands[-1] == TEST_COMMAND, commands[-1]
+    # issue 41 item 10: what else CI does before it is said beside the command
+    readme = README.read_text(encoding="utf-8")
+    said = readme[:readme.index(TEST_COMMAND)]
+    assert "exactly what CI runs" not in said
+    if "aider" in script:
+        assert "installs aider in a venv of its own for the real-agent test" in \
+            " ".join(said.split())
 
 
 def test_the_first_screen_says_what_it_is_how_to_install_and_what_next() -> None:
