@@ -272,7 +272,8 @@ def import_problems(repo_root: Path, rel: str, text: str) -> list[Problem]:
     for line, target in imports(text):
         if target.startswith("~/"):
             where = "a file in your home folder, which no night can read"
-        elif (folder / target).is_file():
+        elif (folder / target).is_file() and (folder / target).resolve().is_relative_to(
+                repo_root.resolve()):  # only files of this repository are looked at
             shown = _repo_relative(repo_root, str(folder / target))
             where = f"{shown}, which the agent is not shown"
         else:
@@ -481,15 +482,18 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str, as_j
     else:
         for problem in report.problems:
             click.echo(redact(problem.render()))
-    for line in split_lines(report.splits):
+    sizes = split_lines(report.splits)
+    for line in sizes:
         click.echo(line, err=True)
+    # the split warnings are printed here, not as problems: the count includes them
+    warnings = report.warnings + sum(1 for line in sizes if "warning: " in line)
     if report.commands:  # trust: every program a night starts, said where people look
         click.echo(f"commands a night would run ({len(report.commands)}, from committed task "
                    "files; they run with the trust of the repository's own CI):", err=True)
         for line in report.commands:
             click.echo(f"  {redact(line)}", err=True)
-    if report.problems:
-        summary = f"{report.errors} error(s), {report.warnings} warning(s)"
+    if report.problems or warnings:
+        summary = f"{report.errors} error(s), {warnings} warning(s)"
     else:
         summary = "no problems"
     click.echo(f"gitsleep validate: {summary} ({scope})", err=True)

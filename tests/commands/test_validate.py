@@ -89,7 +89,15 @@ def run(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int
 def test_clean_repo_passes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, repo, "validate")
     assert (code, out) == (0, "")
-    assert "gitsleep validate: no problems (1 skill(s), 5 task(s), 4 file(s))" in err
+    # issue 41 item 8: the small-split warning it prints is counted (it said "no problems")
+    assert "  warning: val (1 task) and held-out (2 tasks): fewer than 5 tasks" in err
+    assert "gitsleep validate: 0 error(s), 1 warning(s) (1 skill(s), 5 task(s), 4 file(s))" in err
+    (repo / HELD_OUT).write_text("".join(record(f"h{i}") for i in range(5)))
+    (repo / TASKS).write_text("".join(record(f"v{i}", "val") for i in range(5))
+                              + record("t1", "train"))
+    code, out, err = run(capsys, repo, "validate")
+    assert (code, out) == (0, "")
+    assert "gitsleep validate: no problems (1 skill(s), 11 task(s), 4 file(s))" in err
 
 
 def test_problem_lines_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,7 +110,7 @@ def test_problem_lines_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str]
         f"{TASKS}:2: GS123 task 'v1': check 1: invalid regex '[Cc]onfidence(': "
         "missing ), unterminated subpattern at position 13"
     ]
-    assert "1 error(s), 0 warning(s)" in err
+    assert "1 error(s), 1 warning(s)" in err  # the small-split warning on stderr
 
 
 def test_json_format(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,7 +131,7 @@ def test_warnings_alone_are_clean(repo: Path, capsys: pytest.CaptureFixture[str]
     code, out, err = run(capsys, repo, "validate")
     assert code == 0
     assert f"{TASKS}:1: GS128 warning: task 't1': judge only checks the answer's shape" in out
-    assert "0 error(s), 1 warning(s)" in err
+    assert "0 error(s), 2 warning(s)" in err  # GS128 and the small-split warning
 
 
 def test_no_config_or_bad_config_cannot_run(
@@ -514,8 +522,8 @@ def test_validate_checks_that_the_agent_program_can_be_started(
     assert result == code, err
     if expected:
         assert out.startswith(f".gitsleep.yml:6: {expected}"), out
-        kind = "error" if code else "warning"
-        assert f"1 {kind}(s)" in err and len(out.splitlines()) == 1
+        count = "1 error(s), 1 warning(s)" if code else "0 error(s), 2 warning(s)"
+        assert count in err and len(out.splitlines()) == 1  # and the small-split warning
     else:
         assert out == ""
 
