@@ -27,7 +27,30 @@ class _LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"gitsleep.commands.{cmd_name}_cmd")
         command: click.Command = module.command
+        _accept_verbosity(command)
         return command
+
+
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: int | bool) -> None:
+    """`gitsleep validate -q` as `gitsleep -q validate`: the group's setting, moved."""
+    if not value or ctx.resilient_parsing:
+        return
+    obj = ctx.ensure_object(dict)
+    obj["verbosity"] = -1 if param.name == "quiet" else int(value)
+    setup_logging(obj["verbosity"])
+
+
+def _accept_verbosity(command: click.Command) -> None:
+    """Give each command the group's -v / -q too, so they work after the command name
+    (where people type them), not only before it."""
+    if any(p.name in ("verbose", "quiet") for p in command.params):
+        return
+    command.params.extend([
+        click.Option(["-v", "--verbose"], count=True, expose_value=False,
+                     callback=_set_verbosity, help="More progress output."),
+        click.Option(["-q", "--quiet"], is_flag=True, expose_value=False,
+                     callback=_set_verbosity, help="No progress output."),
+    ])
 
 
 @click.group(cls=_LazyGroup)

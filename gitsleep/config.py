@@ -567,8 +567,8 @@ class Config(_Section):
         from gitsleep.backends.command import AgentSpec
 
         if self.agent is None:
-            raise UsageError(f"no `agent:` section in {CONFIG_NAME}: add `agent: codex` "
-                             "(a preset) or `agent: {command: [...]}`")
+            raise UsageError(f"no `agent:` section in {self._source or CONFIG_NAME}: add "
+                             "`agent: codex` (a preset) or `agent: {command: [...]}`")
         filled = self.agent.filled(self.model)
         return AgentSpec(
             command=tuple(filled["command"]),

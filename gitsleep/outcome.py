@@ -291,6 +291,7 @@ class NoteFacts:
     test: tuple[float | None, float | None] = (None, None)
     applied: int | None = None  # edits applied; None when the note does not say
     calls: int | None = None
+    cache_hits: int | None = None  # answers the response cache gave (0 calls, still a night)
     usd: float | None = None
 
     @classmethod
@@ -309,5 +310,6 @@ class NoteFacts:
             metric=_opt_text(note.get("metric")), val=pair("val"), test=pair("test"),
             applied=len(applied) if isinstance(applied, list) else None,
             calls=count(section(note, "cost").get("calls")),
+            cache_hits=count(section(note, "cost").get("cache_hits")),
             usd=usd if usd is not None and usd >= 0 else None,
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +85,15 @@ class Setup:
         return self.steps(visible(self.redactor.redact(label)), total) if self.steps else no_tick
 
 
+_STDERR_LOCK = threading.Lock()  # the worker threads say their progress at the same time
+
+
 def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    """A whole progress line at once: print() writes the line and its newline apart, so
+    two workers' lines glued together (`demo`, 7 runs of 15)."""
+    with _STDERR_LOCK:
+        sys.stderr.write(f"{line}\n")
+        sys.stderr.flush()
 
 
 # -- reading inputs -----------------------------------------------------------------------
@@ -143,11 +151,17 @@ def read_documents(root: Path, skill: SkillConfig) -> dict[str, str | None]:
         "memory": read_document(root, skill.memory, field_name="memory document")
         if skill.memory else None,
     }
-    # a skill document `validate` refuses (frontmatter that does not parse, an invalid
-    # name or description) stops every command that uses it, before any model call
+    # a skill document `validate` refuses (frontmatter that does not parse) stops every
+    # command that uses it, before any model call; its warnings (a name or description
+    # outside the Agent Skills limits) do not: gitsleep never edits that text
     from gitsleep.commands.validate_cmd import frontmatter_problems
 
     for problem in frontmatter_problems(documents["skill"] or "", skill.skill):
+        if not problem.is_error:
+            if say is not None:
+                say(f"{skill.skill}:{problem.line or 1}: warning: {problem.message} "
+                    f"(validate: {problem.code})")
+            continue
         raise UsageError(f"{skill.skill}:{problem.line or 1}: skill document: "
                          f"{problem.message} (validate: {problem.code})")
     return documents

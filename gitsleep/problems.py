@@ -23,6 +23,7 @@ CODES: dict[str, str] = {
     "GS003": "document reached through a symlink",
     "GS004": "gitsleep's cache or run folder leads out of the repository",
     "GS005": "config cannot run: a model a backend needs is not set",
+    "GS006": "agent program not found where the agent runs (a relative path, not on PATH)",
     # task files
     "GS100": "task file missing or unreadable",
     "GS101": "task file does not parse",
@@ -66,6 +67,7 @@ CODES: dict[str, str] = {
     "GS202": "frontmatter does not parse",
     "GS203": "frontmatter name missing or invalid",
     "GS204": "frontmatter description missing or invalid",
+    "GS205": "document imports a file (@path) the agent is not shown",
     "GS210": "learned block corrupt or too large",
     # secrets
     "GS300": "secret in a task file",

@@ -66,6 +66,10 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               f"{min(ceiling, settings.max_calls)} model calls (ceiling {ceiling}, "
               f"budget.max_calls {settings.max_calls}; cache hits are free), backend "
               f"{backend.name}{' (simulated)' if backend.simulated else ''}")
+    if settings.search == "thrifty":  # its worst case is above thorough's: say why
+        setup.say(f"{skill.name}: search thrifty: that worst case adds each proposal's "
+                  "screen to thorough's passes; a night usually makes fewer calls, since a "
+                  "proposal turned away by its screen is not scored on val")
     budget = budget_note(settings, tasks, documents, min(ceiling, settings.max_calls))
     if budget:  # minutes and money (issue 30), before the first call and in --dry-run
         setup.say(f"{skill.name}: budget: {budget}")
@@ -234,7 +238,8 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
     """Create, update or close the skill's PR per the rules; never without a push.
     Returns what was done and the body it was given (None when none was rendered)."""
     if options.pr is False or options.push is False:
-        return PrResult(reason="--no-pr" if options.pr is False else "--no-push"), None
+        reason = "--no-pr" if options.pr is False else options.local_reason or "--no-push"
+        return PrResult(reason=reason), None
     if result.decision == "aborted":
         return PrResult(), None
     if remote is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def test_eval_prints_sizes_explains_the_metric_and_warns_on_small_splits(
 
 def test_consolidate_flags_a_decision_on_a_small_sample_everywhere(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result = run_cli(capsys, "--repo", str(work), "consolidate")
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--push")
 
     assert result.code == 0, result.err
     assert "example-skill: accepted:" in result.out
@@ -94,7 +95,7 @@ def test_the_pull_request_body_warns_on_small_n_and_reads_well(
 
 def test_json_scores_are_rounded_and_say_why_there_is_no_pull_request(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--json", "--push")
 
     data = json.loads(result.out)
     assert data["val"] == {"baseline": 0.208, "candidate": 1.0, "n": 2}
@@ -163,9 +164,13 @@ def test_demo_shows_no_html_escapes_and_says_where_it_ran(
                       result.out)
     assert where and not Path(where.group(1)).exists()
 
+    # issue 41 item 9: the kept demo went to the system's temporary folder and stayed
+    # there after every test run; here it goes under this test's own folder
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     kept = run_cli(capsys, "demo", "--keep")
     path = re.search(r"The demo repository is kept at (\S+) ", kept.out)
     assert path and (Path(path.group(1)) / ".git").exists()
+    assert Path(path.group(1)).is_relative_to(tmp_path)
 
 
 def test_small_sample_note_counts_tasks_in_words() -> None:
@@ -189,20 +194,119 @@ def test_the_actions_backend_input_names_every_backend_the_config_accepts() -> N
         assert f"`{name}`" in description, (name, description)
 
 
-def test_an_invalid_frontmatter_name_stops_consolidate_as_it_fails_validate(
+def test_frontmatter_that_breaks_the_skill_stops_consolidate_as_it_fails_validate(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Frontmatter that never closes is an error on both paths, also behind a byte-order
+    mark (issue 41 item 13: validate skipped the BOM and the run did not, so the run
+    accepted what validate refused)."""
     skill = work / SKILL_MD
     text = skill.read_text()
     assert text.startswith("---\nname: example-skill\n")
-    skill.write_text(text.replace("name: example-skill\n", "name: Example_Skill\n", 1))
-    git(work, "commit", "--quiet", "--no-verify", "-am", "a bad skill name")
+    broken = "\ufeff" + text.replace("\n---\n", "\n", 1)  # no closing fence
+    assert "\n---" not in broken and broken.startswith("\ufeff---\n")
+    skill.write_text(broken, encoding="utf-8")
+    git(work, "commit", "--quiet", "--no-verify", "-am", "frontmatter that never closes")
 
     checked = run_cli(capsys, "--repo", str(work), "validate")
-    assert checked.code == 1 and "GS203" in checked.out + checked.err
+    assert checked.code == 1 and "GS202" in checked.out + checked.err
 
     for command in (("consolidate",), ("consolidate", "--dry-run"), ("eval",)):
         result = run_cli(capsys, "--repo", str(work), *command)
         assert result.code == 2, (command, result.out, result.err)
         line = result.err.strip().splitlines()[-1]
-        assert SKILL_MD in line and "frontmatter name 'Example_Skill'" in line, line
+        assert SKILL_MD in line and "never closes" in line and "GS202" in line, line
     assert git(work, "branch", "--list", "gitsleep/*") == ""  # stopped before any epoch
+
+
+def test_an_invalid_frontmatter_name_or_long_description_is_a_warning_everywhere(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 12: Anthropic's claude-api skill has a 1,068-character description and
+    was refused (validate GS204, consolidate exit 2). gitsleep never edits frontmatter, so
+    a name or description outside the Agent Skills limits is a warning on both paths,
+    with or without a byte-order mark."""
+    skill = work / SKILL_MD
+    text = skill.read_text()
+    long = "d" * 1068
+    odd = "\ufeff" + text.replace("name: example-skill\n", "name: Example_Skill\n", 1)
+    odd = odd.replace("description: ", f"description: {long} ", 1)
+    skill.write_text(odd, encoding="utf-8")
+    git(work, "commit", "--quiet", "--no-verify", "-am", "a hand-written frontmatter")
+
+    checked = run_cli(capsys, "--repo", str(work), "validate")
+    assert checked.code == 0, checked.out + checked.err
+    assert "GS203 warning" in checked.out and "GS204 warning" in checked.out
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["decision"] in ("accepted", "rejected", "no_edits")
+    assert "frontmatter name 'Example_Skill'" in result.err  # said, not refused
+
+
+def test_a_night_answered_from_the_cache_says_so_in_log_and_up_to_date_is_said_once(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 8: `log` showed 0 calls for a night the response cache answered, and
+    a re-run printed "up to date" twice (a progress line and the result line)."""
+    first = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    assert first.code == 0 and json.loads(first.out)["cost"]["calls"] > 0
+    again = run_cli(capsys, "--repo", str(work), "consolidate")
+    assert again.code == 0
+    assert (again.out + again.err).count("up to date") == 1, again.out + again.err
+    assert again.out.startswith("example-skill: up to date: gitsleep/example-skill already "
+                                "records this base, these tasks and these documents")
+    git(work, "branch", "-D", "gitsleep/example-skill")  # the next night replays the cache
+    cached = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    data = json.loads(cached.out)
+    assert data["cost"]["calls"] == 0 and data["cost"]["cache_hits"] > 0
+    log = run_cli(capsys, "--repo", str(work), "log")
+    row = next(line for line in log.out.splitlines() if data["commit"][:12] in line)
+    assert f"0 ({data['cost']['cache_hits']} cached)" in row, log.out
+    records = json.loads(run_cli(capsys, "--repo", str(work), "log", "--json").out)
+    assert any(r["cost"] == {"calls": 0, "cache_hits": data["cost"]["cache_hits"],
+                             "estimated_usd": None} for r in records), records
+
+
+def test_an_aborted_run_gets_no_small_sample_hint(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 8: "treat this decision as a hint" followed a run that decided
+    nothing (exit 6, the budget ran out)."""
+    config = work / ".gitsleep.yml"
+    config.write_text(config.read_text().replace("max_calls: 500", "max_calls: 3"))
+    git(work, "commit", "--quiet", "--no-verify", "-am", "a tiny budget")
+    result = run_cli(capsys, "--repo", str(work), "consolidate")
+    assert result.code == 6, result.out + result.err
+    assert "aborted" in result.err and "Small sample" not in result.out + result.err
+
+
+def test_thrifty_says_why_its_call_ceiling_is_above_thorough(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 8: on the example thrifty printed a higher call ceiling than thorough,
+    which read as the opposite of what it is for."""
+    config = work / ".gitsleep.yml"
+    config.write_text(config.read_text() + "search: thrifty\n")
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--dry-run")
+    assert result.code == 0, result.err
+    assert ("search thrifty: that worst case adds each proposal's screen to thorough's "
+            "passes; a night usually makes fewer calls") in result.err
+
+
+def test_a_simulated_night_stays_local_unless_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 7: a real `consolidate` with the offline simulator pushed its branch
+    to `origin`, so a simulated night landed on the team's remote. It now stays local
+    unless --push (or --pr) asks; the demo still pushes to its own throw-away origin."""
+    work, origin = init_repo(tmp_path, monkeypatch, capsys)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "x" * 36)  # a token is no request either
+    data = json.loads(run_cli(capsys, "--repo", str(work), "consolidate", "--json").out)
+    assert data["decision"] == "accepted" and data["commit"]
+    assert data["pr"]["operation"] == "none" and "simulated night" in data["pr"]["reason"]
+    assert git(work, "rev-parse", "--verify", "--quiet", "gitsleep/example-skill")
+    assert git(origin, "branch", "--list", "gitsleep/*") == ""
+    result = run_cli(capsys, "--repo", str(work), "consolidate")
+    assert result.code == 0, result.err
+    assert "  kept local: a simulated night (offline backend) is not pushed unless asked: " \
+           "pass --push (or --pr) to send it to the remote" in result.out
+    assert git(origin, "branch", "--list", "gitsleep/*") == ""
+    monkeypatch.delenv("GITHUB_TOKEN")
+    pushed = run_cli(capsys, "--repo", str(work), "consolidate", "--push")
+    assert pushed.code == 0, pushed.err
+    assert "gitsleep/example-skill" in git(origin, "branch", "--list", "gitsleep/*")

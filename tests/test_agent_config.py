@@ -143,7 +143,8 @@ def test_doctor_shows_what_the_agent_saw(tmp_path: Path, capsys: pytest.CaptureF
     out = result.out
     assert f"command: {program}" in out
     assert "version: good-agent 1.2.3" in out
-    assert "workspace files: AGENTS.md" in out
+    assert "installed documents: AGENTS.md" in out
+    assert "workspace:" not in out and "changed files" not in out  # a text task
     assert "backends: answer command, propose offline, judge offline" in out
     assert "    rules: ---" in out  # the installed skill, read back by the agent
     assert "judge: hard " in out and "tokens: null" in out

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gitsleep.backends.command import AgentSpec, CommandBackend
+from gitsleep.commands import consolidate_cmd, status_cmd
 from gitsleep.config import Config
 from gitsleep.tasks import parse_task_file
 from tests.support.cli import run_cli
@@ -75,6 +77,13 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line for line in script.splitlines() if line and not line.startswith("#")]
     assert commands[-1] == TEST_COMMAND, commands[-1]
+    # issue 41 item 10: what else CI does before it is said beside the command
+    readme = README.read_text(encoding="utf-8")
+    said = readme[:readme.index(TEST_COMMAND)]
+    assert "exactly what CI runs" not in said
+    if "aider" in script:
+        assert "installs aider in a venv of its own for the real-agent test" in \
+            " ".join(said.split())
 
 
 def test_the_first_screen_says_what_it_is_how_to_install_and_what_next() -> None:
@@ -157,3 +166,20 @@ def test_the_demo_output_the_readme_quotes_is_what_the_demo_prints(
     printed = [line.rstrip() for line in result.out.splitlines()]
     for line in quoted.strip().splitlines():
         assert line.rstrip() in printed, line
+
+
+def test_messages_the_docs_quote_are_the_ones_the_code_prints() -> None:
+    """Issue 41: the docs and what the commands print agree (status words, the line a
+    simulated night prints, the agent's not-found line)."""
+    commands = " ".join((DOCS / "commands.md").read_text(encoding="utf-8").split())
+    merged = status_cmd.freshness({"merged": True, "up_to_date": False})
+    stale = status_cmd.freshness({"merged": False, "up_to_date": False})
+    assert f"`{merged.replace('`', '')}`" in commands
+    assert f"`{stale.split(';')[0]}; ...`" in commands
+    assert f"`{status_cmd.freshness({'up_to_date': True})}`" in commands
+    git_md = " ".join((DOCS / "git.md").read_text(encoding="utf-8").split())
+    assert f"`kept local: {consolidate_cmd.SIMULATED_LOCAL.split(': pass')[0]}: ...`" in git_md
+    agent = CommandBackend(AgentSpec(command=("./tools/agent.py",)), env={})
+    said = str(agent._spawn_error(FileNotFoundError()))
+    clis = " ".join((DOCS / "agent-clis.md").read_text(encoding="utf-8").split())
+    assert f"`{said.split(' so a relative path')[0]} ...`" in clis, said

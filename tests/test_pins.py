@@ -177,3 +177,29 @@ def test_the_setup_comment_counts_the_pins_it_filled_in() -> None:
     once = init_cmd.fill_workflow(review, "acme/gitsleep", SHA).decode()
     assert f"set the gitsleep action to acme/gitsleep@{SHA} (once below)." in once
     assert "COMMIT_SHA" not in once and "OWNER" not in once
+
+
+def test_filled_workflows_say_init_wrote_them_and_drop_the_placeholder_ignore() -> None:
+    """Issue 41 item 9: the review workflow's header still said "Copy this file to ..."
+    after `init` wrote it there, and the zizmor ignore meant for the placeholder pin
+    stayed after the SHA was filled in."""
+    for name, path in (("gitsleep-nightly.yml", init_cmd.WORKFLOW_PATH),
+                       ("gitsleep-review.yml", init_cmd.REVIEW_WORKFLOW_PATH)):
+        source = init_cmd.workflow_template(name)
+        assert source is not None and b"ignore[unpinned-uses]" in source
+        filled = init_cmd.fill_workflow(source, "acme/gitsleep", SHA).decode()
+        assert f"# `gitsleep init` wrote this file as {path}. Before it runs:" in filled
+        assert "Copy this file" not in filled
+        assert "ignore[unpinned-uses]" not in filled
+        assert f"uses: acme/gitsleep@{SHA}\n" in filled
+        placeholder = init_cmd.fill_workflow(source, "acme/gitsleep", None).decode()
+        assert "ignore[unpinned-uses]" in placeholder  # still a placeholder to ignore
+
+
+def test_the_review_workflow_runs_for_claude_code_skill_folders() -> None:
+    """Issue 41 item 15: Claude Code keeps project skills under .claude/skills/ (and
+    .agents/skills/); a pull request touching only those started no review."""
+    review = init_cmd.workflow_template("gitsleep-review.yml")
+    assert review is not None
+    paths = yaml.safe_load(review)[True]["pull_request"]["paths"]
+    assert ".claude/skills/**" in paths and ".agents/skills/**" in paths

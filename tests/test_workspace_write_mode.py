@@ -138,3 +138,26 @@ def test_doctor_shows_the_write_mode_argv_for_a_workspace_task(
     result = run_cli(capsys, "--repo", str(work), "doctor", "--skill", "notes", "--task", "w1")
     assert "command: codex exec --skip-git-repo-check --color never --sandbox workspace-write" \
         in result.out, result.out + result.err
+
+
+def test_doctor_shows_the_fixture_the_agent_saw_and_what_it_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 41 item 4: doctor on a workspace task listed `workspace files: AGENTS.md`
+    while the agent saw the fixture too, and did not show what the agent changed."""
+    isolate_git(monkeypatch, tmp_path)
+    program = install("editor", tmp_path)
+    task = {"id": "w1", "split": "val", "prompt": "Add --watch.", "workspace": "evals/fx",
+            "judge": {"kind": "rule", "checks": [{"op": "changed_files_max", "arg": 1}]}}
+    work, _ = make_repo(tmp_path, {
+        ".gitsleep.yml": (f"backend: command\noptimizer_backend: offline\n"
+                          f"agent: {{command: [{json.dumps(str(program))}]}}\n" + SKILLS),
+        "SKILL.md": "---\nname: notes\ndescription: d\n---\n\n# Notes\n",
+        "evals/fx/CHANGELOG.md": "# Changelog\n",
+        "evals/tasks.jsonl": json.dumps(task) + "\n" + json.dumps(
+            {**task, "id": "t1", "split": "train"}) + "\n"})
+    result = run_cli(capsys, "--repo", str(work), "doctor", "--skill", "notes", "--task", "w1")
+    assert result.code == 0, result.out + result.err
+    assert "workspace: a copy of evals/fx as committed, where the agent runs" in result.out
+    assert "installed documents: AGENTS.md" in result.out
+    assert "changed files: CHANGELOG.md" in result.out

@@ -389,13 +389,19 @@ class CommandBackend(Backend):
     def _spawn_error(self, exc: OSError) -> BackendError:
         program = self.spec.command[0]
         if isinstance(exc, FileNotFoundError):
+            if "/" in program and not program.startswith("/"):  # read in the call's folder
+                return BackendError(
+                    f"agent command {program!r} not found (command not found): the agent runs "
+                    "in a fresh temporary folder, not in the repository, so a relative path "
+                    "finds nothing; put the program on PATH or use an absolute path in "
+                    "agent.command")
             return BackendError(f"agent command {program!r} not found (command not found): "
-                                "install the agent CLI or fix agent.command in .gitsleep.yml")
+                                "install the agent CLI or fix agent.command")
         if isinstance(exc, PermissionError):
             return BackendError(f"agent command {program!r} cannot be run (permission denied): "
                                 "make it executable (chmod +x) or fix agent.command")
         return BackendError(f"agent command {program!r} cannot be started: {exc.strerror or exc}; "
-                            "fix agent.command in .gitsleep.yml")
+                            "fix agent.command")
 
     def cache_salt(self, call: ModelCall) -> str:
         """The command, the agent's version and the installed files: an upgrade re-scores."""

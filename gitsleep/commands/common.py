@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from gitsleep.errors import EXIT_OK
+from gitsleep.config import SkillConfig
+from gitsleep.errors import EXIT_OK, UsageError
 from gitsleep.prepare import Setup
 
 PLAIN_EVERY = 8  # in a log, passes this long get a line per quarter, shorter ones just one
@@ -114,6 +115,14 @@ def setup_from(ctx: click.Context, *, backend: str | None = None,
     ctx.call_on_close(progress.close)
     return Setup.load(obj.get("repo", "."), obj.get("config"), backend=backend, model=model,
                       progress=progress, steps=progress.steps)
+
+
+def only_skill(skills: list[SkillConfig]) -> SkillConfig:
+    """The skill a command means when `--skill` is left out: the config's only one."""
+    if len(skills) == 1:
+        return skills[0]
+    names = ", ".join(s.name for s in skills[:10]) + (", ..." if len(skills) > 10 else "")
+    raise UsageError(f"--skill NAME is needed: the config has {len(skills)} skills ({names})")
 
 
 def end_progress(setup: Setup) -> None:

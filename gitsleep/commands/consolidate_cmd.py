@@ -18,6 +18,7 @@ from gitsleep.commands.common import (
 from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
 from gitsleep.git_forge.gitrun import git_run
+from gitsleep.prepare import Setup
 from gitsleep.terminal import visible
 
 
@@ -28,9 +29,11 @@ from gitsleep.terminal import visible
 @click.option("--model", default=None, help="Override the config's agent model.")
 @click.option("--dry-run", is_flag=True, help="Run on the working files: no commit, push or PR.")
 @click.option("--push/--no-push", default=None,
-              help="Push the branch (default: when a remote exists).")
+              help="Push the branch (default: when a remote exists, except for a simulated "
+                   "night with the offline backend).")
 @click.option("--pr/--no-pr", default=None,
-              help="Open/update the PR (default: when a token exists).")
+              help="Open/update the PR (default: when a token exists and the branch is "
+                   "pushed).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where diagnostics.json goes (default .gitsleep/runs/<skill>-<time>/).")
@@ -43,6 +46,7 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
     chosen = setup.skills(skills)
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
                          [s.name for s in chosen], runs=output_dir is None)
+    push, local_reason = simulated_push(setup, push, pr)
     outcomes: list[run.SkillOutcome] = []
     codes: list[int] = []
     for skill in chosen:
@@ -51,7 +55,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             if dry_run:
                 outcome = run.dry_run(setup, skill, out_dir, base)
             else:
-                options = run.GitOptions(base=base, push=push, pr=pr, output_dir=out_dir)
+                options = run.GitOptions(base=base, push=push, pr=pr, output_dir=out_dir,
+                                         local_reason=local_reason)
                 outcome = run.consolidate(setup, skill, options)
         except GitsleepError as exc:
             if len(chosen) == 1:
@@ -72,7 +77,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
             dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
             decision = "up to date" if s.up_to_date else s.decision
             click.echo(visible(f"{s.skill}: {decision}: {s.reason}{dry}"), err=err)
-            if outcome.result is not None and report.small_sample_note(outcome.result):
+            if not err and outcome.result is not None and report.small_sample_note(
+                    outcome.result):  # an aborted run decided nothing to call a hint
                 click.echo(f"  warning: {report.small_sample_note(outcome.result)}", err=err)
             if unused:
                 click.echo(f"  not used: uncommitted changes to {', '.join(unused)}; "
@@ -80,6 +86,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
                            "them (or try them first with --dry-run)", err=err)
             if s.commit:
                 click.echo(f"  commit {s.commit} on {s.branch}", err=err)
+                if local_reason:
+                    click.echo(f"  kept local: {local_reason}", err=err)
             if s.pr.operation != "none":
                 click.echo(f"  pull request {s.pr.operation}: {s.pr.url}", err=err)
             if s.diagnostics:
@@ -88,6 +96,21 @@ def command(ctx: click.Context, skills: tuple[str, ...], base: str | None, backe
         summaries = [o.summary.to_json() for o in outcomes]
         print_json(summaries[0] if len(summaries) == 1 and len(chosen) == 1 else summaries)
     exit_with(worst_exit(codes))
+
+
+SIMULATED_LOCAL = ("a simulated night (offline backend) is not pushed unless asked: pass "
+                   "--push (or --pr) to send it to the remote")
+
+
+def simulated_push(setup: Setup, push: bool | None,
+                   pr: bool | None) -> tuple[bool | None, str | None]:
+    """(push, why it stays local): a night the offline simulator answered, proposed or
+    judged is a try-out, so its branch is not pushed to the team's remote (nor a pull
+    request opened) unless `--push` or `--pr` asks; `gitsleep demo` pushes to its own
+    throw-away origin."""
+    if push is not None or pr or "offline" not in setup.config.backends():
+        return push, None
+    return False, SIMULATED_LOCAL
 
 
 def uncommitted(repo: Path, skill: SkillConfig) -> list[str]:

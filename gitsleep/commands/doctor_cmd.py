@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import click
 
+from gitsleep import workspace as task_workspace
 from gitsleep.backends.command import STDERR_TAIL_BYTES, CommandBackend
 from gitsleep.backends.select import RoutedBackend
-from gitsleep.commands.common import end_progress, setup_from
+from gitsleep.commands.common import end_progress, only_skill, setup_from
 from gitsleep.core import judges
 from gitsleep.core.models import Answer, Task
 from gitsleep.core.replay import answer_call
@@ -26,19 +27,20 @@ STDERR_SHOWN_CHARS = 800  # of the end of the agent's stderr
 
 
 @click.command("doctor")
-@click.option("--skill", "skill_name", required=True, help="The skill whose agent to check.")
+@click.option("--skill", "skill_name", default=None,
+              help="The skill whose agent to check (default: the only skill).")
 @click.option("--task", "task_id", default=None,
               help="The task to run (default: the first val task).")
 @click.option("--backend", default=None, help="Override the config's backend.")
 @click.option("--model", default=None, help="Override the config's agent model.")
 @click.pass_context
-def command(ctx: click.Context, skill_name: str, task_id: str | None, backend: str | None,
+def command(ctx: click.Context, skill_name: str | None, task_id: str | None, backend: str | None,
             model: str | None) -> None:
     """Run one task through the configured agent and show what it saw."""
     setup = setup_from(ctx, backend=backend, model=model)
-    skill = setup.config.skill(skill_name)
+    skill = setup.config.skill(skill_name) if skill_name else only_skill(setup.config.skills)
     tasks, documents = read_inputs(setup.repo, skill)
-    task = _pick(tasks, task_id, skill_name)
+    task = _pick(tasks, task_id, skill.name)
     chosen = make_backend(setup, skill.name)
     agent = chosen.by_purpose["answer"] if isinstance(chosen, RoutedBackend) else chosen
     settings = setup.config.epoch_settings()
@@ -114,8 +116,15 @@ def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
     show("prompt via", spec.prompt)
     show("answer from", spec.answer)
     show("timeout", f"{spec.timeout:g}s")
+    context = getattr(call, "context", None)
+    folder = task_workspace.workspace_of(context, "answer")
+    package = task_workspace.package_of(context)
+    if folder is not None:
+        show("workspace", f"a copy of {folder['folder']} as committed, where the agent runs")
+    if package is not None:
+        show("package", f"a copy of {package['folder']} beside {spec.install}")
     result = agent.run_once(call)  # type: ignore[arg-type]
-    show("workspace files", ", ".join(result.files) or "(none)")
+    show("installed documents", ", ".join(result.files) or "(none)")
     exit_text = "timed out (process group killed)" if result.timed_out else str(result.exit_code)
     show("exit", exit_text)
     show("time", f"{result.seconds:.2f}s" + (f" (+{result.check_seconds:.2f}s of checks)"
@@ -125,6 +134,8 @@ def _run_agent(agent: CommandBackend, call: object, show: _Shower) -> Answer:
         show("stderr (tail)", show.redactor.clip(
             tail, STDERR_SHOWN_CHARS, tail=True,
             cut_start=len(result.stderr_tail) >= STDERR_TAIL_BYTES), block=True)
+    if result.checks is not None:  # a workspace task the agent answered: what it did there
+        show("changed files", ", ".join(result.changed) or "(none)")
     answer, retry = agent.decide(result)  # raises on a fatal sign, like an epoch would
     if answer.ok:
         tokens = (f"{answer.prompt_tokens} prompt, {answer.completion_tokens} completion"

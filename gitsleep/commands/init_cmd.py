@@ -51,6 +51,9 @@ PLACEHOLDER_REF = "COMMIT_SHA"
 _OWNER_STEP = re.compile(
     r"#   1\. Replace OWNER and COMMIT_SHA below.*?\n(?=#   2\.)", re.DOTALL)
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_COPY_STEP = re.compile(r"# Copy this file to (\S+), then:")
+# the placeholder pin's comment, true only while the placeholder is there
+_UNPINNED_IGNORE = " # zizmor: ignore[unpinned-uses] placeholders: a commit SHA"
 _REF = re.compile(r"[\w][\w.+/-]*")
 
 
@@ -112,12 +115,13 @@ def fill_workflow(content: bytes, action_repo: str | None, ref: str | None = Non
     """The workflow as init writes it: its setup comment says init wrote it, and the
     gitsleep action and requirement name `action_repo` at `ref` (a commit SHA: gitsleep has
     no release tags yet) in place of the OWNER and COMMIT_SHA placeholders it knows."""
-    text = content.decode("utf-8").replace(
-        "# Copy this file to .github/workflows/gitsleep.yml, then:",
-        f"# `gitsleep init` wrote this file as {WORKFLOW_PATH}. Before it runs:")
+    text = _COPY_STEP.sub(r"# `gitsleep init` wrote this file as \1. Before it runs:",
+                          content.decode("utf-8"))
     if not action_repo and not ref:
         return text.encode("utf-8")
     pin = f"{action_repo or OWNER_REPO}@{ref or PLACEHOLDER_REF}"
+    if ref and _FULL_SHA.fullmatch(ref):  # pinned: zizmor has nothing left to ignore there
+        text = text.replace(f"{OWNER_REPO}@{PLACEHOLDER_REF}{_UNPINNED_IGNORE}", pin)
     text = text.replace(f"{OWNER_REPO}@{PLACEHOLDER_REF}", pin)
     left = " and ".join(name for name, known in (("OWNER", action_repo), ("COMMIT_SHA", ref))
                         if not known)
@@ -271,6 +275,13 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
                "one epoch with the offline simulator, nothing committed")
     click.echo("  3. replace the example skill and tasks with your own, then in .gitsleep.yml set "
                "`backend: openai` and `model:`, and export OPENAI_API_KEY")
+    yours = existing_skills(repo)
+    if yours:
+        shown = ", ".join(yours[:5]) + (f" and {len(yours) - 5} more" if len(yours) > 5 else "")
+        click.echo(f"     Your skills are already here ({shown}): the example sits beside them "
+                   "only so steps 1-2 run offline; point `skill:` at one of yours, write its "
+                   f"tasks, and delete {Path(SKILL_PATH).parent.as_posix()}/ and "
+                   f"{Path(TASKS_PATH).parent.as_posix()}/")
     steps = workflow_steps(written.get(repo / WORKFLOW_PATH), action_repo, action_ref,
                            review=written.get(repo / REVIEW_WORKFLOW_PATH) in WROTE)
     for number, step in enumerate(steps, 4):
@@ -280,6 +291,19 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
         click.echo(f"warning: this gitsleep was not installed from a git commit, so the pins "
                    f"init wrote say {PLACEHOLDER_REF}: replace it with the gitsleep commit to "
                    "run, or rerun init with --action-ref <sha>", err=True)
+
+
+SKILL_FOLDERS = ("skills", ".claude/skills", ".agents/skills")  # where agents keep skills
+
+
+def existing_skills(repo: Path) -> list[str]:
+    """The repository's own SKILL.md files, one folder deep in the places Claude Code and
+    other agents keep project skills (the example init writes is not one of them)."""
+    found = []
+    for folder in SKILL_FOLDERS:
+        found += sorted(p.relative_to(repo).as_posix() for p in (repo / folder).glob("*/SKILL.md")
+                        if p.is_file() and not p.is_symlink())
+    return [path for path in found if path != SKILL_PATH]
 
 
 def pre_commit_snippet(action_repo: str | None, ref: str | None) -> str:

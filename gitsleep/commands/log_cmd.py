@@ -33,6 +33,16 @@ def epochs_for(repo: Path, prefix: str, base: str,
     return found.epochs
 
 
+def calls_cell(epoch: history.RecordedEpoch) -> str:
+    """The model calls a night made; a night answered from the response cache says so,
+    or its 0 reads as a night that did nothing."""
+    if epoch.calls is None:
+        return "?"
+    if epoch.calls == 0 and epoch.cache_hits:
+        return f"0 ({epoch.cache_hits} cached)"
+    return str(epoch.calls)
+
+
 def table(epochs: list[history.RecordedEpoch], prefix: str) -> list[str]:
     """Aligned plain-text rows, a header first."""
     rows = [["date (UTC)", "skill", "commit", "on", "decision", "val", "held-out", "edits",
@@ -43,7 +53,7 @@ def table(epochs: list[history.RecordedEpoch], prefix: str) -> list[str]:
             history.utc_minute(e.date), e.skill, e.commit[:12], where,
             e.decision, fmt_change(*e.val), fmt_change(*e.test),
             "?" if e.applied is None else str(e.applied),
-            "?" if e.calls is None else str(e.calls),
+            calls_cell(e),
             "n/a" if e.usd is None else f"${e.usd:.2f}",
         ])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -10,7 +10,7 @@ import click
 
 from gitsleep.commands.common import print_json, setup_from
 from gitsleep.config import SkillConfig
-from gitsleep.git_forge import gitops, record, remote_notes
+from gitsleep.git_forge import gitops, gitrun, record, remote_notes
 from gitsleep.git_forge.gitrun import git_run
 from gitsleep.prepare import Setup, read_inputs
 from gitsleep.terminal import visible
@@ -55,6 +55,9 @@ def skill_status(setup: Setup, repo: Any, base: gitops.BaseRef,
         row["note"] = ("the branch tip has no diagnostics note yet (a run stopped before "
                        "writing it): run `gitsleep consolidate` to attach it")
         return row
+    # merged: the base holds the epoch's commit, as `log` says ("base"); its documents are
+    # then the base's own, so the trailers no longer match and a new night starts from it
+    row["merged"] = row["tip"] != base.sha and gitrun.is_ancestor(repo, row["tip"], base.sha)
     with tempfile.TemporaryDirectory(prefix="gitsleep-status-") as tmp:
         root = Path(tmp)
         if _export(repo, base.sha, skill, root):
@@ -62,6 +65,16 @@ def skill_status(setup: Setup, repo: Any, base: gitops.BaseRef,
             digests = record.Digests.of(setup.config, skill, root, documents, base.sha)
             row["up_to_date"] = digests.recorded_in(trailers)
     return row
+
+
+def freshness(row: dict[str, Any]) -> str:
+    """What the next `consolidate` would do with the branch, in words a newcomer reads."""
+    if row.get("merged"):
+        return "merged into the base: the next `gitsleep consolidate` starts a new epoch from it"
+    if row["up_to_date"]:
+        return "up to date"
+    return ("out of date: the base, the tasks or the documents changed since this epoch; "
+            "the next `gitsleep consolidate` runs a new one")
 
 
 @click.command("status")
@@ -87,7 +100,7 @@ def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
         if not row["exists"] or "note" in row:
             click.echo(visible(f"{row['skill']}: {row['branch']}: {row.get('note', '')}"))
             continue
-        fresh = "up to date" if row["up_to_date"] else "stale (base, tasks or documents changed)"
+        fresh = freshness(row)
         base_sha = t.get(record.BASE, "?")[:12]
         click.echo(visible(f"{row['skill']}: {row['branch']} at {row['tip'][:12]}: "
                            f"{t.get(record.DECISION, '?')}, val {t.get(record.VAL, '?')}, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,7 @@ from gitsleep.config import (
     field_lines,
     load_config,
 )
-from gitsleep.core.documents import block_problems
+from gitsleep.core.documents import block_problems, imports
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
@@ -129,6 +130,10 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
                 seen_docs.add(rel)
                 problems.extend(document_problems(repo_root, rel, limits,
                                                   frontmatter=target == "skill"))
+    # problems found about the config outside its own checks name it by its default name:
+    # name the file this config was read from (`--config ci/gitsleep.yml`)
+    shown = _repo_relative(repo_root, str(config_file or repo_root / CONFIG_NAME))
+    problems = [p._replace(path=shown) if p.path == CONFIG_NAME else p for p in problems]
     report.problems = list(dict.fromkeys(problems))  # a file shared by skills reports once
     report.files = len(seen_docs) + len(seen_task_files)
     return report
@@ -166,6 +171,37 @@ def runnable_problem(config: Config, env: Mapping[str, str]) -> Problem | None:
     return None
 
 
+def agent_program_problem(config: Config, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(severity, message) when the agent program of `backend: command` cannot be started
+    where the agent runs: a fresh temporary folder per call, not the repository. A
+    relative path (`./tools/agent.py`) never works there (an error); a program missing
+    on this machine may be installed on the one that runs the nights (a warning)."""
+    try:
+        config = apply_overrides(config, env)
+        uses_agent = "command" in config.backends()
+    except UsageError:
+        return None  # GS005 already says why the config cannot run
+    if not uses_agent or config.agent is None:
+        return None
+    program = str((config.agent.filled(config.model).get("command") or [""])[0])
+    if not program:
+        return None
+    if "/" not in program:
+        if shutil.which(program) is None:
+            return WARNING, (f"agent.command: program {program!r} is not on PATH here: install "
+                             "it where gitsleep runs the nights, or fix agent.command")
+        return None
+    if not program.startswith("/"):
+        return ERROR, (f"agent.command: program {program!r} is a relative path, but the agent "
+                       "runs in a fresh temporary folder, not in the repository, so it is not "
+                       "found: put the program on PATH (in a workflow: echo \"$PWD/tools\" >> "
+                       "\"$GITHUB_PATH\") and name it bare, or use an absolute path")
+    if not Path(program).is_file():
+        return WARNING, (f"agent.command: program {program!r} does not exist here: install it "
+                         "where gitsleep runs the nights, or fix agent.command")
+    return None
+
+
 def path_problems(repo_root: Path, config: Config, config_file: Path,
                   env: Mapping[str, str] | None = None) -> list[Problem]:
     """Configured paths that are one file (GS002), documents behind a link (GS003), and
@@ -184,6 +220,11 @@ def path_problems(repo_root: Path, config: Config, config_file: Path,
                 for issue in repo_paths.config_issues(repo_root, config)]
     if unrunnable:
         problems.insert(0, unrunnable)
+    agent = agent_program_problem(config, env or {})
+    if agent:
+        severity, message = agent
+        problems.append(Problem(shown, line_of(("agent", "command")),
+                                "GS006", severity, message))
     led_out = repo_paths.work_dir_problem(repo_root)
     if led_out:
         where, why = led_out
@@ -225,14 +266,43 @@ def document_problems(
         code = {"GS100": "GS200", "GS102": "GS201"}.get(exc.code, exc.code)
         return [Problem(rel, exc.line, code, ERROR, f"document {exc.message}")]
     problems = frontmatter_problems(text, rel) if frontmatter else []
+    problems.extend(import_problems(repo_root, rel, text))
     for line, message in block_problems(text, limits[0], limits[1]):
         problems.append(Problem(rel, line, "GS210", ERROR, message))
     return problems
 
 
+def import_problems(repo_root: Path, rel: str, text: str) -> list[Problem]:
+    """GS205 for each Claude Code import (`@AGENTS.md`) of a file gitsleep will not show
+    the agent: a run installs the document as written, so the imported rules are not in
+    what is scored or improved. Only imports of a file that exists (or of a home file)
+    are named, so an `@mention` in prose is not."""
+    problems = []
+    folder = (repo_root / rel).parent
+    for line, target in imports(text):
+        if target.startswith("~/"):
+            where = "a file in your home folder, which no night can read"
+        elif (folder / target).is_file() and (folder / target).resolve().is_relative_to(
+                repo_root.resolve()):  # only files of this repository are looked at
+            shown = _repo_relative(repo_root, str(folder / target))
+            where = f"{shown}, which the agent is not shown"
+        else:
+            continue
+        problems.append(Problem(rel, line, "GS205", WARNING, (
+            f"imports @{target} (Claude Code's import syntax): {where}; gitsleep installs "
+            "this document as written and does not follow imports, so name the imported "
+            "file as the skill or memory document (e.g. `memory: AGENTS.md`), or copy its "
+            "text here")))
+    return problems
+
+
 def frontmatter_problems(text: str, rel: str) -> list[Problem]:
-    """YAML frontmatter, when present, must parse and carry a valid name and description."""
-    lines = text.split("\n")
+    """YAML frontmatter, when present, must parse (an error: a loader that cannot find its
+    end reads the learned block as frontmatter) and should carry a valid name and
+    description (warnings: hand-written text gitsleep never edits is no reason to refuse
+    to improve the skill; Anthropic's own claude-api skill has a 1,068-character
+    description). A byte-order mark before the `---` is skipped, as `read_text` does."""
+    lines = text.removeprefix("\ufeff").split("\n")
     if lines[0].rstrip("\r") != "---":
         return []
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
@@ -258,19 +328,19 @@ def frontmatter_problems(text: str, rel: str) -> list[Problem]:
     problems = []
     name = data.get("name")
     if name is None:
-        problems.append(Problem(rel, 1, "GS203", ERROR,
+        problems.append(Problem(rel, 1, "GS203", WARNING,
                                 "frontmatter has no 'name': add `name: <skill-name>`"))
     elif not (isinstance(name, str) and len(name) <= 64 and FRONTMATTER_NAME_RE.match(name)):
-        problems.append(Problem(rel, line_of("name"), "GS203", ERROR,
+        problems.append(Problem(rel, line_of("name"), "GS203", WARNING,
                                 f"frontmatter name {name!r} must be 1-64 lowercase letters, "
                                 "digits and single hyphens"))
     description = data.get("description")
     if description is None:
-        problems.append(Problem(rel, 1, "GS204", ERROR,
+        problems.append(Problem(rel, 1, "GS204", WARNING,
                                 "frontmatter has no 'description': say what the skill does "
                                 "and when to use it"))
     elif not (isinstance(description, str) and 1 <= len(description.strip()) <= 1024):
-        problems.append(Problem(rel, line_of("description"), "GS204", ERROR,
+        problems.append(Problem(rel, line_of("description"), "GS204", WARNING,
                                 "frontmatter description must be text of 1-1024 characters"))
     return problems
 
@@ -384,17 +454,20 @@ def split_lines(splits: Mapping[str, Mapping[str, int]]) -> list[str]:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]),
               default="text", show_default=True, help="Problem list format.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Same as --format json (the flag the other commands take).")
 @click.option("--learned-block-only", is_flag=True,
               help="Only check the learned blocks of the given Markdown files "
                    "(the gitsleep-learned-block pre-commit hook).")
 @click.pass_context
-def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
+def command(ctx: click.Context, paths: tuple[str, ...], output_format: str, as_json: bool,
             learned_block_only: bool) -> None:
     """Check config, task files, documents and learned blocks offline. Exit 1 on problems.
 
     With PATHS, only problems in those files (and the config) are reported.
     """
     obj = ctx.obj or {}
+    output_format = "json" if as_json else output_format
     repo_root = Path(obj.get("repo") or ".")
     cfg = config_path(repo_root, obj.get("config"))
     config: Config | None = None
@@ -419,15 +492,18 @@ def command(ctx: click.Context, paths: tuple[str, ...], output_format: str,
     else:
         for problem in report.problems:
             click.echo(redact(problem.render()))
-    for line in split_lines(report.splits):
+    sizes = split_lines(report.splits)
+    for line in sizes:
         click.echo(line, err=True)
+    # the split warnings are printed here, not as problems: the count includes them
+    warnings = report.warnings + sum(1 for line in sizes if "warning: " in line)
     if report.commands:  # trust: every program a night starts, said where people look
         click.echo(f"commands a night would run ({len(report.commands)}, from committed task "
                    "files; they run with the trust of the repository's own CI):", err=True)
         for line in report.commands:
             click.echo(f"  {redact(line)}", err=True)
-    if report.problems:
-        summary = f"{report.errors} error(s), {report.warnings} warning(s)"
+    if report.problems or warnings:
+        summary = f"{report.errors} error(s), {warnings} warning(s)"
     else:
         summary = "no problems"
     click.echo(f"gitsleep validate: {summary} ({scope})", err=True)

@@ -126,6 +126,25 @@ def _code(lines: list[str]) -> _Code:
     return _Code(frozenset(code), fence)
 
 
+_IMPORT = re.compile(r"(?:^|(?<=\s))@((?:~/|\.{1,2}/)?[\w.-]+(?:/[\w.-]+)*)")
+_CODE_SPAN = re.compile(r"(`+).*?\1")
+
+
+def imports(text: str) -> list[tuple[int, str]]:
+    """(1-based line, path) of each `@path` import outside code, in Claude Code's syntax
+    (`@AGENTS.md`, `@docs/style.md`, `@~/.claude/mine.md`): the files Claude Code would
+    read in with this one. Only candidates: the caller decides which name a file."""
+    lines = text.split("\n")
+    skip = _code(lines).lines
+    found = []
+    for i, line in enumerate(lines):
+        if i in skip:
+            continue
+        for match in _IMPORT.finditer(_CODE_SPAN.sub("", line)):
+            found.append((i + 1, match.group(1).rstrip(".")))
+    return found
+
+
 def _markers(lines: list[str], code: _Code | None = None) -> list[_Marker]:
     """Every marker-like text outside code: the one classification all readers use."""
     skip = (code or _code(lines)).lines

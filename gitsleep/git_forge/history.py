@@ -53,6 +53,7 @@ class RecordedEpoch:
     applied: int | None = None  # edits applied, from the note (None: no readable note)
     calls: int | None = None
     usd: float | None = None
+    cache_hits: int | None = None
     trailers: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -63,7 +64,8 @@ class RecordedEpoch:
                 "where": self.where, "decision": self.decision, "metric": self.metric,
                 "val": pair(self.val), "test": pair(self.test),
                 "edits_applied": self.applied,
-                "cost": {"calls": self.calls, "estimated_usd": self.usd}}
+                "cost": {"calls": self.calls, "cache_hits": self.cache_hits,
+                         "estimated_usd": self.usd}}
 
 
 def utc_minute(date: str) -> str:
@@ -312,5 +314,5 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
         decision=_label(trailers.get(record.DECISION) or facts.decision, "?"),
         metric=_label(trailers.get(record.METRIC) or facts.metric, ""),
         val=val, test=test, applied=facts.applied, calls=facts.calls, usd=facts.usd,
-        trailers=trailers,
+        cache_hits=facts.cache_hits, trailers=trailers,
     )

@@ -31,6 +31,8 @@ class GitOptions:
     push: bool | None = None  # None: push when a remote exists
     pr: bool | None = None  # None: open PRs when a forge token is available
     output_dir: Path | None = None
+    # why the branch is not pushed though nobody passed --no-push (a simulated night)
+    local_reason: str | None = None
 
 
 Action = Literal["up to date", "finish", "epoch"]
@@ -104,8 +106,6 @@ def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: BranchState
                tasks: list[Task], repo: git.Repo) -> SkillSummary:
     """The summary of an epoch the branch already records, read from its trailers and
     its note's edits."""
-    setup.say(f"{skill.name}: up to date: {branch} already records this base, these tasks "
-              "and these documents; nothing to do")
     trailers = state.last_trailers
 
     def recorded(key: str, split: str) -> SplitSummary:
@@ -116,7 +116,8 @@ def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: BranchState
     recorded_result = EpochResult(
         skill=skill.name,
         decision=record.recorded_decision(trailers),
-        reason="the branch already holds the result for these inputs",
+        reason=(f"{branch} already records this base, these tasks and these documents; "
+                "nothing to do"),
         metric=trailers.get(record.METRIC, setup.config.gate.metric),
         backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,
         judge_model=judge, train=SplitSummary(None, None, 0),

@@ -210,6 +210,24 @@ def test_missing_command_is_fatal(tmp_path: Path) -> None:
         backend(tmp_path / "no-such-agent").complete(call())
 
 
+def test_relative_agent_path_is_fatal_and_says_the_agent_runs_in_a_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 41 item 1: `./tools/agent.py` exists in the repository, but each call runs in
+    a fresh temporary folder, so the program is not found there: the line says why, and
+    names no config file (the config may come from --config)."""
+    (tmp_path / "tools").mkdir()
+    program = install("good", tmp_path / "tools")
+    monkeypatch.chdir(tmp_path)
+    relative = f"./tools/{program.name}"
+    assert (tmp_path / relative).is_file()
+    with pytest.raises(BackendError) as raised:
+        backend(Path(relative)).complete(call())
+    message = str(raised.value)
+    assert "temporary folder, not in the repository" in message
+    assert "on PATH or use an absolute path" in message and ".gitsleep.yml" not in message
+
+
 def test_non_executable_command_is_fatal(tmp_path: Path) -> None:
     program = install("good", tmp_path)
     program.chmod(stat.S_IRUSR | stat.S_IWUSR)

@@ -48,7 +48,31 @@ def test_fresh_init_writes_everything_and_validates(
     assert "Next steps" in out and "gitsleep validate" in out and "git init" in out
 
     code, out, err = run(capsys, repo, "validate")
-    assert (code, out) == (0, "") and "no problems" in err
+    # the example's 2 val and 2 held-out tasks get the small-split warning, counted
+    assert (code, out) == (0, "") and "0 error(s), 1 warning(s)" in err
+
+
+def test_init_names_the_skills_already_in_the_repository(
+    tmp_path: Path, examples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 item 15: in a repository that already has skills, init added the example
+    beside them without a word. It still writes the example (gitsleep cannot write tasks
+    for a skill it does not know, and steps 1-2 must run offline), and now names the
+    team's skills and says how to switch to them."""
+    repo = tmp_path / "repo"
+    for rel in (".claude/skills/review/SKILL.md", ".agents/skills/triage/SKILL.md",
+                "skills/notes/SKILL.md"):
+        (repo / rel).parent.mkdir(parents=True)
+        (repo / rel).write_text("---\nname: x\ndescription: d\n---\n")
+    code, out, _ = run(capsys, repo, "init")
+    assert code == 0
+    assert ("Your skills are already here (skills/notes/SKILL.md, .claude/skills/review/SKILL.md,"
+            " .agents/skills/triage/SKILL.md)") in out
+    assert "point `skill:` at one of yours, write its tasks, and delete skills/example-skill/" \
+        in out
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert "Your skills" not in run(capsys, fresh, "init")[1]
 
 
 def test_init_files_are_what_the_rest_of_gitsleep_expects(

@@ -11,6 +11,8 @@ import re
 import select
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,43 @@ def test_an_80_column_terminal_shows_every_label_and_status_line_whole(work: Pat
     for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown).replace("\r", "\n").splitlines():
         if "[#" in line or "[-" in line or "[ " in line:  # a bar line is redrawn in place
             assert len(line.rstrip()) <= 79, line
+
+
+class _SlowStream:
+    """A stderr that yields to other threads inside every write, as a pipe to a busy
+    terminal does: unlocked writers interleave their pieces here."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    def write(self, text: str) -> int:
+        time.sleep(0.0005)
+        self.pieces.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_lines_from_worker_threads_never_glue_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 41 item 3: the demo's progress lines on stderr glued together (7 runs of 15)
+    because each worker printed its line and its newline as two unlocked writes."""
+    from gitsleep import prepare
+
+    stream = _SlowStream()
+    monkeypatch.setattr(sys, "stderr", stream)
+    lines = [f"worker {w} line {n}" for w in range(6) for n in range(20)]
+
+    def say(worker: int) -> None:
+        for n in range(20):
+            prepare._stderr(f"worker {worker} line {n}")
+
+    threads = [threading.Thread(target=say, args=(w,)) for w in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    printed = "".join(stream.pieces).splitlines()
+    assert sorted(printed) == sorted(lines)

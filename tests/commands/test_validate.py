@@ -89,7 +89,15 @@ def run(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int
 def test_clean_repo_passes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, repo, "validate")
     assert (code, out) == (0, "")
-    assert "gitsleep validate: no problems (1 skill(s), 5 task(s), 4 file(s))" in err
+    # issue 41 item 8: the small-split warning it prints is counted (it said "no problems")
+    assert "  warning: val (1 task) and held-out (2 tasks): fewer than 5 tasks" in err
+    assert "gitsleep validate: 0 error(s), 1 warning(s) (1 skill(s), 5 task(s), 4 file(s))" in err
+    (repo / HELD_OUT).write_text("".join(record(f"h{i}") for i in range(5)))
+    (repo / TASKS).write_text("".join(record(f"v{i}", "val") for i in range(5))
+                              + record("t1", "train"))
+    code, out, err = run(capsys, repo, "validate")
+    assert (code, out) == (0, "")
+    assert "gitsleep validate: no problems (1 skill(s), 11 task(s), 4 file(s))" in err
 
 
 def test_problem_lines_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,7 +110,7 @@ def test_problem_lines_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str]
         f"{TASKS}:2: GS123 task 'v1': check 1: invalid regex '[Cc]onfidence(': "
         "missing ), unterminated subpattern at position 13"
     ]
-    assert "1 error(s), 0 warning(s)" in err
+    assert "1 error(s), 1 warning(s)" in err  # the small-split warning on stderr
 
 
 def test_json_format(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,7 +131,7 @@ def test_warnings_alone_are_clean(repo: Path, capsys: pytest.CaptureFixture[str]
     code, out, err = run(capsys, repo, "validate")
     assert code == 0
     assert f"{TASKS}:1: GS128 warning: task 't1': judge only checks the answer's shape" in out
-    assert "0 error(s), 1 warning(s)" in err
+    assert "0 error(s), 2 warning(s)" in err  # GS128 and the small-split warning
 
 
 def test_no_config_or_bad_config_cannot_run(
@@ -167,26 +175,70 @@ def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize(
-    ("frontmatter", "expected"),
+    ("frontmatter", "code", "expected"),
     [
-        ("---\nname: writer\n", ":1: GS202 frontmatter opens with '---' but never closes"),
-        ("---\nname: [writer\n---\n", ":3: GS202 frontmatter: YAML does not parse"),
-        ("---\n- a\n---\n", ":2: GS202 frontmatter must be a mapping"),
-        ("---\ndescription: d\n---\n", ":1: GS203 frontmatter has no 'name'"),
-        ("---\nname: Writer_Bot\ndescription: d\n---\n",
-         ":2: GS203 frontmatter name 'Writer_Bot' must be 1-64 lowercase letters"),
-        ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", ":2: GS203"),
-        ("---\nname: writer\n---\n", ":1: GS204 frontmatter has no 'description'"),
-        ("---\nname: writer\ndescription: ''\n---\n", ":3: GS204 frontmatter description must"),
-        ("---\nname: writer\ndescription: " + "d" * 1025 + "\n---\n", ":3: GS204"),
+        ("---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---' but never closes"),
+        ("---\nname: [writer\n---\n", 1, ":3: GS202 frontmatter: YAML does not parse"),
+        ("---\n- a\n---\n", 1, ":2: GS202 frontmatter must be a mapping"),
+        ("\ufeff---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---'"),
+        # issue 41 item 12: a name or description outside the Agent Skills limits is text
+        # gitsleep never edits: a warning, never a reason to refuse the skill
+        ("---\ndescription: d\n---\n", 0, ":1: GS203 warning: frontmatter has no 'name'"),
+        ("---\nname: Writer_Bot\ndescription: d\n---\n", 0,
+         ":2: GS203 warning: frontmatter name 'Writer_Bot' must be 1-64 lowercase letters"),
+        ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", 0, ":2: GS203 warning"),
+        ("---\nname: writer\n---\n", 0, ":1: GS204 warning: frontmatter has no 'description'"),
+        ("---\nname: writer\ndescription: ''\n---\n", 0,
+         ":3: GS204 warning: frontmatter description must"),
+        ("---\nname: writer\ndescription: " + "d" * 1068 + "\n---\n", 0, ":3: GS204 warning"),
+        ("\ufeff---\nname: Writer_Bot\ndescription: d\n---\n", 0, ":2: GS203 warning"),
     ],
 )
 def test_frontmatter_problems(
-    repo: Path, capsys: pytest.CaptureFixture[str], frontmatter: str, expected: str
+    repo: Path, capsys: pytest.CaptureFixture[str], frontmatter: str, code: int, expected: str
 ) -> None:
     (repo / SKILL).write_text(frontmatter + "\n# Writer\n")
+    result, out, _ = run(capsys, repo, "validate")
+    assert result == code and out.startswith(SKILL + expected), out
+
+
+def test_a_claude_code_import_is_a_warning_with_the_fix(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 item 14: a CLAUDE.md that is `@AGENTS.md` passed validate, but the agent
+    was shown the one-line file: gitsleep installs a document as written. Imports in
+    code, of files that do not exist (an @mention) and the like are not named."""
+    (repo / "docs").mkdir()
+    (repo / "docs" / "rules.md").write_text("# Rules\n\n- Be brief.\n")
+    (repo / "AGENTS.md").write_text(
+        "# Agents\n\n@docs/rules.md\n\n```\n@docs/rules.md\n```\n"
+        "Ask @alice, see `@docs/rules.md`; mail me@example.com.\nAlso @~/.claude/mine.md\n")
     code, out, _ = run(capsys, repo, "validate")
-    assert code == 1 and out.startswith(SKILL + expected)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert len(lines) == 2, out
+    assert lines[0].startswith("AGENTS.md:3: GS205 warning: imports @docs/rules.md (Claude "
+                               "Code's import syntax): docs/rules.md, which the agent is not "
+                               "shown; gitsleep installs this document as written")
+    assert "name the imported file as the skill or memory document" in lines[0]
+    assert lines[1].startswith("AGENTS.md:9: GS205 warning: imports @~/.claude/mine.md")
+
+
+def test_a_config_given_with_config_is_named_in_its_problems(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 item 15: GS137 (a skill's package folder) named `.gitsleep.yml` when the
+    config came from `--config`."""
+    (repo / "ci").mkdir()
+    (repo / "ci" / "gitsleep.yml").write_text(
+        CONFIG.replace("    memory: AGENTS.md\n", "    memory: AGENTS.md\n    package: nowhere\n"))
+    (repo / ".gitsleep.yml").unlink()
+    result = run_cli(capsys, "--repo", str(repo), "--config", str(repo / "ci" / "gitsleep.yml"),
+                     "validate")
+    assert result.code == 1, result.err
+    assert result.out.startswith("ci/gitsleep.yml: GS137 skill 'writer': package 'nowhere'"), \
+        result.out
+    assert ".gitsleep.yml" not in result.out.replace("ci/gitsleep.yml", "")
 
 
 def test_documents_without_frontmatter_are_fine(
@@ -418,7 +470,7 @@ def test_many_skills_naming_one_document_parse_the_config_once(
     ("head", "line", "expected"),
     [
         ("backend: openai\n", 2, "GS005 no model set for backend 'openai': set `model:`"),
-        ("backend: command\nagent: {command: [my-agent]}\n", 2,
+        ("backend: command\nagent: {command: [sh]}\n", 2,
          "GS005 no optimizer model: with `backend: command` the openai optimizer needs "
          "`optimizer_model:`"),
     ],
@@ -439,6 +491,41 @@ def test_configs_that_cannot_run_fail_validate(
     monkeypatch.setenv("GITSLEEP_MODEL", "gpt-4o-mini")  # where the job sets it, it runs
     code, out, _ = run(capsys, repo, "validate")
     assert (code, out) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("program", "code", "expected"),
+    [
+        ("./tools/agent.py", 1, "GS006 agent.command: program './tools/agent.py' is a relative "
+                                "path, but the agent runs in a fresh temporary folder"),
+        ("no-such-agent-41", 0,
+         "GS006 warning: agent.command: program 'no-such-agent-41' is not on PATH"),
+        ("/no/such/agent-41", 0,
+         "GS006 warning: agent.command: program '/no/such/agent-41' does not exist here"),
+        ("sh", 0, ""),
+    ],
+)
+def test_validate_checks_that_the_agent_program_can_be_started(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    program: str, code: int, expected: str,
+) -> None:
+    """Issue 41 item 1: a repository path in agent.command passed validate and every call
+    then failed "not found" (the agent runs in a temporary folder). A relative path is an
+    error; a program missing on this machine is a warning (the nights may run elsewhere)."""
+    monkeypatch.delenv("GITSLEEP_BACKEND", raising=False)
+    (repo / "tools").mkdir()
+    (repo / "tools" / "agent.py").write_text("print('hi')\n")
+    head = (f"backend: command\noptimizer_backend: offline\njudge_backend: offline\n"
+            f"agent:\n  command: [{program}]\n")
+    (repo / ".gitsleep.yml").write_text(CONFIG.replace("backend: offline\n", head))
+    result, out, err = run(capsys, repo, "validate")
+    assert result == code, err
+    if expected:
+        assert out.startswith(f".gitsleep.yml:6: {expected}"), out
+        count = "1 error(s), 1 warning(s)" if code else "0 error(s), 2 warning(s)"
+        assert count in err and len(out.splitlines()) == 1  # and the small-split warning
+    else:
+        assert out == ""
 
 
 def test_no_held_out_tasks_is_a_warning_that_says_val_decides(

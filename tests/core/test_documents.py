@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -381,3 +383,20 @@ def test_the_hostile_text_checks_take_linear_time(content: str) -> None:
     # whitespace runs after a link start were quadratic in a first version (minutes here)
     new, outcomes = d.apply_edits(WITH_BLOCK, [add(content + "x")])
     assert new == WITH_BLOCK and outcomes[0].status == "unmatched"
+
+
+def test_creating_the_block_adds_only_a_separator_as_the_docs_say() -> None:
+    """Issue 41 item 15: docs/learned-block.md promised a missing final newline was kept;
+    creating the block ends the last line and adds one blank line (in the document's
+    line endings), the original bytes stay a prefix, and once the block exists a document
+    that ends without a final newline keeps ending that way."""
+    apply_edits = d.apply_edits
+    original = "# T\r\nrules"
+    created, _ = apply_edits(original, [Edit("add", "Be brief.")])
+    assert created.startswith(original + "\r\n\r\n<!-- gitsleep:learned:start -->\r\n")
+    no_newline = created.rstrip("\r\n")
+    edited, _ = apply_edits(no_newline, [Edit("add", "Be kind.")])
+    assert edited.endswith("- Be kind.\r\n<!-- gitsleep:learned:end -->")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "learned-block.md").read_text()
+    assert "a missing final newline)" not in text
+    assert "a line break when the document has no final\nnewline, one blank line" in text

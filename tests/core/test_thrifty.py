@@ -363,7 +363,7 @@ def test_a_night_that_never_scored_val_reports_it_everywhere_without_a_score(
     with FakeOpenAIServer(responder=model) as server:
         commit_files(work, {".gitsleep.yml": screened_out_config(work, server)}, "thrifty")
         git(work, "push", "--quiet", "origin", "main")
-        result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+        result = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json")
     assert result.code == 0, result.err
     data = json.loads(result.out)
     assert data["decision"] == "rejected"
@@ -498,7 +498,7 @@ def test_the_night_after_a_merged_pr_starts_from_the_cached_baseline(
     repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     work, origin = repo
-    first = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    first = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json")
     assert first.code == 0, first.err
     assert json.loads(first.out)["decision"] == "accepted"
     # a person merges the pull request on the forge
@@ -506,7 +506,7 @@ def test_the_night_after_a_merged_pr_starts_from_the_cached_baseline(
     git(work, "merge", "--quiet", "--no-ff", "-m", "Merge gitsleep/brief-writer",
         f"origin/{BRANCH}")
     git(work, "push", "--quiet", "origin", "main")
-    second = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    second = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json")
     assert second.code == 0, second.err
     night1 = json.loads(Path(json.loads(first.out)["diagnostics"]).read_text())
     night2 = json.loads(Path(json.loads(second.out)["diagnostics"]).read_text())
@@ -551,7 +551,7 @@ def test_a_cost_budget_stops_a_real_run_with_exit_6_and_commits_nothing(
     with FakeOpenAIServer(responder=model) as server:
         commit_files(work, {".gitsleep.yml": priced_config(work, server)}, "a real model")
         git(work, "push", "--quiet", "origin", "main")
-        result = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+        result = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json")
         requests = server.request_count
     assert result.code == 6, result.err
     data = json.loads(result.out)

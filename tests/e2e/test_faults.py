@@ -67,7 +67,7 @@ def use_model_server(work: Path, base_url: str, **extra: Any) -> None:
 
 
 def consolidate(capsys: pytest.CaptureFixture[str], work: Path, *extra: str) -> CliResult:
-    return run_cli(capsys, "--repo", str(work), "consolidate", *extra)
+    return run_cli(capsys, "--repo", str(work), "consolidate", "--push", *extra)
 
 
 def summary(result: CliResult) -> dict[str, Any]:
@@ -449,7 +449,8 @@ SEED = {"PYTHONHASHSEED": "0"}
 def _gitsleep_process(work: Path, *args: str) -> subprocess.Popen[str]:
     """gitsleep in its own session, so the kill takes its `git push` child with it, as
     when a CI runner or a laptop dies."""
-    return subprocess.Popen([sys.executable, "-m", "gitsleep", "consolidate", *args], cwd=work,
+    return subprocess.Popen([sys.executable, "-m", "gitsleep", "consolidate", "--push", *args],
+                            cwd=work,
                             env={**os.environ, **SEED}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 

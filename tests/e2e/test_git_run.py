@@ -37,7 +37,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
 
 
 def consolidate(capsys: pytest.CaptureFixture[str], work: Path, *extra: str) -> tuple[int, dict]:
-    result = run_cli(capsys, "--repo", str(work), "consolidate", "--json", *extra)
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json", *extra)
     data = json.loads(result.out) if result.out.strip() else {}
     if result.code not in (0, 3, 6):
         data.setdefault("stderr", result.err)
@@ -173,7 +173,7 @@ def test_second_run_while_locked_exits_5(
 
     work, _ = repo
     with RepoLock(gitpython.Repo(work), "brief-writer"):
-        result = run_cli(capsys, "--repo", str(work), "consolidate")
+        result = run_cli(capsys, "--repo", str(work), "consolidate", "--push")
     assert result.code == 5
     assert "lock" in result.err.lower()
 
@@ -208,7 +208,26 @@ def test_status_reads_trailers_and_tells_whether_the_branch_is_up_to_date(
                         (work / HELD_OUT).read_text() + "\n"}, "tasks changed")
     assert status()["up_to_date"] is False
     text = run_cli(capsys, "--repo", str(work), "status")
-    assert "stale" in text.out and "accepted" in text.out
+    assert "out of date: the base, the tasks or the documents changed" in text.out
+    assert "accepted" in text.out and "stale" not in text.out
+
+
+def test_status_says_merged_after_the_team_merges_the_branch(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41 item 2: after the team merged gitsleep's pull request, `status` said
+    "stale (base, tasks or documents changed)" while `log` showed the epoch as merged."""
+    work, _ = repo
+    code, data = consolidate(capsys, work)
+    assert code == 0 and data["decision"] == "accepted"
+    git(work, "merge", "--quiet", "--no-ff", "--no-edit", data["commit"])
+    result = run_cli(capsys, "--repo", str(work), "status", "--json")
+    (row,) = json.loads(result.out)
+    assert row["merged"] is True and row["up_to_date"] is False
+    text = run_cli(capsys, "--repo", str(work), "status").out
+    assert "merged into the base: the next `gitsleep consolidate` starts a new epoch" in text
+    log = run_cli(capsys, "--repo", str(work), "log", "--json")
+    assert [epoch["where"] for epoch in json.loads(log.out)] == ["base"]
 
 
 def test_not_a_repository_and_bad_base_are_one_line_exit_2(
@@ -218,10 +237,10 @@ def test_not_a_repository_and_bad_base_are_one_line_exit_2(
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / ".gitsleep.yml").write_bytes((work / ".gitsleep.yml").read_bytes())
-    result = run_cli(capsys, "--repo", str(plain), "consolidate")
+    result = run_cli(capsys, "--repo", str(plain), "consolidate", "--push")
     assert result.code == 2 and "not inside a git repository" in result.err
     assert len(result.err.strip().splitlines()) == 1
-    result = run_cli(capsys, "--repo", str(work), "consolidate", "--base", "no-such-ref")
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--base", "no-such-ref")
     assert result.code == 2 and "no-such-ref" in result.err
 
 
@@ -232,7 +251,7 @@ def test_untracked_document_is_exit_2(repo: tuple[Path, Path],
     cfg["skills"][0]["memory"] = "AGENTS.md"
     (work / "AGENTS.md").write_text("# memory\n")
     commit_files(work, {".gitsleep.yml": yaml.safe_dump(cfg)}, "use memory")
-    result = run_cli(capsys, "--repo", str(work), "consolidate")
+    result = run_cli(capsys, "--repo", str(work), "consolidate", "--push")
     assert result.code == 2 and "AGENTS.md" in result.err and "not tracked" in result.err
 
 
@@ -355,7 +374,7 @@ def test_a_run_killed_mid_epoch_leaves_nothing_that_breaks_the_next(
         cfg.update(backend="openai", model="slow", base_url=server.base_url, workers=1)
         (work / "slow.yml").write_text(yaml.safe_dump(cfg))
         env = dict(os.environ, OPENAI_API_KEY="sk-kill-test-0000000000000000")
-        proc = _gitsleep("--config", "slow.yml", "consolidate", cwd=work, env=env)
+        proc = _gitsleep("--config", "slow.yml", "consolidate", "--push", cwd=work, env=env)
         deadline = time.time() + 30
         while server.request_count < 3 and time.time() < deadline:
             time.sleep(0.05)
@@ -381,7 +400,7 @@ def test_two_skills_in_two_processes_against_one_origin(
     commit_files(work, {".gitsleep.yml": yaml.safe_dump(cfg),
                         "skills/brief-writer-two/SKILL.md": skill_text}, "second skill")
     git(work, "push", "--quiet", "origin", "main")
-    procs = [_gitsleep("consolidate", "--json", "--skill", name, cwd=work)
+    procs = [_gitsleep("consolidate", "--push", "--json", "--skill", name, cwd=work)
              for name in ("brief-writer", "brief-writer-two")]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs

@@ -118,7 +118,7 @@ def test_consolidate_leaves_pending_tasks_out_until_reviewed(
     commit_files(work, {HARVESTED: (work / HARVESTED).read_text()}, "harvested tasks")
     git(work, "push", "--quiet", "origin", "main")
 
-    pending = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    pending = run_cli(capsys, "--repo", str(work), "consolidate", "--json", "--push")
     assert pending.code == 0, pending.err
     assert "brief-writer: 3 task(s) marked review: pending are left out" in pending.err
     assert "brief-writer: 27 tasks;" in pending.err  # the example's 27, none harvested
@@ -128,7 +128,7 @@ def test_consolidate_leaves_pending_tasks_out_until_reviewed(
     accept_all(work / HARVESTED)
     commit_files(work, {HARVESTED: (work / HARVESTED).read_text()}, "review harvested tasks")
     git(work, "push", "--quiet", "origin", "main")
-    reviewed = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    reviewed = run_cli(capsys, "--repo", str(work), "consolidate", "--json", "--push")
     assert reviewed.code == 0, reviewed.err
     assert "left out" not in reviewed.err
     assert "brief-writer: 30 tasks;" in reviewed.err

@@ -159,7 +159,7 @@ def whole_run(secret: str, env_name: str | None, places: set[str],
             commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore runs")
             plant(work, secret, places, model.base_url if "model_reply" in places else None)
             capture = _Capture()
-            result = capture.run("--repo", str(work), "consolidate", "--json")
+            result = capture.run("--repo", str(work), "consolidate", "--push", "--json")
             found = outputs(work, origin, result, github)
             if with_document:  # the document gitsleep committed (no secret was planted in it)
                 found["skill document"] = git(origin, "show", f"{BRANCH}:{SKILL_MD}",
@@ -241,7 +241,7 @@ def test_an_error_message_never_prints_a_secret(
               "judge": {"kind": "exact", "answer": "x"}}
     with (root / TASKS).open("a") as handle:
         handle.write(json.dumps(record) + "\n" + json.dumps({**record, "prompt": "q"}) + "\n")
-    for command in (["validate"], ["consolidate", "--dry-run"]):
+    for command in (["validate"], ["consolidate", "--push", "--dry-run"]):
         result = run_cli(capsys, "--repo", str(root), *command)
         assert result.code in (1, 2)
         assert secret not in result.out + result.err, command
@@ -349,7 +349,7 @@ def test_diagnostics_hold_no_piece_of_a_key_across_the_cut_of_an_agent_error(
 
     repo = leaky_agent_repo(tmp_path, monkeypatch, key, AGENT_CUTS)
     out = tmp_path / "out"
-    result = run_cli(capsys, "--repo", str(repo), "consolidate", "--dry-run", "--json",
+    result = run_cli(capsys, "--repo", str(repo), "consolidate", "--push", "--dry-run", "--json",
                      "--output-dir", str(out))
     files = {p.name: p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()}
     assert "diagnostics.json" in files, (result.code, result.err)

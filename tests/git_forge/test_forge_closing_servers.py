@@ -119,7 +119,7 @@ def test_a_night_opens_its_pull_request_through_a_server_that_closes_each_connec
                     f"night {night}",
                 )
                 git(work, "push", "--quiet", "origin", "main")
-            done = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+            done = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json")
             assert done.code == 0, done.err
             assert json.loads(done.out)["pr"]["operation"] in ("created", "updated")
         assert len(github.pulls) == 1

@@ -156,7 +156,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
         work, _ = make_repo(root)
         from gitsleep.cli import main  # in-process, as run_cli (capsys is per test)
 
-        for args in (["init"], ["consolidate"]):
+        for args in (["init"], ["consolidate", "--push"]):
             with pytest.raises(SystemExit) as done:
                 main(["--repo", str(work), "-q", *args])
             assert done.value.code == 0, args
@@ -168,7 +168,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
         text = (work / SKILL_MD).read_text().replace("Release notes", "Release notes, short")
         commit_files(work, {SKILL_MD: text}, "reword the skill's title")
         with pytest.raises(SystemExit) as done:
-            main(["--repo", str(work), "-q", "consolidate"])
+            main(["--repo", str(work), "-q", "consolidate", "--push"])
         assert done.value.code == 0
         second = git(work, "rev-parse", BRANCH)
         assert first != second
@@ -312,7 +312,7 @@ def test_a_forged_note_on_origin_does_not_stop_the_pull_request(
     with FakeGitHub() as github:
         for key, value in github.env().items():
             monkeypatch.setenv(key, value)
-        first = run_cli(capsys, "--repo", str(work), "consolidate")
+        first = run_cli(capsys, "--repo", str(work), "consolidate", "--push")
         assert first.code == 0, first.err
 
         # someone else pushes a forged note for a commit of main to origin
@@ -324,7 +324,7 @@ def test_a_forged_note_on_origin_does_not_stop_the_pull_request(
         text = (work / SKILL_MD).read_text().replace("Release notes", "Release notes, short")
         commit_files(work, {SKILL_MD: text}, "reword the skill's title")
         git(work, "push", "--quiet", "origin", "main")
-        second = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+        second = run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json")
 
         assert second.code == 0, second.err
         assert "Traceback" not in second.err
@@ -341,7 +341,7 @@ def test_a_forged_note_on_the_branch_tip_in_a_fresh_clone_is_one_line(
     """A nightly job clones afresh: its only proof for the branch tip is origin's note. A
     forged one proves nothing (the run refuses the branch, one line), and never crashes."""
     work, origin = init_repo(tmp_path, monkeypatch, capsys)
-    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    assert run_cli(capsys, "--repo", str(work), "consolidate", "--push").code == 0
     tip = git(work, "rev-parse", BRANCH)
 
     other = clone(origin, tmp_path / "other")
@@ -351,7 +351,7 @@ def test_a_forged_note_on_the_branch_tip_in_a_fresh_clone_is_one_line(
 
     nightly = clone(origin, tmp_path / "nightly")
     before = git(origin, "rev-parse", f"refs/heads/{BRANCH}")
-    done = run_cli(capsys, "--repo", str(nightly), "consolidate")
+    done = run_cli(capsys, "--repo", str(nightly), "consolidate", "--push")
 
     assert "Traceback" not in done.err
     assert done.code == 4, done.err  # the tip is not proven gitsleep's: never overwritten
@@ -368,7 +368,7 @@ def test_an_oversized_note_on_the_branch_tip_proves_nothing(
     from gitsleep.git_forge.record import MAX_NOTE_BYTES
 
     work, origin = init_repo(tmp_path, monkeypatch, capsys)
-    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    assert run_cli(capsys, "--repo", str(work), "consolidate", "--push").code == 0
     tip = git(work, "rev-parse", BRANCH)
     other = clone(origin, tmp_path / "other")
     git(other, "fetch", "--quiet", "origin", f"{NOTES_REF}:{NOTES_REF}")
@@ -380,7 +380,7 @@ def test_an_oversized_note_on_the_branch_tip_proves_nothing(
     assert int(git(origin, "cat-file", "-s", blob)) > MAX_NOTE_BYTES
 
     nightly = clone(origin, tmp_path / "nightly")
-    done = run_cli(capsys, "--repo", str(nightly), "consolidate")
+    done = run_cli(capsys, "--repo", str(nightly), "consolidate", "--push")
 
     assert "Traceback" not in done.err
     assert done.code == 4 and "did not make" in done.err, done.err

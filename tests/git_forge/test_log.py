@@ -26,12 +26,12 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def two_epochs(work: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
     """Epoch 1, then a base change and epoch 2, which restarts the branch from the base."""
-    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    assert run_cli(capsys, "--repo", str(work), "consolidate", "--push").code == 0
     first = git(work, "rev-parse", BRANCH)
     text = (work / SKILL_MD).read_text().replace("Release notes", "Release notes, short")
     commit_files(work, {SKILL_MD: text}, "reword the skill's title")
     git(work, "push", "--quiet", "origin", "main")
-    assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+    assert run_cli(capsys, "--repo", str(work), "consolidate", "--push").code == 0
     second = git(work, "rev-parse", BRANCH)
     assert first != second
     return first, second
@@ -80,14 +80,14 @@ def test_pull_request_body_charts_held_out_per_epoch_from_the_second_epoch(
     with FakeGitHub() as github:
         for key, value in github.env().items():
             monkeypatch.setenv(key, value)
-        assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+        assert run_cli(capsys, "--repo", str(work), "consolidate", "--push").code == 0
         pull = next(iter(github.pulls.values()))
         assert "xychart-beta" not in pull["body"]  # one epoch: nothing to chart
 
         text = (work / SKILL_MD).read_text().replace("Release notes", "Release notes, short")
         commit_files(work, {SKILL_MD: text}, "reword the skill's title")
         git(work, "push", "--quiet", "origin", "main")
-        assert run_cli(capsys, "--repo", str(work), "consolidate").code == 0
+        assert run_cli(capsys, "--repo", str(work), "consolidate", "--push").code == 0
         body = next(iter(github.pulls.values()))["body"]
 
     assert "### Held-out per epoch\n\n```mermaid\nxychart-beta\n" in body
@@ -101,7 +101,7 @@ def test_job_summary_charts_held_out_per_epoch(
     results = tmp_path / "results"
     results.mkdir()
     (results / "001.json").write_text(
-        run_cli(capsys, "--repo", str(work), "consolidate", "--json").out)
+        run_cli(capsys, "--repo", str(work), "consolidate", "--push", "--json").out)
     summary = tmp_path / "summary.md"
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary),
            "GITHUB_OUTPUT": str(tmp_path / "out")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -404,3 +405,22 @@ def test_harvest_never_writes_a_command_or_workspace_check(tmp_path: Path) -> No
     assert record is None and why.startswith("no valid judge")
     for op in ("command", "file_exists", "file_contains", "changed_files_max"):
         assert op not in SYSTEM
+
+
+def test_the_sample_lines_in_the_harvest_docs_are_read_as_documented(tmp_path: Path) -> None:
+    """Issue 41 item 11: docs/harvest.md shows one short sample per tool; each is what the
+    reader takes in: the session, its folder, branch and the user's request."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "harvest.md").read_text()
+    samples = re.findall(r"```jsonl\n(.*?)```", text, re.DOTALL)
+    assert len(samples) == 2
+    request = "Write a decision brief on moving search to OpenSearch 2."
+    for reader, sample, name in ((claude, samples[0], "24be2ff4.jsonl"),
+                                 (codex, samples[1], "rollout-2026-11-20-7c46162c.jsonl")):
+        path = tmp_path / name
+        path.write_text(sample, encoding="utf-8")
+        stats = ReadStats()
+        (session,) = reader.read(path, stats, lambda cwd: cwd == "/home/me/app")
+        assert not stats.skipped, stats.skipped
+        assert session.cwd == "/home/me/app" and session.branch == "main"
+        assert [turn.user for turn in session.turns] == [request]
+    assert session.session_id == "7c46162c"
