@@ -140,12 +140,14 @@ def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
     """The skill's tasks and its documents (`skill`, `memory` or None) under `root`."""
     tasks = load_skill_tasks(root, skill, say)
     repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
-    return tasks, read_documents(root, skill)
+    return tasks, read_documents(root, skill, say)
 
 
-def read_documents(root: Path, skill: SkillConfig) -> dict[str, str | None]:
+def read_documents(root: Path, skill: SkillConfig, say: ProgressLines | None = None
+                   ) -> dict[str, str | None]:
     """The skill's documents (`skill`, `memory` or None) under `root`, refused as a night
-    refuses them (a corrupt block, frontmatter `validate` rejects)."""
+    refuses them (a corrupt block, frontmatter `validate` rejects); `say` gets the
+    frontmatter warnings."""
     documents: dict[str, str | None] = {
         "skill": read_document(root, skill.skill, field_name="skill document"),
         "memory": read_document(root, skill.memory, field_name="memory document")

@@ -523,7 +523,7 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
                          f"{sides.name}", changes)
     tasks = load_skill_tasks(exam.root, exam_skill, setup.say)
     repo_paths.check_skill_paths(exam.root, exam_skill)
-    head_documents = read_documents(setup.repo, skill)
+    head_documents = read_documents(setup.repo, skill, setup.say)
     base_documents = {name: _decode(data, f"{ref}:{base_paths[name]}")
                       for name, data in raw.items()}
     notes = []

@@ -292,9 +292,13 @@ def test_a_simulated_night_stays_local_unless_asked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 41 item 7: a real `consolidate` with the offline simulator pushed its branch
-    to `origin`, so a simulated night landed on the team's remote. It now stays local
-    unless --push (or --pr) asks; the demo still pushes to its own throw-away origin."""
+    to `origin`, so a simulated night landed on the team's remote. Towards a remote on a
+    host it now stays local unless --push (or --pr) asks. The team's URL is rewritten to
+    the bare folder with `url.*.insteadOf`, so nothing leaves this machine."""
     work, origin = init_repo(tmp_path, monkeypatch, capsys)
+    team_url = "https://git.example.invalid/team/repo.git"
+    git(work, "config", f"url.{origin}.insteadOf", team_url)
+    git(work, "remote", "set-url", "origin", team_url)
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "x" * 36)  # a token is no request either
     data = json.loads(run_cli(capsys, "--repo", str(work), "consolidate", "--json").out)
     assert data["decision"] == "accepted" and data["commit"]
@@ -309,4 +313,16 @@ def test_a_simulated_night_stays_local_unless_asked(
     monkeypatch.delenv("GITHUB_TOKEN")
     pushed = run_cli(capsys, "--repo", str(work), "consolidate", "--push")
     assert pushed.code == 0, pushed.err
+    assert "gitsleep/example-skill" in git(origin, "branch", "--list", "gitsleep/*")
+
+
+def test_a_simulated_night_is_pushed_to_a_remote_that_is_a_folder_here(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec's default (push when a remote exists) holds for a bare `origin` that is a
+    folder on this machine, as the demo's and a tutorial's are: nobody else reads it."""
+    work, origin = init_repo(tmp_path, monkeypatch, capsys)
+    result = run_cli(capsys, "--repo", str(work), "consolidate")
+    assert result.code == 0, result.err
+    assert "kept local" not in result.out
     assert "gitsleep/example-skill" in git(origin, "branch", "--list", "gitsleep/*")

@@ -17,6 +17,7 @@ from gitsleep.commands.common import (
 )
 from gitsleep.config import SkillConfig
 from gitsleep.errors import GitsleepError
+from gitsleep.git_forge import gitops
 from gitsleep.git_forge.gitrun import git_run
 from gitsleep.prepare import Setup
 from gitsleep.terminal import visible
@@ -29,8 +30,8 @@ from gitsleep.terminal import visible
 @click.option("--model", default=None, help="Override the config's agent model.")
 @click.option("--dry-run", is_flag=True, help="Run on the working files: no commit, push or PR.")
 @click.option("--push/--no-push", default=None,
-              help="Push the branch (default: when a remote exists, except for a simulated "
-                   "night with the offline backend).")
+              help="Push the branch (default: when a remote exists; a simulated night with "
+                   "the offline backend only to a remote that is a folder here).")
 @click.option("--pr/--no-pr", default=None,
               help="Open/update the PR (default: when a token exists and the branch is "
                    "pushed).")
@@ -106,9 +107,13 @@ def simulated_push(setup: Setup, push: bool | None,
                    pr: bool | None) -> tuple[bool | None, str | None]:
     """(push, why it stays local): a night the offline simulator answered, proposed or
     judged is a try-out, so its branch is not pushed to the team's remote (nor a pull
-    request opened) unless `--push` or `--pr` asks; `gitsleep demo` pushes to its own
-    throw-away origin."""
+    request opened) unless `--push` or `--pr` asks. A remote that is a folder on this
+    machine (the throw-away bare repository of `gitsleep demo`, a tutorial or a test) is
+    nobody's shared remote: there the spec's default holds (push when a remote exists)."""
     if push is not None or pr or "offline" not in setup.config.backends():
+        return push, None
+    repo = gitops.open_repo(setup.repo)
+    if all(gitops.remote_on_this_machine(repo, remote.name) for remote in repo.remotes):
         return push, None
     return False, SIMULATED_LOCAL
 

@@ -270,6 +270,19 @@ def default_remote(repo: git.Repo, base_branch: str | None) -> str | None:
     return "origin" if "origin" in names else None
 
 
+def remote_on_this_machine(repo: git.Repo, remote: str) -> bool:
+    """Whether `remote`'s configured URL is a folder here (a path or `file://`), not a host:
+    a throw-away bare repository, as in the demo and tests, rather than the team's remote.
+    The URL is read as written, before any `url.*.insteadOf` rewrite."""
+    status, out, _ = try_git(repo.git, "config", "--get", f"remote.{remote}.url")
+    url = out.strip()
+    if status != 0 or not url:
+        return False
+    if "://" in url:
+        return url.startswith("file://")
+    return ":" not in url.split("/", 1)[0]  # `host:path` is git's scp-like ssh form
+
+
 def is_shallow(repo: git.Repo) -> bool:
     """Whether this is a shallow clone (e.g. the default `actions/checkout`)."""
     return run_git(repo.git, "rev-parse", "--is-shallow-repository").strip() == "true"

@@ -779,3 +779,16 @@ def test_push_of_a_missing_branch_is_a_git_error(work: Path) -> None:
     with pytest.raises(GitError, match="no such local branch"):
         gitops.push(gitops.open_repo(work), "origin", BRANCH, None)
 
+
+
+@pytest.mark.parametrize(("url", "here"), [
+    ("/srv/git/team.git", True), ("../origin.git", True), ("file:///srv/git/team.git", True),
+    ("https://github.com/team/repo.git", False), ("ssh://git@host/team/repo.git", False),
+    ("git@github.com:team/repo.git", False),
+])
+def test_a_remote_is_on_this_machine_only_when_its_url_is_a_folder(
+        tmp_path: Path, url: str, here: bool) -> None:
+    """A simulated night is pushed by default only to a remote that is a folder here."""
+    work, _ = make_repo(tmp_path)
+    run_git(work, "remote", "set-url", "origin", url)
+    assert gitops.remote_on_this_machine(gitops.open_repo(work), "origin") is here
