@@ -37,7 +37,7 @@ import re
 from collections.abc import Sequence
 
 from gitsleep.core import documents as docs
-from gitsleep.core import fragments, honesty, hostile_text, labels, skeleton
+from gitsleep.core import fragments, groups, honesty, hostile_text, labels, skeleton
 from gitsleep.core import markdown as md
 from gitsleep.core.check_ops import OPS
 from gitsleep.core.check_text import describe_check, is_section_check, passes, wants_text
@@ -150,6 +150,7 @@ def check_hygiene(
     current_template: str | None = None,
     task_checks: Sequence[Check] = (),
     simulated_optimizer: bool = False,
+    varying: Sequence[groups.VaryingKey] = (),
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -166,6 +167,9 @@ def check_hygiene(
     `simulated_optimizer`: the edits come from the offline simulator, whose spec has it
     write a literal for a label the check asks no value for (`Always include "Confidence:
     medium"`); that one kind of pin is let through for it, never for a real optimizer.
+    `varying`: the keys the train tasks' checks want different values of (`groups`); a
+    rule or template that passes one group's checks and fails another's (a pin) or passes
+    every group's without a condition (a hedge) is rejected, whoever proposed it.
     """
     choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
@@ -179,7 +183,7 @@ def check_hygiene(
         if edit.op == "template":
             checked, problem = _template_problem(edit, failing_checks, prompts, specific,
                                                  max_chars, current_template, template_kept,
-                                                 choice_checks)
+                                                 choice_checks, varying)
             if problem:
                 rejected.append(EditOutcome(edit, "rejected", problem))
             else:
@@ -189,7 +193,7 @@ def check_hygiene(
         checked, problem = _hygiene_problem(
             edit, failing_checks, prompts, specific, existing, earlier, max_chars,
             failing_checks if contradiction_checks is None else contradiction_checks,
-            choice_checks, free_values=not simulated_optimizer,
+            choice_checks, free_values=not simulated_optimizer, varying=varying,
         )
         if not problem and checked.op == "add":
             checked = _superseding(checked, current_rules)
@@ -220,6 +224,7 @@ def _hygiene_problem(
     choice_checks: Sequence[Check] = (),
     *,
     free_values: bool = True,
+    varying: Sequence[groups.VaryingKey] = (),
 ) -> tuple[Edit, str]:
     """The edit (a bare fragment maybe rewritten) and the first reason to reject it, or ''."""
     if edit.op in ("replace", "delete"):
@@ -259,6 +264,9 @@ def _hygiene_problem(
         pin = honesty.pin_problem(line, choice_checks or failing, free_values=free_values)
         if pin:
             return edit, pin
+    by_groups = groups.value_problem("\n".join(lines), varying)
+    if by_groups:
+        return edit, by_groups
     content_words = _words(content)
     for words in prompts:
         if _copies_prompt(content_words, words):
@@ -579,6 +587,7 @@ def _template_problem(
     current: str | None,
     seen: bool,
     choice_checks: Sequence[Check] = (),
+    varying: Sequence[groups.VaryingKey] = (),
 ) -> tuple[Edit, str]:
     """A template edit (maybe rebuilt from the checks it names) and why to reject it, or ''.
 
@@ -600,6 +609,9 @@ def _template_problem(
         pin = honesty.pin_problem(line, choice_checks or failing, template=True)
         if pin:
             return edit, pin
+    by_groups = groups.value_problem(content, varying, template=True)
+    if by_groups:
+        return edit, by_groups
     if len(content) > max_chars:
         return edit, f"template is {len(content)} characters, over the limit of {max_chars}"
     if len(lines) > skeleton.MAX_LINES:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitsleep.backends.base import ModelCall
-from gitsleep.core import check_text, hygiene, proposals, skeleton
+from gitsleep.core import check_text, groups, hygiene, proposals, skeleton
 from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
@@ -33,6 +33,8 @@ CONTRADICTION_SHARE = 4
 SEEDS_PER_ROUND = 1000
 RETRY_SEED_SHIFT = 500
 PROPOSAL_TEMPERATURE = 0.7  # varied enough that a round's proposals differ
+MAX_PER_GROUP = 2  # tasks shown side by side per group of a varying key (issue 38)
+GROUP_EXCERPT = 240  # chars of a grouped task's prompt and answer
 MAX_EDIT_CHARS = 500  # one learned edit; the block's own cap applies when it is smaller
 # How that retry's note opens (the real-model benchmark looks for it to label retries).
 REJECTION_NOTE = "Your last reply was rejected; none of its edits can be used:"
@@ -173,6 +175,7 @@ def build_prompt(
                   json.dumps(offer), ""]
     if contrasts:
         parts += _contrast_blocks(contrasts, tasks)
+    parts += _group_blocks(train_groups(tasks), [*failures, *passes], tasks)
     parts.append("Failing tasks:")
     shown = MAX_FAILURES_WITH_CONTRASTS if contrasts else MAX_FAILURES_SHOWN
     for result in failures[:shown]:
@@ -197,6 +200,40 @@ def _shared_shape(example: str | None, others: Iterable[str | None]) -> str | No
         if example and other and other != example:
             example = merge_typed(example, other) or example
     return example
+
+
+def train_groups(tasks: dict[str, Task]) -> list[groups.VaryingKey]:
+    """The keys the train tasks' checks want different values of; never val or test."""
+    return groups.varying_keys(t for t in tasks.values() if t.split == "train")
+
+
+def _group_blocks(keys: Sequence[groups.VaryingKey], results: Sequence[TaskResult],
+                  tasks: dict[str, Task]) -> list[str]:
+    """Train tasks that want different values of one line, side by side per group: what
+    the task says, what its check wants, what the agent answered. The optimizer is asked
+    for the condition that separates them (GEPA's contrast between examples)."""
+    if not keys:
+        return []
+    answers = {r.task_id: next((s.answer or "" for s in r.samples if s.score is not None), "")
+               for r in results}
+    lines = ["These train tasks' checks want different values of the same thing. Find what "
+             "in the tasks separates the groups and write one rule that names that condition "
+             'for each value ("when <condition>, <value>; when <other condition>, <other '
+             'value>"). A rule or template that gives every task one value, or lists every '
+             "value without saying when, is refused.", ""]
+    for key in keys:
+        for number, group in enumerate(key.groups, 1):
+            wants = "; ".join(check_text.describe_check(c) for c in group.want)
+            lines.append(f"Group {number} ({len(group.task_ids)} train task(s)): {wants}")
+            shown = sorted(group.task_ids, key=lambda i: i not in answers)[:MAX_PER_GROUP]
+            for task_id in shown:
+                lines += [f"<<<TASK {task_id}", md.clip(tasks[task_id].prompt, GROUP_EXCERPT),
+                          "TASK>>>"]
+                if task_id in answers:
+                    lines += ["<<<AGENT_ANSWER", md.clip(answers[task_id], GROUP_EXCERPT),
+                              "AGENT_ANSWER>>>"]
+            lines.append("")
+    return lines
 
 
 def _contrast_blocks(contrasts: Sequence[Contrast], tasks: dict[str, Task]) -> list[str]:
@@ -236,6 +273,7 @@ def propose(
     counts = failing_checks(failures)
     mask = redact or (lambda text: text)
     prompt = mask(build_prompt(evidence, settings.edit_budget, rules=rules, counts=counts))
+    varying = train_groups(tasks)
     context = {
         "target": target,
         "budget": settings.edit_budget,
@@ -245,6 +283,12 @@ def propose(
         ],
         "rejected": [e.content or e.anchor for e in evidence.rejected],
         "rules": rules,
+        "groups": [  # for the offline simulator: train prompts per group of a varying key
+            {"key": key.key, "groups": [
+                {"want": [[c.op, c.arg] for c in group.want],
+                 "prompts": [mask(tasks[i].prompt) for i in group.task_ids]}
+                for group in key.groups]}
+            for key in varying],
     }
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
@@ -284,6 +328,7 @@ def propose(
             current_template=docs.learned_template(document),
             task_checks=train_checks,
             simulated_optimizer=runner.backend.simulates("propose"),
+            varying=varying,
         )
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]

@@ -1,0 +1,182 @@
+"""Issue 38: learning the judgment, not only the shape.
+
+Train tasks whose checks want different values of one line are grouped (`core.groups`);
+the reflection shows the groups side by side, hygiene refuses a pin or a hedge by testing
+the edit against the groups' checks (whatever its spelling), and the offline simulator
+learns the condition on the bundled dependency-review example.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gitsleep.backends.offline import OfflineBackend, simulate_answer, simulate_proposal
+from gitsleep.core import documents as docs
+from gitsleep.core import groups, reflect
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.hygiene import check_hygiene
+from gitsleep.core.models import (
+    Check,
+    Edit,
+    EpochSettings,
+    Judge,
+    SampleResult,
+    Score,
+    Task,
+    TaskResult,
+)
+from tests.support.cli import run_cli
+from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SUMMARY = Check("section_present", "Summary")
+# the shape of the checks behind the pin a real night accepted (held-out 0 -> 0.438): the
+# label and the value may run together, so the shape-based guard derived `Verdictreject`
+REJECT, APPROVE = Check("regex", r"(?i)verdict\W*reject"), Check("regex", r"(?i)verdict\W*approve")
+PROMPTS = {
+    "t1": "Update a 1.0 -> 2.0. Changelog: BREAKING: removed the v1 client.",
+    "t2": "Update b 3.1 -> 3.2. Changelog: fixed a leak.",
+    "t3": "Update c 0.9 -> 1.0. Changelog: BREAKING: renamed every option.",
+    "t4": "Update d 5.0 -> 5.1. Changelog: faster parsing.",
+    "v1": "Update e 1.0 -> 1.1. Changelog: VALONLY wording.",
+}
+WANTS = {"t1": REJECT, "t2": APPROVE, "t3": REJECT, "t4": APPROVE, "v1": REJECT}
+TASKS = {i: Task(i, p, "val" if i.startswith("v") else "train",
+                 Judge("rule", (SUMMARY, WANTS[i]))) for i, p in PROMPTS.items()}
+TRAIN = [t for t in TASKS.values() if t.split == "train"]
+DOC = "---\nname: s\n---\n# Review\nReview updates.\n"
+CONDITIONAL = ('When the changelog announces a breaking change, end with "Verdict: reject"; '
+               'otherwise end with "Verdict: approve".')
+
+
+def hygiene(edits: list[Edit], *, simulated: bool = False):
+    checks = [c for t in TRAIN for c in t.judge.checks]
+    return check_hygiene(edits, failing_checks=[SUMMARY, REJECT, APPROVE],
+                         task_prompts=[t.prompt for t in TRAIN], current_rules=[],
+                         task_checks=checks, simulated_optimizer=simulated,
+                         varying=groups.varying_keys(TRAIN))
+
+
+# -- item 2: a pin or a hedge is decided by the checks, not by the spelling ---------------
+
+
+@pytest.mark.parametrize("simulated", [False, True])
+def test_the_pin_a_real_night_accepted_is_refused_whoever_proposed_it(simulated: bool) -> None:
+    pin = Edit("add", "Every answer must contain the text 'Verdictreject'.")
+    kept, refused = hygiene([pin], simulated=simulated)
+    assert kept == []
+    assert "a pin" in refused[0].reason and "2 train task(s) want" in refused[0].reason
+
+
+def test_a_template_with_a_line_per_value_is_a_hedge_and_a_conditional_rule_is_kept() -> None:
+    hedge = Edit("template", "## Summary\n<what changes>\nVerdict: approve\nVerdict: reject")
+    kept, refused = hygiene([hedge, Edit("add", CONDITIONAL)])
+    assert [e.content for e in kept] == [CONDITIONAL]
+    assert "a hedge" in refused[0].reason
+
+
+def test_a_rule_that_lists_every_value_without_saying_when_is_a_hedge() -> None:
+    kept, refused = hygiene([Edit("add", 'Always include "Verdict: approve" and '
+                                         '"Verdict: reject".')])
+    assert kept == [] and "a hedge" in refused[0].reason
+
+
+# -- item 1: contrast evidence in reflection ------------------------------------------------
+
+
+def result(task_id: str, answer: str, failed: tuple[Check, ...]) -> TaskResult:
+    score = Score(0.0 if failed else 1.0, 0.5, "failed" if failed else "ok", failed)
+    return TaskResult(task_id, "train", [SampleResult(0, answer, None, score)],
+                      hard=score.hard, soft=score.soft, value=score.hard)
+
+
+def test_the_prompt_shows_train_groups_side_by_side_and_never_a_val_task() -> None:
+    failures = [result("t1", "Looks fine.", (REJECT,)), result("t2", "Hmm.", (APPROVE,))]
+    prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, failures, [], TASKS, []), 2)
+    section = prompt.split("These train tasks' checks want different values", 1)[1]
+    one, two = section.split("Group 2", 1)
+    assert "Group 1 (2 train task(s)): the answer must match the regular expression" in one
+    assert PROMPTS["t1"] in one and PROMPTS["t3"] in one and "Looks fine." in one
+    assert PROMPTS["t2"] in two and PROMPTS["t4"] in two
+    assert "names that condition for each value" in prompt
+    assert "VALONLY" not in prompt
+
+
+def test_the_optimizer_context_carries_the_train_groups_only() -> None:
+    class Recorder(OfflineBackend):
+        contexts: list[dict[str, object]] = []
+
+        def complete(self, call):  # type: ignore[no-untyped-def]
+            self.contexts.append(dict(call.context or {}))
+            return super().complete(call)
+
+    backend = Recorder()
+    settings = EpochSettings(model="a", optimizer_model="o", judge_model="j", edit_budget=2)
+    failures = [result(i, "x", (SUMMARY, WANTS[i])) for i in ("t1", "t2", "t3", "t4")]
+    proposal = reflect.propose(CallRunner(backend), settings,
+                               reflect.Evidence("skill", DOC, failures, [], TASKS, []),
+                               round_no=1, index=0)
+    (key,) = backend.contexts[0]["groups"]  # type: ignore[misc]
+    assert [len(g["prompts"]) for g in key["groups"]] == [2, 2]
+    assert "VALONLY" not in json.dumps(key)
+    # the literal each group's pattern matches, each under the condition that picks it
+    assert [e.content for e in proposal.edits] == [
+        'Use the heading "## Summary"',
+        'When the task mentions "breaking", include "Verdictreject"; '
+        'otherwise include "Verdictapprove".']
+
+
+# -- item 7: the simulator obeys and proposes a conditional directive ----------------------
+
+
+def test_the_simulated_agent_picks_the_line_the_condition_names() -> None:
+    doc = 'When the task mentions "breaking", include "Verdict: reject"; otherwise include ' \
+          '"Verdict: approve".'
+    assert simulate_answer([doc], "Changelog: Breaking: gone").endswith("Verdict: reject")
+    assert simulate_answer([doc], "Changelog: faster").endswith("Verdict: approve")
+
+
+def test_no_word_separates_the_groups_so_the_simulator_proposes_no_value() -> None:
+    context = {"budget": 4, "failures": [{"task_id": "t1", "failed": [["regex", "V:\\s*a"]]}],
+               "groups": [{"key": "op:regex", "groups": [
+                   {"want": [["regex", "V:\\s*a"]], "prompts": ["one red", "two blue"]},
+                   {"want": [["regex", "V:\\s*b"]], "prompts": ["one blue", "two red"]}]}]}
+    assert json.loads(simulate_proposal(context)) == {"edits": []}
+
+
+def test_the_dependency_review_example_learns_the_condition_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    example = EXAMPLES / "dependency-review"
+    files = {p.relative_to(example).as_posix(): p.read_bytes()
+             for p in example.rglob("*") if p.is_file()}
+    work, _ = make_repo(tmp_path, files)
+    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore runs")
+    assert run_cli(capsys, "--repo", str(work), "validate").code == 0
+    run = run_cli(capsys, "--repo", str(work), "consolidate", "--json", "--no-pr")
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    assert data["decision"] == "accepted"
+    assert (data["val"]["baseline"], data["val"]["candidate"]) == (0.25, 1.0)
+    assert (data["test"]["baseline"], data["test"]["candidate"]) == (0.25, 1.0)
+    git(work, "checkout", "--quiet", "gitsleep/dependency-review")
+    skill = (work / "skills/dependency-review/SKILL.md").read_text()
+    rules = docs.learned_rules(skill)
+    assert rules == ['Use the heading "## Summary"',
+                     'When the task mentions "breaking", include "Verdict: reject"; '
+                     'otherwise include "Verdict: approve".']
+    # judged against every split's groups, no learned rule pins or hedges
+    tasks = [Task(t["id"], t["prompt"], "train", Judge("rule", tuple(
+        Check(c["op"], c.get("arg")) for c in t["judge"]["checks"])))
+        for name in ("tasks.jsonl", "held-out.jsonl")
+        for t in map(json.loads, (example / "evals/dependency-review" / name).read_text()
+                     .splitlines())]
+    keys = groups.varying_keys(tasks)
+    assert [len(g.task_ids) for g in keys[0].groups] == [12, 12]
+    assert all(groups.value_problem(rule, keys) == "" for rule in rules)
+    shutil.rmtree(work / ".gitsleep", ignore_errors=True)
