@@ -257,6 +257,18 @@ def hollow_reason(answer: str, shape: LearnedShape) -> str:
     return ""
 
 
+def bare_labels(template: str) -> list[str]:
+    """The labelled lines a template leaves with nothing to fill (`Risk level:` with no
+    `<slot>` and no list under it): an answer copies them empty (issue 38)."""
+    lines = template.split("\n")
+    found = []
+    for line in lines:
+        label = _TEMPLATE_LABEL.match(line)
+        if label and "<" not in line and _empty_label(lines, label.group("label")):
+            found.append(line.strip())
+    return found
+
+
 def _norm(text: str) -> str:
     return " ".join(text.strip().strip("*_").rstrip(":").casefold().split())
 

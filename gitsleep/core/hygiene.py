@@ -612,6 +612,11 @@ def _template_problem(
     by_groups = groups.value_problem(content, varying, template=True)
     if by_groups:
         return edit, by_groups
+    bare = honesty.bare_labels(content)
+    if bare:
+        return edit, (f"template line {bare[0]!r} is a bare label: give it a slot the answer "
+                      f"fills ({bare[0]} <low|medium|high> or {bare[0]} <how, and why>); "
+                      "an answer copies a bare label empty")
     if len(content) > max_chars:
         return edit, f"template is {len(content)} characters, over the limit of {max_chars}"
     if len(lines) > skeleton.MAX_LINES:

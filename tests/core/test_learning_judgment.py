@@ -16,7 +16,7 @@ import pytest
 
 from gitsleep.backends.offline import OfflineBackend, simulate_answer, simulate_proposal
 from gitsleep.core import documents as docs
-from gitsleep.core import groups, reflect
+from gitsleep.core import groups, reflect, skeleton
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.hygiene import check_hygiene
 from gitsleep.core.models import (
@@ -180,3 +180,19 @@ def test_the_dependency_review_example_learns_the_condition_offline(
     assert [len(g.task_ids) for g in keys[0].groups] == [12, 12]
     assert all(groups.value_problem(rule, keys) == "" for rule in rules)
     shutil.rmtree(work / ".gitsleep", ignore_errors=True)
+
+
+# -- item 2, third part: a label in a template carries a slot -----------------------------
+
+
+def test_a_template_label_with_nothing_to_fill_is_refused_and_derived_labels_carry_a_slot(
+) -> None:
+    risk = Check("contains", "Risk level:")
+    kept, refused = check_hygiene([Edit("template", "## Summary\n<what changes>\nRisk level:")],
+                                  failing_checks=[SUMMARY, risk], task_prompts=[],
+                                  current_rules=[])
+    assert kept == [] and "'Risk level:' is a bare label" in refused[0].reason
+    slotted = Edit("template", "## Summary\n<what changes>\nRisk level: <low|medium|high>")
+    assert check_hygiene([slotted], failing_checks=[SUMMARY, risk], task_prompts=[],
+                         current_rules=[])[0] == [slotted]
+    assert skeleton.derive([risk]) == "Risk level: <text>"
