@@ -50,7 +50,8 @@ class Group:
     task_ids: tuple[str, ...]
 
     def wants(self) -> str:
-        return "; ".join(c.label() for c in self.want)
+        """What the group's checks want, as the task file says it (`regex Verdict:\\s*reject`)."""
+        return "; ".join(f"{c.op} {c.text}" for c in self.want)
 
 
 @dataclass(frozen=True)
@@ -174,3 +175,29 @@ def _every_value_has_a_condition(text: str, key: VaryingKey) -> bool:
 def _shown(key: VaryingKey) -> str:
     kind, _, name = key.key.partition(":")
     return f"the line {name.capitalize()!r}" if kind == "label" else f"the {name} checks"
+
+
+def named_groups(keys: Sequence[VaryingKey], tasks: Iterable[Task]) -> dict[str, list[str]]:
+    """Per group of each key (named by what its checks want), the ids of `tasks` (any
+    split) whose checks fall in it: the gate and the pull request score each group."""
+    tasks = list(tasks)
+    named: dict[str, list[str]] = {}
+    for key in keys:
+        for group in key.groups:
+            ids = [t.id for t in tasks if group_of(key, t) == group]
+            if ids:
+                named[group.wants()] = ids
+    return named
+
+
+def group_means(named: dict[str, list[str]],
+                values: dict[str, tuple[float, float]]) -> list[tuple[str, int, float, float]]:
+    """(group, n, mean before, mean after) over the tasks of each group scored in both
+    passes (`values`: task id -> (before, after)); groups with no such task are left out."""
+    out = []
+    for name, ids in named.items():
+        pairs = [values[i] for i in ids if i in values]
+        if pairs:
+            out.append((name, len(pairs), sum(b for b, _ in pairs) / len(pairs),
+                        sum(a for _, a in pairs) / len(pairs)))
+    return out

@@ -16,14 +16,16 @@ import pytest
 
 from gitsleep.backends.offline import OfflineBackend, simulate_answer, simulate_proposal
 from gitsleep.core import documents as docs
-from gitsleep.core import groups, reflect, skeleton
+from gitsleep.core import gate, groups, reflect, skeleton
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.hygiene import check_hygiene
 from gitsleep.core.models import (
     Check,
     Edit,
     EpochSettings,
+    GateSettings,
     Judge,
+    PassResult,
     SampleResult,
     Score,
     Task,
@@ -164,6 +166,12 @@ def test_the_dependency_review_example_learns_the_condition_offline(
     assert data["decision"] == "accepted"
     assert (data["val"]["baseline"], data["val"]["candidate"]) == (0.25, 1.0)
     assert (data["test"]["baseline"], data["test"]["candidate"]) == (0.25, 1.0)
+    # the reviewer sees each group lifted, on val and on held-out
+    diagnostics = json.loads(next((work / ".gitsleep/runs").glob("*/diagnostics.json"))
+                             .read_text())
+    assert [(g["split"], g["n"], g["baseline"], g["candidate"])
+            for g in diagnostics["group_scores"]] == [("val", 3, 0.25, 1.0)] * 2 + [
+        ("test", 3, 0.25, 1.0)] * 2
     git(work, "checkout", "--quiet", "gitsleep/dependency-review")
     skill = (work / "skills/dependency-review/SKILL.md").read_text()
     rules = docs.learned_rules(skill)
@@ -196,3 +204,26 @@ def test_a_template_label_with_nothing_to_fill_is_refused_and_derived_labels_car
     assert check_hygiene([slotted], failing_checks=[SUMMARY, risk], task_prompts=[],
                          current_rules=[])[0] == [slotted]
     assert skeleton.derive([risk]) == "Risk level: <text>"
+
+
+# -- item 5: per-group gating and the per-group scores a reviewer sees ---------------------
+
+
+def val_pass(values: dict[str, float]) -> PassResult:
+    return PassResult("val", "val", "v", [
+        TaskResult(tid, "val", [], hard=v, soft=v, value=v) for tid, v in values.items()])
+
+
+def test_a_candidate_that_lifts_one_group_by_breaking_another_is_refused() -> None:
+    named = groups.named_groups(groups.varying_keys(TRAIN), [
+        Task(f"v{i}", "p", "val", Judge("rule", (SUMMARY, want)))
+        for i, want in enumerate((REJECT, REJECT, APPROVE, APPROVE))])
+    assert list(named.values()) == [["v0", "v1"], ["v2", "v3"]]
+    best = val_pass({"v0": 0.5, "v1": 0.5, "v2": 1.0, "v3": 1.0})
+    lifts_one = val_pass({"v0": 1.0, "v1": 1.0, "v2": 0.75, "v3": 0.75})  # mean 0.75 -> 0.875
+    accepted, why, before, after = gate.judge_trial(best, lifts_one, GateSettings(), named)
+    assert (accepted, before, after) == (False, 0.75, 0.875)
+    assert "the val tasks that want regex (?i)verdict\\W*approve fell 1.000 -> 0.750" in why
+    assert gate.judge_trial(best, lifts_one, GateSettings())[0]  # the mean alone would accept
+    both = val_pass({"v0": 1.0, "v1": 1.0, "v2": 1.0, "v3": 1.0})
+    assert gate.judge_trial(best, both, GateSettings(), named)[0]
