@@ -33,13 +33,14 @@ as a rule (control, invisible and bidi characters, `javascript:`/`data:` links).
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Sequence
 
 from gitsleep.core import documents as docs
 from gitsleep.core import fragments, groups, honesty, hostile_text, labels, skeleton
 from gitsleep.core import markdown as md
-from gitsleep.core.check_ops import OPS
+from gitsleep.core.check_ops import OPS, check_argv
 from gitsleep.core.check_text import describe_check, is_section_check, passes, wants_text
 from gitsleep.core.models import Check, Edit, EditOutcome
 from gitsleep.core.numbers import whole_number
@@ -257,6 +258,9 @@ def _hygiene_problem(
     if scaffold:
         return edit, (f"content copies the prompt's wording ({scaffold!r}) around a check's "
                       "example: state what the answer must do in the rule's own words")
+    program = program_quote(content, choice_checks or failing)
+    if program:
+        return edit, program
     token = _untyped_placeholder(lines, failing)
     if token:
         return edit, f"content echoes a placeholder ({token}) instead of a concrete rule"
@@ -330,6 +334,36 @@ def _prose_line(lines: Sequence[str], failing: Sequence[Check]) -> str:
                 fragments.serves(line, check) for check in failing):
             return line.strip()
     return ""
+
+
+def program_quote(content: str, checks: Sequence[Check]) -> str:
+    """Why `content` quotes how a check's program is run (its path, script or arguments;
+    seen: `{"max_words": 73.0, "min_words": 71.0}` and an interpreter path as rules), or ''.
+    A bare command name ("python") may be named; a path, a file name or an argument's
+    JSON, or one of its keys, may not."""
+    folded = content.casefold()
+    for check in checks:
+        argv = check_argv(check.op, check.text)
+        for part in argv or []:
+            quoted = [part, *_json_keys(part)]
+            hit = next((q for q in quoted if len(q) >= 4 and (q is not part or _PROGRAMMY.search(q))
+                        and q.casefold() in folded), "")
+            if hit:
+                return (f"content quotes how a check program is run ({md.clip(hit, 60)!r}): "
+                        "state what the answer must do, not the check's command line")
+    return ""
+
+
+_PROGRAMMY = re.compile(r"[/\\.{}\[\]=:]|^-")  # a path, a file name, JSON, an option
+
+
+def _json_keys(part: str) -> list[str]:
+    """The keys of an argument that is a JSON object (`{"max_words": 73}` gives max_words)."""
+    try:
+        value = json.loads(part)
+    except ValueError:
+        return []
+    return [str(k) for k in value] if isinstance(value, dict) else []
 
 
 def _specific_words(
@@ -612,6 +646,9 @@ def _template_problem(
     by_groups = groups.value_problem(content, varying, template=True)
     if by_groups:
         return edit, by_groups
+    program = program_quote(content, choice_checks or failing).replace("content", "template", 1)
+    if program:
+        return edit, program
     bare = honesty.bare_labels(content)
     if bare:
         return edit, (f"template line {bare[0]!r} is a bare label: give it a slot the answer "

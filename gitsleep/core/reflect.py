@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitsleep.backends.base import ModelCall
-from gitsleep.core import check_text, groups, hygiene, proposals, skeleton
+from gitsleep.core import check_ops, check_text, groups, hygiene, proposals, skeleton
 from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
@@ -33,6 +33,9 @@ CONTRADICTION_SHARE = 4
 SEEDS_PER_ROUND = 1000
 RETRY_SEED_SHIFT = 500
 PROPOSAL_TEMPERATURE = 0.7  # varied enough that a round's proposals differ
+# a program check in words, without its argv: what it printed is under each failing task
+PROGRAM_CHECK = ("a check program must pass (how it is run is not shown; what it printed is "
+                 "in the Judge line of each failing task)")
 MAX_PER_GROUP = 2  # tasks shown side by side per group of a varying key (issue 38)
 GROUP_EXCERPT = 240  # chars of a grouped task's prompt and answer
 MAX_EDIT_CHARS = 500  # one learned edit; the block's own cap applies when it is smaller
@@ -87,7 +90,18 @@ def failing_checks(failures: Sequence[TaskResult]) -> Counter[Check]:
     return counts
 
 
-def _task_block(result: TaskResult, prompt: str, *, with_reason: bool) -> list[str]:
+def program_free(text: str, checks: Iterable[Check]) -> str:
+    """`text` with each program check's argv replaced by "a check program": the optimizer
+    sees what a failed program printed, never how it is invoked (a night quoted a check's
+    JSON arguments and its interpreter path as rules)."""
+    for check in checks:
+        if check_ops.check_argv(check.op, check.text) is not None:
+            text = text.replace(check.label(), f"{check.op} (a check program)")
+    return text
+
+
+def _task_block(result: TaskResult, prompt: str, *, with_reason: bool,
+                tasks_checks: Sequence[Check] = ()) -> list[str]:
     """A task and the agent's first scored answer, fenced as data; for a failing
     workspace task also the diff the agent made (already redacted and clipped) and,
     through the judge's reason, the failing checks' output tails (issue 26)."""
@@ -98,7 +112,8 @@ def _task_block(result: TaskResult, prompt: str, *, with_reason: bool) -> list[s
     if with_reason and sample is not None and sample.diff:  # a workspace task: the work
         lines += ["<<<AGENT_DIFF", sample.diff.rstrip("\n"), "AGENT_DIFF>>>"]
     if with_reason:
-        lines.append(f"Judge: {sample.score.reason if sample and sample.score else 'no score'}")
+        reason = sample.score.reason if sample and sample.score else "no score"
+        lines.append(f"Judge: {program_free(reason, tasks_checks)}")
     return [*lines, ""]
 
 
@@ -145,7 +160,9 @@ def build_prompt(
         parts.append("Failing checks, most frequent first:")
         examples = {c: check_text.example_for_check(c) for c in counts}
         for check, n in counts.most_common():
-            line = f"- {check_text.describe_check(check)} (failed in {n} task(s))"
+            said = (PROGRAM_CHECK if check_ops.check_argv(check.op, check.text) is not None
+                    else check_text.describe_check(check))
+            line = f"- {said} (failed in {n} task(s))"
             example = _shared_shape(examples[check], examples.values())
             choice = check_text.choice_note(example or "")
             if example and choice:
@@ -179,7 +196,9 @@ def build_prompt(
     parts.append("Failing tasks:")
     shown = MAX_FAILURES_WITH_CONTRASTS if contrasts else MAX_FAILURES_SHOWN
     for result in failures[:shown]:
-        parts += _task_block(result, tasks[result.task_id].prompt, with_reason=True)
+        task = tasks[result.task_id]
+        parts += _task_block(result, task.prompt, with_reason=True,
+                             tasks_checks=task.judge.checks)
     if passes:
         parts.append("Passing tasks, for contrast:")
         for result in passes[:MAX_PASSES_SHOWN]:

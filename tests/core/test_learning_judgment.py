@@ -227,3 +227,40 @@ def test_a_candidate_that_lifts_one_group_by_breaking_another_is_refused() -> No
     assert gate.judge_trial(best, lifts_one, GateSettings())[0]  # the mean alone would accept
     both = val_pass({"v0": 1.0, "v1": 1.0, "v2": 1.0, "v3": 1.0})
     assert gate.judge_trial(best, both, GateSettings(), named)[0]
+
+
+# -- item 6: evidence from programs, not their command lines ------------------------------
+
+WORDS = Check("command", json.dumps(["/usr/bin/python3", "checks/word_count.py",
+                                     '{"max_words": 73.0, "min_words": 71.0}']))
+
+
+@pytest.mark.parametrize("content", [
+    'Every answer must satisfy {"max_words": 73.0, "min_words": 71.0}.',
+    "Keep max_words at 73 and min_words at 71.",
+    "Answers are checked by /usr/bin/python3 checks/word_count.py: keep to its limits.",
+])
+def test_an_edit_that_quotes_a_checks_program_or_arguments_is_refused(content: str) -> None:
+    kept, refused = check_hygiene([Edit("add", content)], failing_checks=[WORDS],
+                                  task_prompts=[], current_rules=[], task_checks=[WORDS])
+    assert kept == [] and "quotes how a check program is run" in refused[0].reason
+
+
+def test_a_rule_in_the_answers_own_terms_passes_next_to_a_program_check() -> None:
+    rule = Edit("add", "Every answer must be between 71 and 73 words long, counted by python.")
+    assert check_hygiene([rule], failing_checks=[WORDS], task_prompts=[], current_rules=[],
+                         task_checks=[WORDS])[0] == [rule]
+
+
+def test_the_prompt_shows_what_a_program_printed_never_how_it_is_run() -> None:
+    task = Task("w1", "Write a 72-word blurb.", "train", Judge("rule", (WORDS,)))
+    score = Score(0.0, 0.0, f"failed: {WORDS.label()} [exit 1: 64 words, want 71 to 73]",
+                  (WORDS,))
+    failure = TaskResult("w1", "train", [SampleResult(0, "a blurb", None, score)],
+                         hard=0.0, soft=0.0, value=0.0)
+    prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [failure], [], {"w1": task},
+                                                   []), 2)
+    assert "exit 1: 64 words, want 71 to 73" in prompt
+    assert "max_words" not in prompt and "word_count.py" not in prompt
+    assert "python3" not in prompt
+    assert "a check program must pass" in prompt
