@@ -59,7 +59,7 @@ _CURLY_PLACEHOLDER = re.compile(
 _PLACEHOLDER_WORDS = frozenset(
     {"rule", "rules", "text", "content", "anchor", "rationale", "reason", "why", "line",
      "value", "name", "number", "n", "x", "y", "heading", "section", "placeholder",
-     "example", "string", "op", "edit", "...", "…"}
+     "example", "string", "op", "edit", "condition", "...", "…"}
 )
 _RANGE_PLACEHOLDER = re.compile(r"^\s*(\d+)\s*(?:-|–|\.\.)\s*\d+\s*$")
 _WORDS = re.compile(r"\w+")

@@ -241,6 +241,9 @@ def _group_blocks(keys: Sequence[groups.VaryingKey], results: Sequence[TaskResul
              'value>"). A rule or template that gives every task one value, or lists every '
              "value without saying when, is refused.", ""]
     for key in keys:
+        lines += ["The shape of such a rule, to fill in (each <...condition...> in your own "
+                  "words, from what the tasks say; a placeholder left in is refused):",
+                  conditional_shape(key), ""]
         for number, group in enumerate(key.groups, 1):
             wants = "; ".join(check_text.describe_check(c) for c in group.want)
             lines.append(f"Group {number} ({len(group.task_ids)} train task(s)): {wants}")
@@ -253,6 +256,18 @@ def _group_blocks(keys: Sequence[groups.VaryingKey], results: Sequence[TaskResul
                               "AGENT_ANSWER>>>"]
             lines.append("")
     return lines
+
+
+def conditional_shape(key: groups.VaryingKey) -> str:
+    """`When <condition 1>, the answer has "Verdict: reject"; when <condition 2>, ...`: the
+    conditional rule for a varying key, each value from its group's check (a typed
+    placeholder where that check leaves a choice), each condition for the optimizer."""
+    clauses = []
+    for number, group in enumerate(key.groups, 1):
+        value = next((v for c in group.want if (v := check_text.example_for_check(c))), "")
+        lead = "When" if number == 1 else "when"
+        clauses.append(f'{lead} <condition {number}>, the answer has "{value}"')
+    return "; ".join(clauses) + "."
 
 
 def _contrast_blocks(contrasts: Sequence[Contrast], tasks: dict[str, Task]) -> list[str]:

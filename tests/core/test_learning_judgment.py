@@ -264,3 +264,18 @@ def test_the_prompt_shows_what_a_program_printed_never_how_it_is_run() -> None:
     assert "max_words" not in prompt and "word_count.py" not in prompt
     assert "python3" not in prompt
     assert "a check program must pass" in prompt
+
+
+# -- item 3: a conditional rule has a shape the optimizer fills ---------------------------
+
+
+def test_the_prompt_offers_the_conditional_shape_and_hygiene_wants_it_filled() -> None:
+    prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [], TASKS, []), 2)
+    shape = ('When <condition 1>, the answer has "Verdictreject"; when <condition 2>, the '
+             'answer has "Verdictapprove".')
+    assert shape in prompt
+    kept, refused = hygiene([Edit("add", shape)])
+    assert kept == [] and "placeholder (<condition 1>)" in refused[0].reason
+    filled = shape.replace("<condition 1>", "the changelog announces a breaking change") \
+        .replace("<condition 2>", "it announces none")
+    assert [e.content for e in hygiene([Edit("add", filled)])[0]] == [filled]
