@@ -38,11 +38,11 @@ import re
 from collections.abc import Sequence
 
 from gitsleep.core import documents as docs
-from gitsleep.core import fragments, groups, honesty, hostile_text, labels, skeleton
+from gitsleep.core import fragments, groups, honesty, hostile_text, labels, skeleton, worked
 from gitsleep.core import markdown as md
 from gitsleep.core.check_ops import OPS, check_argv
 from gitsleep.core.check_text import describe_check, is_section_check, passes, wants_text
-from gitsleep.core.models import Check, Edit, EditOutcome
+from gitsleep.core.models import Check, Edit, EditOutcome, Task
 from gitsleep.core.numbers import whole_number
 from gitsleep.core.patterns import search
 from gitsleep.core.proposals import PROMPT_EXAMPLE_TEXTS, PROMPT_SCAFFOLD
@@ -152,6 +152,7 @@ def check_hygiene(
     task_checks: Sequence[Check] = (),
     simulated_optimizer: bool = False,
     varying: Sequence[groups.VaryingKey] = (),
+    train_tasks: Sequence[Task] = (),
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -171,6 +172,8 @@ def check_hygiene(
     `varying`: the keys the train tasks' checks want different values of (`groups`); a
     rule or template that passes one group's checks and fails another's (a pin) or passes
     every group's without a condition (a hedge) is rejected, whoever proposed it.
+    `train_tasks`: what a worked example (`worked`) must quote and show the value of; an
+    example no train task and its checks support is rejected.
     """
     choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
@@ -180,7 +183,19 @@ def check_hygiene(
     specific = _specific_words(prompts, failing_checks, current_rules)
     earlier: set[str] = set()
     template_kept = False
+    examples = sum(1 for rule in current_rules if worked.is_example(rule))
     for edit in edits:
+        if edit.op in ("add", "replace") and any(
+                worked.is_example(line) for line in _content_lines(edit.content)):
+            problem = _example_problem(edit, train_tasks, varying, existing, earlier, max_chars,
+                                       examples)
+            if problem:
+                rejected.append(EditOutcome(edit, "rejected", problem))
+                continue
+            examples += len(_content_lines(edit.content))
+            kept.append(edit)
+            earlier.update(docs.rule_key(line) for line in _content_lines(edit.content))
+            continue
         if edit.op == "template":
             checked, problem = _template_problem(edit, failing_checks, prompts, specific,
                                                  max_chars, current_template, template_kept,
@@ -334,6 +349,31 @@ def _prose_line(lines: Sequence[str], failing: Sequence[Check]) -> str:
                 fragments.serves(line, check) for check in failing):
             return line.strip()
     return ""
+
+
+def _example_problem(edit: Edit, train: Sequence[Task], varying: Sequence[groups.VaryingKey],
+                     existing: dict[str, str], earlier: set[str], max_chars: int,
+                     examples: int) -> str:
+    """Why an edit of worked examples cannot be kept, or '': each line an example a train
+    task and its checks support, a few at most, no hostile or marker text, no duplicate."""
+    lines = _content_lines(edit.content)
+    content = "\n".join(lines)
+    if not all(worked.is_example(line) for line in lines):
+        return "a worked example goes in an edit of its own, without rules beside it"
+    hostile = hostile_text.invisible_problem(content) or hostile_text.unsafe_link_problem(content)
+    if CONTROL_CHARS.search(content) or hostile or _MARKER_TEXT.search(content) \
+            or "<!--" in content or "-->" in content:
+        return hostile or "content contains control characters or marker text"
+    if len(content) > max_chars:
+        return f"content is {len(content)} characters, over the limit of {max_chars}"
+    if examples + len(lines) > worked.MAX_EXAMPLES:
+        return (f"a learned block holds at most {worked.MAX_EXAMPLES} worked examples: a few "
+                "cases that cover the groups, not a copy of train")
+    for line in lines:
+        why = worked.problem(line, train, varying)
+        if why:
+            return why
+    return _duplicate_problem(edit, lines, existing, earlier)
 
 
 def program_quote(content: str, checks: Sequence[Check]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitsleep.backends.base import ModelCall
-from gitsleep.core import check_ops, check_text, groups, hygiene, proposals, skeleton
+from gitsleep.core import check_ops, check_text, groups, hygiene, proposals, skeleton, worked
 from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
@@ -255,6 +255,12 @@ def _group_blocks(keys: Sequence[groups.VaryingKey], results: Sequence[TaskResul
                     lines += ["<<<AGENT_ANSWER", md.clip(answers[task_id], GROUP_EXCERPT),
                               "AGENT_ANSWER>>>"]
             lines.append("")
+    offered = worked.offers(keys, results, tasks)
+    if offered:
+        lines += ["A small agent learns a choice from cases too. You may add worked examples "
+                  f"(at most {worked.MAX_EXAMPLES}, one edit of their own, each line exactly "
+                  "of this form, quoting a train task's text and the value its checks want; "
+                  "these are built from the train tasks above):", *offered, ""]
     return lines
 
 
@@ -363,6 +369,7 @@ def propose(
             task_checks=train_checks,
             simulated_optimizer=runner.backend.simulates("propose"),
             varying=varying,
+            train_tasks=[t for t in tasks.values() if t.split == "train"],
         )
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]

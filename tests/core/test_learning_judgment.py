@@ -16,7 +16,7 @@ import pytest
 
 from gitsleep.backends.offline import OfflineBackend, simulate_answer, simulate_proposal
 from gitsleep.core import documents as docs
-from gitsleep.core import gate, groups, reflect, skeleton
+from gitsleep.core import gate, groups, honesty, reflect, skeleton
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.hygiene import check_hygiene
 from gitsleep.core.models import (
@@ -279,3 +279,56 @@ def test_the_prompt_offers_the_conditional_shape_and_hygiene_wants_it_filled() -
     filled = shape.replace("<condition 1>", "the changelog announces a breaking change") \
         .replace("<condition 2>", "it announces none")
     assert [e.content for e in hygiene([Edit("add", filled)])[0]] == [filled]
+
+
+# -- item 4: worked examples from train, never invented, never from val or held-out -------
+
+
+def example(prompt: str, value: str) -> str:
+    return f'Example: for "{prompt}", the answer has "{value}".'
+
+
+def examples_hygiene(edits: list[Edit], rules: list[str] | None = None):
+    return check_hygiene(edits, failing_checks=[SUMMARY, REJECT, APPROVE],
+                         task_prompts=[t.prompt for t in TRAIN], current_rules=rules or [],
+                         varying=groups.varying_keys(TRAIN), train_tasks=TRAIN)
+
+
+def test_the_prompt_offers_one_example_per_group_from_a_passing_train_answer() -> None:
+    passing = result("t3", "## Summary\nRenamed options.\nVerdict: reject", ())
+    prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [passing], TASKS, []), 2)
+    assert example(PROMPTS["t3"], "Verdict: reject") in prompt  # as the answer wrote it
+    assert example(PROMPTS["t2"], "Verdictapprove") in prompt  # from the check: no answer
+    assert "VALONLY" not in prompt
+
+
+def test_an_example_a_train_task_and_its_checks_support_is_kept_beside_another_value() -> None:
+    two = Edit("add", example(PROMPTS["t1"], "Verdict: reject") + "\n"
+               + example(PROMPTS["t2"], "Verdict: approve"))
+    kept, refused = examples_hygiene([two])
+    assert kept == [two] and refused == []
+    rules = [line for line in two.content.split("\n")]
+    assert honesty.contradiction(rules, None) == ""  # each value is its own task's
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    (example(PROMPTS["v1"], "Verdict: reject"), "exactly one train task: 0"),
+    (example(PROMPTS["t1"], "Verdict: approve"), "not what the checks of t1 want"),
+    (example("Update f 2.0 -> 3.0. Changelog: invented.", "Verdict: reject"),
+     "exactly one train task: 0"),
+    (example("Changelog:", "Verdict: reject"), "quotes 20 to 160 characters"),
+    (example(PROMPTS["t1"], "Verdict: reject") + "\nAlways be brief.", "an edit of its own"),
+])
+def test_an_example_no_train_task_supports_is_refused(content: str, why: str) -> None:
+    kept, refused = examples_hygiene([Edit("add", content)])
+    assert kept == [] and why in refused[0].reason, refused[0].reason
+
+
+def test_a_block_holds_a_few_examples_at_most() -> None:
+    rules = [example(PROMPTS[i], v) for i, v in (("t1", "Verdict: reject"),
+                                                 ("t2", "Verdict: approve"),
+                                                 ("t3", "Verdict: reject"))]
+    kept, refused = examples_hygiene([Edit("add", example(PROMPTS["t4"], "Verdict: approve")),
+                                      Edit("add", example(PROMPTS["t4"], "verdict approve"))],
+                                     rules)
+    assert len(kept) == 1 and "at most 4 worked examples" in refused[0].reason
