@@ -244,15 +244,20 @@ class Workload:
 
 def demo_workload() -> Workload:
     """The bundled brief-writer example, with its own config's settings."""
-    root = examples_dir() / "brief-writer"
+    return example_workload("brief-writer", "demo (brief-writer)")
+
+
+def example_workload(name: str, title: str | None = None) -> Workload:
+    """A bundled example (its skill has the example's name), with its own config."""
+    root = examples_dir() / name
     config = load_config(root / ".gitsleep.yml")
-    skill = config.skill("brief-writer")
+    skill = config.skill(name)
     tasks = load_skill_tasks(root, skill)
     documents: dict[str, str | None] = {
         "skill": (root / skill.skill).read_text(encoding="utf-8"),
         "memory": (root / skill.memory).read_text(encoding="utf-8") if skill.memory else None,
     }
-    return Workload("demo (brief-writer)", tasks, documents, config.epoch_settings())
+    return Workload(title or name, tasks, documents, config.epoch_settings())
 
 
 def offline_settings(**changes: Any) -> EpochSettings:

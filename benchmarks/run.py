@@ -103,6 +103,7 @@ def run_calls(report: Report, quick: bool) -> list[bench_calls.CallsRow]:
     sizes = (10, 6, 6) if quick else (100, 50, 50)
     workloads = [
         bench_calls.demo_workload(),
+        bench_calls.example_workload("dependency-review"),  # a condition to learn (issue 38)
         bench_calls.generated_workload(*sizes),
         bench_calls.generated_workload(*sizes, proposals=1),  # SkillOpt-Sleep's search width
     ]

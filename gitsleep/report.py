@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep.core import documents as docs
-from gitsleep.core import judges
+from gitsleep.core import gate, groups, judges
 from gitsleep.core import markdown as md
 from gitsleep.core.models import (
     Cost,
@@ -342,6 +342,7 @@ def diagnostics(
         "diagnosis": list(result.diagnosis),
         "warnings": list(result.warnings),
         "integrity_failures": integrity_counts(result),
+        "group_scores": group_scores(result),
         "abort_code": result.abort_code,
         "metric": result.metric,
         "decided_by": result.decided_by,
@@ -547,6 +548,34 @@ _TASK_HEADER = md.table(["task", "baseline", "candidate", "change", "why (candid
                         "lrrll")
 
 
+def group_scores(result: EpochResult) -> list[dict[str, Any]]:
+    """Per split (val, test) and per group of a varying key: n and the mean before and
+    after, over the tasks scored under both documents (issue 38)."""
+    rows = []
+    for split in ("val", "test"):
+        baseline, final = split_passes(result, split)
+        if baseline is None or final is None:
+            continue
+        values = {tid: (b, a) for tid, b, a in gate.paired(baseline, final)}
+        for name, n, before, after in groups.group_means(result.groups, values):
+            rows.append({"split": split, "group": name, "n": n, "baseline": before,
+                         "candidate": after})
+    return rows
+
+
+def _group_section(result: EpochResult, prose: _Prose) -> list[str]:
+    """The score per group, so a reviewer sees that a rule lifts every group."""
+    rows = group_scores(result)
+    if not rows:
+        return []
+    names = {"val": "val", "test": "held-out (test)"}
+    return ["", "### Scores per group (tasks whose checks want different values)", "",
+            md.table(["split", "the tasks that want", "n", "baseline", "candidate"],
+                     [[names[r["split"]], prose.code(r["group"], 120), str(r["n"]),
+                       fmt_score(r["baseline"]), fmt_score(r["candidate"])] for r in rows],
+                     "llrrr")]
+
+
 def pr_body(
     result: EpochResult,
     *,
@@ -603,6 +632,7 @@ def pr_body(
     ]
     if metric_note(result.metric):
         head += ["", f"_{metric_note(result.metric)}._"]
+    head += _group_section(result, prose)
     if chart:  # held-out per epoch, from `held_out_chart`: our own text, never a task's
         head += ["", "### Held-out per epoch", "", chart]
 

@@ -62,6 +62,13 @@ def test_demo_epoch_makes_exactly_the_floor(rounds: int) -> None:
     assert row.floor.proposals == len(result.proposals)
 
 
+def test_the_judgment_example_learns_its_condition_at_exactly_the_floor() -> None:
+    row, result = measure_epoch(bench_calls.example_workload("dependency-review"), 2)
+    assert row.floor.total == result.cost.calls and row.ratio == 1.0
+    assert (result.decision, result.test.baseline, result.test.candidate) == (
+        "accepted", 0.25, 1.0)
+
+
 def test_floor_counts_rubric_judge_calls() -> None:
     workload = bench_calls.generated_workload(12, 8, 6, rubric_share=0.4)
     assert any(t.judge.kind == "rubric" for t in workload.tasks)

@@ -591,3 +591,16 @@ def test_a_bearer_header_in_a_reply_never_leaves() -> None:
     outputs = rendered(result, Redactor())
     assert_absent("abcDEF0123456789xyz", outputs)
     assert "Bearer [REDACTED:bearer]" in outputs["pr"]
+
+
+def test_the_body_scores_each_group_of_a_varying_key_on_val_and_held_out() -> None:
+    result = make_result(n_val=3, n_test=2)
+    assert "Scores per group" not in report.pr_body(result, rerun="", redactor=Redactor([]))
+    result.groups = {r"regex Verdict:\s*reject": ["val-1", "test-0"],
+                     r"regex Verdict:\s*approve": ["val-2", "test-1"]}
+    body = report.pr_body(result, rerun="", redactor=Redactor([]))
+    section = body.split("### Scores per group", 1)[1].split("###", 1)[0]
+    rows = [r for r in section.splitlines() if r.startswith("| ") and "Verdict" in r]
+    assert len(rows) == 4 and all(r.endswith("| 1 | 0.000 | 1.000 |") for r in rows)
+    assert rows[0].startswith("| val |") and rows[2].startswith("| held-out (test) |")
+    assert [g["group"] for g in report.group_scores(result)][:2] == list(result.groups)

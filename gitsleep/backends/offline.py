@@ -30,10 +30,16 @@ from gitsleep import workspace as task_workspace
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.core.models import Answer
 from gitsleep.core.numbers import whole_number
-from gitsleep.core.regex_literal import literal_for_regex
+from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
 from gitsleep.redact import Redactor
 
 _Q = r"[\"'](.+?)[\"']"
+# A conditional directive (issue 38): `When the task mentions "X", include "A"; when it
+# mentions "Y", include "B"; otherwise include "C".` The first clause whose word the task's
+# prompt holds picks the line the answer contains; none does: the `otherwise` line, if any.
+_WHEN = re.compile(rf"\bwhen (?:the task|it) mentions {_Q},? include {_Q}", re.IGNORECASE)
+_OTHERWISE = re.compile(rf"\botherwise,? include {_Q}", re.IGNORECASE)
+_WORD = re.compile(r"[a-z][a-z-]{3,}")
 DIRECTIVES = [
     ("include", re.compile(rf"\balways include {_Q}", re.IGNORECASE)),
     ("start", re.compile(rf"\b(?:start|begin) with {_Q}", re.IGNORECASE)),
@@ -60,6 +66,8 @@ class _Plan:
     includes: list[tuple[int, str]] = field(default_factory=list)
     nevers: list[tuple[int, str]] = field(default_factory=list)
     limit: int | None = None
+    # (order, [(word, line)], otherwise line or None): resolved per task prompt
+    choices: list[tuple[int, list[tuple[str, str]], str | None]] = field(default_factory=list)
 
 
 def read_directives(documents: list[str]) -> _Plan:
@@ -67,6 +75,12 @@ def read_directives(documents: list[str]) -> _Plan:
     order = 0
     for doc in documents:
         for line in doc.splitlines():
+            clauses = [(m.group(1), m.group(2)) for m in _WHEN.finditer(line)]
+            if clauses:
+                order += 1
+                otherwise = _OTHERWISE.search(line)
+                plan.choices.append((order, clauses, otherwise.group(1) if otherwise else None))
+                continue
             for kind, pattern in DIRECTIVES:
                 m = pattern.search(line)
                 if not m:
@@ -143,7 +157,10 @@ def simulate_answer(documents: list[str], prompt: str) -> str:
         directive.append(plan.start)
     directive += plan.headings
     body = [(0, line) for line in generic_body(prompt)]
-    tail = list(plan.includes) + ([plan.end] if plan.end else [])
+    chosen = [(order, line) for order, clauses, otherwise in plan.choices
+              if (line := _choose(clauses, otherwise, prompt)) is not None]
+    includes = sorted(plan.includes + chosen)
+    tail = includes + ([plan.end] if plan.end else [])
 
     def scrub(order: int, line: str) -> str:
         for never_order, phrase in plan.nevers:
@@ -161,6 +178,13 @@ def simulate_answer(documents: list[str], prompt: str) -> str:
         if len("\n".join(head + kept_middle + [line] + end)) <= plan.limit:
             kept_middle.append(line)
     return "\n".join(head + kept_middle + end)[: plan.limit]
+
+
+def _choose(clauses: list[tuple[str, str]], otherwise: str | None, prompt: str) -> str | None:
+    """The line a conditional directive gives this prompt: the first clause whose word the
+    prompt holds (case-insensitive), else the `otherwise` line."""
+    folded = prompt.casefold()
+    return next((line for word, line in clauses if word.casefold() in folded), otherwise)
 
 
 def _include_a_match(pattern: str) -> str | None:
@@ -223,20 +247,78 @@ def directive_for(op: str, arg: object) -> str | None:
     return None if propose is None else propose("" if arg is None else str(arg))
 
 
+def _line_for(want: list[list[Any]]) -> str | None:
+    """A line that passes a group's checks: a `contains` text, or the literal a `regex`
+    matches (its first option where the pattern leaves a choice)."""
+    for op, arg in want:
+        if op == "contains" and arg:
+            return str(arg)
+        if op == "regex" and arg:
+            typed = typed_form(str(arg))
+            return literal_for_regex(str(arg)) or (sample_fill(typed) if typed else None)
+    return None
+
+
+def _separating_word(prompts: list[str], others: list[str]) -> str | None:
+    """The first word (4+ letters) of the group's first prompt that every prompt of the
+    group holds and no other group's prompt does."""
+    if not prompts:
+        return None
+    words = [set(_WORD.findall(p.casefold())) for p in prompts]
+    elsewhere = set().union(*(_WORD.findall(p.casefold()) for p in others))
+    common = set.intersection(*words) - elsewhere
+    return next((w for w in _WORD.findall(prompts[0].casefold()) if w in common), None)
+
+
+def conditional_for(key: Mapping[str, Any]) -> str | None:
+    """`When the task mentions "X", include "A"; ...; otherwise include "B".` for a key
+    whose groups a word of the train prompts separates (all but one group, which gets
+    `otherwise`); None when no such words exist."""
+    groups = list(key.get("groups", []))
+    clauses: list[tuple[str, str]] = []
+    rest: list[str] = []
+    for index, group in enumerate(groups):
+        line = _line_for(list(group.get("want", [])))
+        others = [p for j, g in enumerate(groups) if j != index for p in g.get("prompts", [])]
+        word = _separating_word(list(group.get("prompts", [])), others)
+        if line is None or _quoted(line) is None:
+            return None
+        if word is None or (len(clauses) == len(groups) - 1 and not rest):
+            rest.append(line)
+        else:
+            clauses.append((word, line))
+    if len(rest) > 1 or not clauses:
+        return None
+    said = [f'{"When the task" if i == 0 else "when it"} mentions "{word}", include {_quoted(line)}'
+            for i, (word, line) in enumerate(clauses)]
+    if rest:
+        said.append(f"otherwise include {_quoted(rest[0])}")
+    return "; ".join(said) + "."
+
+
 def simulate_proposal(context: dict[str, Any]) -> str:
-    """Edits that fix the failed checks shown, most frequent first, never a rejected one."""
+    """Edits that fix the failed checks shown, most frequent first, never a rejected one.
+    A failed check of a key whose train groups want different values gets no directive of
+    its own: the key gets one conditional directive (`conditional_for`), or none."""
     counts: Counter[tuple[str, str]] = Counter()
     first_seen: dict[tuple[str, str], int] = {}
+    keys = list(context.get("groups", []))
+    wanted = {(op, "" if arg is None else str(arg)): index for index, key in enumerate(keys)
+              for group in key.get("groups", []) for op, arg in group.get("want", [])}
     for failure in context.get("failures", []):
+        seen: dict[tuple[str, str], None] = {}  # counted once per failure
         for op, arg in failure.get("failed", []):
             key = (op, "" if arg is None else str(arg))
+            seen.setdefault(("varying", str(wanted[key])) if key in wanted else key, None)
+        for key in seen:
             counts[key] += 1
             first_seen.setdefault(key, len(first_seen))
     rejected = {" ".join(r.casefold().split()) for r in context.get("rejected", [])}
     existing = {" ".join(r.casefold().split()) for r in context.get("rules", [])}
     edits = []
     for (op, arg), n in sorted(counts.items(), key=lambda kv: (-kv[1], first_seen[kv[0]])):
-        directive = directive_for(op, arg)
+        directive = (conditional_for(keys[int(arg)]) if op == "varying"
+                     else directive_for(op, arg))
         if directive is None:
             continue
         norm = " ".join(directive.casefold().split())
@@ -246,7 +328,9 @@ def simulate_proposal(context: dict[str, Any]) -> str:
             {
                 "op": "add",
                 "content": directive,
-                "rationale": f"{n} failing train task(s) need: {op} {arg}",
+                "rationale": (f"{n} failing train task(s) want a value that depends on the "
+                              "task" if op == "varying"
+                              else f"{n} failing train task(s) need: {op} {arg}"),
             }
         )
         if len(edits) >= int(context.get("budget", 4)):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import ParamSpec
 
 from gitsleep.backends.base import Backend, ModelCall
-from gitsleep.core import diagnose, gate, honesty, judges, reflect, replay, rollouts
+from gitsleep.core import diagnose, gate, groups, honesty, judges, reflect, replay, rollouts
 from gitsleep.core import documents as docs
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner, StepHook, no_tick
@@ -125,6 +125,8 @@ class Epoch:
         if not self.split["val"]:
             raise UsageError(f"skill {skill}: no task is in the val split; the gate needs val "
                              "tasks (label some tasks `split: val` or use `split: auto`)")
+        keys = groups.varying_keys(self.split["train"])  # the judgment train asks for
+        self.val_groups = groups.named_groups(keys, self.split["val"])
         self.original = dict(documents)
         self.current = dict(documents)
         self.runner = CallRunner.for_settings(backend, settings, cache=cache,
@@ -147,6 +149,7 @@ class Epoch:
             test=SplitSummary(None, None, len(self.split["test"])),
             documents={},
             decided_by="test" if self.split["test"] else "val",
+            groups=groups.named_groups(keys, [*self.split["val"], *self.split["test"]]),
         )
         self.rejected: list[Edit] = []
         self.contrasts: dict[str, list[rollouts.Contrast]] = {}  # by train pass version
@@ -796,7 +799,8 @@ class Epoch:
 
     def _judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
         """Fill in the gate's verdict on a fully scored candidate."""
-        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate)
+        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate,
+                                                        self.val_groups)
         pairs = gate.paired(best_val, val)
         trial.baseline, trial.candidate, trial.accepted, trial.reason = before, after, accepted, why
         trial.interval = gate.bootstrap_interval([a - b for _, b, a in pairs])

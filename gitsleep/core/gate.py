@@ -11,6 +11,7 @@ import random
 from collections.abc import Iterable, Sequence
 
 from gitsleep.core import judges
+from gitsleep.core.groups import group_means
 from gitsleep.core.models import GateSettings, PassResult, SplitSummary, TaskDelta, TaskResult
 from gitsleep.core.scores import fmt_score
 
@@ -74,9 +75,14 @@ def summarise(baseline: PassResult, final: PassResult, n: int) -> SplitSummary:
 
 
 def judge_trial(
-    best: PassResult, candidate: PassResult, gate: GateSettings
+    best: PassResult, candidate: PassResult, gate: GateSettings,
+    named_groups: dict[str, list[str]] | None = None,
 ) -> tuple[bool, str, float | None, float | None]:
-    """(accepted, reason, best mean, candidate mean) on the tasks both passes scored."""
+    """(accepted, reason, best mean, candidate mean) on the tasks both passes scored.
+
+    `named_groups` (group -> val task ids, from `groups.named_groups`): the val tasks whose
+    checks want different values of one line, per value. A candidate whose mean rises
+    while one group's falls lifted one group by breaking another: refused (issue 38)."""
     pairs = paired(best, candidate)
     if not pairs:
         return False, "no val task was scored under both documents", None, None
@@ -102,6 +108,13 @@ def judge_trial(
                 before,
                 after,
             )
+    values = {tid: (b, a) for tid, b, a in pairs}
+    fell = [g for g in group_means(named_groups or {}, values) if g[3] < g[2]]
+    if fell:
+        name, n, b, a = fell[0]
+        return (False, f"{shown}, but the val tasks that want {name} fell {b:.3f} -> {a:.3f} "
+                f"on {n} task(s): a candidate that lifts one group by breaking another is not "
+                "an improvement", before, after)
     hollow = _more_hollow(best, candidate, pairs)
     if hollow:
         return (False, f"{shown}, but {hollow} val answers repeat a placeholder of "

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gitsleep.core import labels
+from gitsleep.core import labels, worked
 from gitsleep.core.check_ops import OPS
 from gitsleep.core.models import Check, Task
 from gitsleep.core.patterns import search
@@ -89,8 +89,9 @@ def _words_outside_quotes(line: str) -> list[str]:
 
 
 def pinned(line: str) -> list[tuple[str, str, str]]:
-    """The labels an unconditional line fixes to exactly one literal value."""
-    if is_conditional(line):
+    """The labels an unconditional line fixes to exactly one literal value (a worked
+    example shows one task's value, for that task only: it fixes none)."""
+    if is_conditional(line) or worked.is_example(line):
         return []
     values = literal_values(line)
     labels = {label for label, _, _ in values}
@@ -255,6 +256,18 @@ def hollow_reason(answer: str, shape: LearnedShape) -> str:
         if token in answer:
             return f"repeats the rule placeholder {token} instead of filling it"
     return ""
+
+
+def bare_labels(template: str) -> list[str]:
+    """The labelled lines a template leaves with nothing to fill (`Risk level:` with no
+    `<slot>` and no list under it): an answer copies them empty (issue 38)."""
+    lines = template.split("\n")
+    found = []
+    for line in lines:
+        label = _TEMPLATE_LABEL.match(line)
+        if label and "<" not in line and _empty_label(lines, label.group("label")):
+            found.append(line.strip())
+    return found
 
 
 def _norm(text: str) -> str:

@@ -33,15 +33,16 @@ as a rule (control, invisible and bidi characters, `javascript:`/`data:` links).
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Sequence
 
 from gitsleep.core import documents as docs
-from gitsleep.core import fragments, honesty, hostile_text, labels, skeleton
+from gitsleep.core import fragments, groups, honesty, hostile_text, labels, skeleton, worked
 from gitsleep.core import markdown as md
-from gitsleep.core.check_ops import OPS
+from gitsleep.core.check_ops import OPS, check_argv
 from gitsleep.core.check_text import describe_check, is_section_check, passes, wants_text
-from gitsleep.core.models import Check, Edit, EditOutcome
+from gitsleep.core.models import Check, Edit, EditOutcome, Task
 from gitsleep.core.numbers import whole_number
 from gitsleep.core.patterns import search
 from gitsleep.core.proposals import PROMPT_EXAMPLE_TEXTS, PROMPT_SCAFFOLD
@@ -58,7 +59,7 @@ _CURLY_PLACEHOLDER = re.compile(
 _PLACEHOLDER_WORDS = frozenset(
     {"rule", "rules", "text", "content", "anchor", "rationale", "reason", "why", "line",
      "value", "name", "number", "n", "x", "y", "heading", "section", "placeholder",
-     "example", "string", "op", "edit", "...", "…"}
+     "example", "string", "op", "edit", "condition", "...", "…"}
 )
 _RANGE_PLACEHOLDER = re.compile(r"^\s*(\d+)\s*(?:-|–|\.\.)\s*\d+\s*$")
 _WORDS = re.compile(r"\w+")
@@ -150,6 +151,8 @@ def check_hygiene(
     current_template: str | None = None,
     task_checks: Sequence[Check] = (),
     simulated_optimizer: bool = False,
+    varying: Sequence[groups.VaryingKey] = (),
+    train_tasks: Sequence[Task] = (),
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -166,6 +169,11 @@ def check_hygiene(
     `simulated_optimizer`: the edits come from the offline simulator, whose spec has it
     write a literal for a label the check asks no value for (`Always include "Confidence:
     medium"`); that one kind of pin is let through for it, never for a real optimizer.
+    `varying`: the keys the train tasks' checks want different values of (`groups`); a
+    rule or template that passes one group's checks and fails another's (a pin) or passes
+    every group's without a condition (a hedge) is rejected, whoever proposed it.
+    `train_tasks`: what a worked example (`worked`) must quote and show the value of; an
+    example no train task and its checks support is rejected.
     """
     choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
@@ -175,11 +183,23 @@ def check_hygiene(
     specific = _specific_words(prompts, failing_checks, current_rules)
     earlier: set[str] = set()
     template_kept = False
+    examples = sum(1 for rule in current_rules if worked.is_example(rule))
     for edit in edits:
+        if edit.op in ("add", "replace") and any(
+                worked.is_example(line) for line in _content_lines(edit.content)):
+            problem = _example_problem(edit, train_tasks, varying, existing, earlier, max_chars,
+                                       examples)
+            if problem:
+                rejected.append(EditOutcome(edit, "rejected", problem))
+                continue
+            examples += len(_content_lines(edit.content))
+            kept.append(edit)
+            earlier.update(docs.rule_key(line) for line in _content_lines(edit.content))
+            continue
         if edit.op == "template":
             checked, problem = _template_problem(edit, failing_checks, prompts, specific,
                                                  max_chars, current_template, template_kept,
-                                                 choice_checks)
+                                                 choice_checks, varying)
             if problem:
                 rejected.append(EditOutcome(edit, "rejected", problem))
             else:
@@ -189,7 +209,7 @@ def check_hygiene(
         checked, problem = _hygiene_problem(
             edit, failing_checks, prompts, specific, existing, earlier, max_chars,
             failing_checks if contradiction_checks is None else contradiction_checks,
-            choice_checks, free_values=not simulated_optimizer,
+            choice_checks, free_values=not simulated_optimizer, varying=varying,
         )
         if not problem and checked.op == "add":
             checked = _superseding(checked, current_rules)
@@ -220,6 +240,7 @@ def _hygiene_problem(
     choice_checks: Sequence[Check] = (),
     *,
     free_values: bool = True,
+    varying: Sequence[groups.VaryingKey] = (),
 ) -> tuple[Edit, str]:
     """The edit (a bare fragment maybe rewritten) and the first reason to reject it, or ''."""
     if edit.op in ("replace", "delete"):
@@ -252,6 +273,9 @@ def _hygiene_problem(
     if scaffold:
         return edit, (f"content copies the prompt's wording ({scaffold!r}) around a check's "
                       "example: state what the answer must do in the rule's own words")
+    program = program_quote(content, choice_checks or failing)
+    if program:
+        return edit, program
     token = _untyped_placeholder(lines, failing)
     if token:
         return edit, f"content echoes a placeholder ({token}) instead of a concrete rule"
@@ -259,6 +283,9 @@ def _hygiene_problem(
         pin = honesty.pin_problem(line, choice_checks or failing, free_values=free_values)
         if pin:
             return edit, pin
+    by_groups = groups.value_problem("\n".join(lines), varying)
+    if by_groups:
+        return edit, by_groups
     content_words = _words(content)
     for words in prompts:
         if _copies_prompt(content_words, words):
@@ -322,6 +349,61 @@ def _prose_line(lines: Sequence[str], failing: Sequence[Check]) -> str:
                 fragments.serves(line, check) for check in failing):
             return line.strip()
     return ""
+
+
+def _example_problem(edit: Edit, train: Sequence[Task], varying: Sequence[groups.VaryingKey],
+                     existing: dict[str, str], earlier: set[str], max_chars: int,
+                     examples: int) -> str:
+    """Why an edit of worked examples cannot be kept, or '': each line an example a train
+    task and its checks support, a few at most, no hostile or marker text, no duplicate."""
+    lines = _content_lines(edit.content)
+    content = "\n".join(lines)
+    if not all(worked.is_example(line) for line in lines):
+        return "a worked example goes in an edit of its own, without rules beside it"
+    hostile = hostile_text.invisible_problem(content) or hostile_text.unsafe_link_problem(content)
+    if CONTROL_CHARS.search(content) or hostile or _MARKER_TEXT.search(content) \
+            or "<!--" in content or "-->" in content:
+        return hostile or "content contains control characters or marker text"
+    if len(content) > max_chars:
+        return f"content is {len(content)} characters, over the limit of {max_chars}"
+    if examples + len(lines) > worked.MAX_EXAMPLES:
+        return (f"a learned block holds at most {worked.MAX_EXAMPLES} worked examples: a few "
+                "cases that cover the groups, not a copy of train")
+    for line in lines:
+        why = worked.problem(line, train, varying)
+        if why:
+            return why
+    return _duplicate_problem(edit, lines, existing, earlier)
+
+
+def program_quote(content: str, checks: Sequence[Check]) -> str:
+    """Why `content` quotes how a check's program is run (its path, script or arguments;
+    seen: `{"max_words": 73.0, "min_words": 71.0}` and an interpreter path as rules), or ''.
+    A bare command name ("python") may be named; a path, a file name or an argument's
+    JSON, or one of its keys, may not."""
+    folded = content.casefold()
+    for check in checks:
+        argv = check_argv(check.op, check.text)
+        for part in argv or []:
+            quoted = [part, *_json_keys(part)]
+            hit = next((q for q in quoted if len(q) >= 4 and (q is not part or _PROGRAMMY.search(q))
+                        and q.casefold() in folded), "")
+            if hit:
+                return (f"content quotes how a check program is run ({md.clip(hit, 60)!r}): "
+                        "state what the answer must do, not the check's command line")
+    return ""
+
+
+_PROGRAMMY = re.compile(r"[/\\.{}\[\]=:]|^-")  # a path, a file name, JSON, an option
+
+
+def _json_keys(part: str) -> list[str]:
+    """The keys of an argument that is a JSON object (`{"max_words": 73}` gives max_words)."""
+    try:
+        value = json.loads(part)
+    except ValueError:
+        return []
+    return [str(k) for k in value] if isinstance(value, dict) else []
 
 
 def _specific_words(
@@ -579,6 +661,7 @@ def _template_problem(
     current: str | None,
     seen: bool,
     choice_checks: Sequence[Check] = (),
+    varying: Sequence[groups.VaryingKey] = (),
 ) -> tuple[Edit, str]:
     """A template edit (maybe rebuilt from the checks it names) and why to reject it, or ''.
 
@@ -600,6 +683,17 @@ def _template_problem(
         pin = honesty.pin_problem(line, choice_checks or failing, template=True)
         if pin:
             return edit, pin
+    by_groups = groups.value_problem(content, varying, template=True)
+    if by_groups:
+        return edit, by_groups
+    program = program_quote(content, choice_checks or failing).replace("content", "template", 1)
+    if program:
+        return edit, program
+    bare = honesty.bare_labels(content)
+    if bare:
+        return edit, (f"template line {bare[0]!r} is a bare label: give it a slot the answer "
+                      f"fills ({bare[0]} <low|medium|high> or {bare[0]} <how, and why>); "
+                      "an answer copies a bare label empty")
     if len(content) > max_chars:
         return edit, f"template is {len(content)} characters, over the limit of {max_chars}"
     if len(lines) > skeleton.MAX_LINES:

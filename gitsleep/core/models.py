@@ -376,6 +376,9 @@ class EpochResult:
     # what a reviewer should know about the learned rules the scores cannot show, e.g. a
     # rule that asks every answer for a text only some tasks want (gitsleep.core.honesty)
     warnings: list[str] = field(default_factory=list)
+    # the val and held-out tasks per group of a key whose train checks want different
+    # values (group -> task ids, `gitsleep.core.groups`): scored per group for the reviewer
+    groups: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

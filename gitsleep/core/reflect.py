@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitsleep.backends.base import ModelCall
-from gitsleep.core import check_text, hygiene, proposals, skeleton
+from gitsleep.core import check_ops, check_text, groups, hygiene, proposals, skeleton, worked
 from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
@@ -33,6 +33,11 @@ CONTRADICTION_SHARE = 4
 SEEDS_PER_ROUND = 1000
 RETRY_SEED_SHIFT = 500
 PROPOSAL_TEMPERATURE = 0.7  # varied enough that a round's proposals differ
+# a program check in words, without its argv: what it printed is under each failing task
+PROGRAM_CHECK = ("a check program must pass (how it is run is not shown; what it printed is "
+                 "in the Judge line of each failing task)")
+MAX_PER_GROUP = 2  # tasks shown side by side per group of a varying key (issue 38)
+GROUP_EXCERPT = 240  # chars of a grouped task's prompt and answer
 MAX_EDIT_CHARS = 500  # one learned edit; the block's own cap applies when it is smaller
 # How that retry's note opens (the real-model benchmark looks for it to label retries).
 REJECTION_NOTE = "Your last reply was rejected; none of its edits can be used:"
@@ -85,7 +90,18 @@ def failing_checks(failures: Sequence[TaskResult]) -> Counter[Check]:
     return counts
 
 
-def _task_block(result: TaskResult, prompt: str, *, with_reason: bool) -> list[str]:
+def program_free(text: str, checks: Iterable[Check]) -> str:
+    """`text` with each program check's argv replaced by "a check program": the optimizer
+    sees what a failed program printed, never how it is invoked (a night quoted a check's
+    JSON arguments and its interpreter path as rules)."""
+    for check in checks:
+        if check_ops.check_argv(check.op, check.text) is not None:
+            text = text.replace(check.label(), f"{check.op} (a check program)")
+    return text
+
+
+def _task_block(result: TaskResult, prompt: str, *, with_reason: bool,
+                tasks_checks: Sequence[Check] = ()) -> list[str]:
     """A task and the agent's first scored answer, fenced as data; for a failing
     workspace task also the diff the agent made (already redacted and clipped) and,
     through the judge's reason, the failing checks' output tails (issue 26)."""
@@ -96,7 +112,8 @@ def _task_block(result: TaskResult, prompt: str, *, with_reason: bool) -> list[s
     if with_reason and sample is not None and sample.diff:  # a workspace task: the work
         lines += ["<<<AGENT_DIFF", sample.diff.rstrip("\n"), "AGENT_DIFF>>>"]
     if with_reason:
-        lines.append(f"Judge: {sample.score.reason if sample and sample.score else 'no score'}")
+        reason = sample.score.reason if sample and sample.score else "no score"
+        lines.append(f"Judge: {program_free(reason, tasks_checks)}")
     return [*lines, ""]
 
 
@@ -143,7 +160,9 @@ def build_prompt(
         parts.append("Failing checks, most frequent first:")
         examples = {c: check_text.example_for_check(c) for c in counts}
         for check, n in counts.most_common():
-            line = f"- {check_text.describe_check(check)} (failed in {n} task(s))"
+            said = (PROGRAM_CHECK if check_ops.check_argv(check.op, check.text) is not None
+                    else check_text.describe_check(check))
+            line = f"- {said} (failed in {n} task(s))"
             example = _shared_shape(examples[check], examples.values())
             choice = check_text.choice_note(example or "")
             if example and choice:
@@ -173,10 +192,13 @@ def build_prompt(
                   json.dumps(offer), ""]
     if contrasts:
         parts += _contrast_blocks(contrasts, tasks)
+    parts += _group_blocks(train_groups(tasks), [*failures, *passes], tasks)
     parts.append("Failing tasks:")
     shown = MAX_FAILURES_WITH_CONTRASTS if contrasts else MAX_FAILURES_SHOWN
     for result in failures[:shown]:
-        parts += _task_block(result, tasks[result.task_id].prompt, with_reason=True)
+        task = tasks[result.task_id]
+        parts += _task_block(result, task.prompt, with_reason=True,
+                             tasks_checks=task.judge.checks)
     if passes:
         parts.append("Passing tasks, for contrast:")
         for result in passes[:MAX_PASSES_SHOWN]:
@@ -197,6 +219,61 @@ def _shared_shape(example: str | None, others: Iterable[str | None]) -> str | No
         if example and other and other != example:
             example = merge_typed(example, other) or example
     return example
+
+
+def train_groups(tasks: dict[str, Task]) -> list[groups.VaryingKey]:
+    """The keys the train tasks' checks want different values of; never val or test."""
+    return groups.varying_keys(t for t in tasks.values() if t.split == "train")
+
+
+def _group_blocks(keys: Sequence[groups.VaryingKey], results: Sequence[TaskResult],
+                  tasks: dict[str, Task]) -> list[str]:
+    """Train tasks that want different values of one line, side by side per group: what
+    the task says, what its check wants, what the agent answered. The optimizer is asked
+    for the condition that separates them (GEPA's contrast between examples)."""
+    if not keys:
+        return []
+    answers = {r.task_id: next((s.answer or "" for s in r.samples if s.score is not None), "")
+               for r in results}
+    lines = ["These train tasks' checks want different values of the same thing. Find what "
+             "in the tasks separates the groups and write one rule that names that condition "
+             'for each value ("when <condition>, <value>; when <other condition>, <other '
+             'value>"). A rule or template that gives every task one value, or lists every '
+             "value without saying when, is refused.", ""]
+    for key in keys:
+        lines += ["The shape of such a rule, to fill in (each <...condition...> in your own "
+                  "words, from what the tasks say; a placeholder left in is refused):",
+                  conditional_shape(key), ""]
+        for number, group in enumerate(key.groups, 1):
+            wants = "; ".join(check_text.describe_check(c) for c in group.want)
+            lines.append(f"Group {number} ({len(group.task_ids)} train task(s)): {wants}")
+            shown = sorted(group.task_ids, key=lambda i: i not in answers)[:MAX_PER_GROUP]
+            for task_id in shown:
+                lines += [f"<<<TASK {task_id}", md.clip(tasks[task_id].prompt, GROUP_EXCERPT),
+                          "TASK>>>"]
+                if task_id in answers:
+                    lines += ["<<<AGENT_ANSWER", md.clip(answers[task_id], GROUP_EXCERPT),
+                              "AGENT_ANSWER>>>"]
+            lines.append("")
+    offered = worked.offers(keys, results, tasks)
+    if offered:
+        lines += ["A small agent learns a choice from cases too. You may add worked examples "
+                  f"(at most {worked.MAX_EXAMPLES}, one edit of their own, each line exactly "
+                  "of this form, quoting a train task's text and the value its checks want; "
+                  "these are built from the train tasks above):", *offered, ""]
+    return lines
+
+
+def conditional_shape(key: groups.VaryingKey) -> str:
+    """`When <condition 1>, the answer has "Verdict: reject"; when <condition 2>, ...`: the
+    conditional rule for a varying key, each value from its group's check (a typed
+    placeholder where that check leaves a choice), each condition for the optimizer."""
+    clauses = []
+    for number, group in enumerate(key.groups, 1):
+        value = next((v for c in group.want if (v := check_text.example_for_check(c))), "")
+        lead = "When" if number == 1 else "when"
+        clauses.append(f'{lead} <condition {number}>, the answer has "{value}"')
+    return "; ".join(clauses) + "."
 
 
 def _contrast_blocks(contrasts: Sequence[Contrast], tasks: dict[str, Task]) -> list[str]:
@@ -236,6 +313,7 @@ def propose(
     counts = failing_checks(failures)
     mask = redact or (lambda text: text)
     prompt = mask(build_prompt(evidence, settings.edit_budget, rules=rules, counts=counts))
+    varying = train_groups(tasks)
     context = {
         "target": target,
         "budget": settings.edit_budget,
@@ -245,6 +323,12 @@ def propose(
         ],
         "rejected": [e.content or e.anchor for e in evidence.rejected],
         "rules": rules,
+        "groups": [  # for the offline simulator: train prompts per group of a varying key
+            {"key": key.key, "groups": [
+                {"want": [[c.op, c.arg] for c in group.want],
+                 "prompts": [mask(tasks[i].prompt) for i in group.task_ids]}
+                for group in key.groups]}
+            for key in varying],
     }
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
@@ -284,6 +368,8 @@ def propose(
             current_template=docs.learned_template(document),
             task_checks=train_checks,
             simulated_optimizer=runner.backend.simulates("propose"),
+            varying=varying,
+            train_tasks=[t for t in tasks.values() if t.split == "train"],
         )
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]

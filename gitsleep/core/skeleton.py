@@ -32,7 +32,8 @@ def structural_line(check: Check) -> list[str]:
         name = example.lstrip("#").strip().casefold()
         return [example, f"<write the {name} here>"]
     if is_line_check(check) and (_LABELLED.match(example) or example.startswith("#")):
-        return [example]
+        # a label carries a slot: a bare `Risk level:` was copied empty by every answer
+        return [f"{example.rstrip()} <text>" if example.rstrip().endswith(":") else example]
     return []
 
 

@@ -1,0 +1,87 @@
+"""Groups of train tasks by what their checks want, and pins and hedges judged by them."""
+
+from __future__ import annotations
+
+from gitsleep.core import groups
+from gitsleep.core.models import Check, Judge, Task
+
+IMPACT = Check("section_present", "Impact")
+
+
+def task(task_id: str, *checks: Check, split: str = "train", prompt: str = "p") -> Task:
+    return Task(task_id, prompt, split, Judge("rule", checks=(IMPACT, *checks)))  # type: ignore[arg-type]
+
+
+def triage() -> list[Task]:
+    high, low = Check("regex", r"Severity:\s*[12]\b"), Check("regex", r"Severity:\s*[34]\b")
+    return [task("t1", high), task("t2", low), task("t3", high), task("t4", low)]
+
+
+def test_tasks_whose_regex_wants_another_class_form_two_groups_of_one_label() -> None:
+    keys = groups.varying_keys(triage())
+    assert [k.key for k in keys] == ["label:severity"]  # op:regex splits them alike: once
+    assert [g.task_ids for g in keys[0].groups] == [("t1", "t3"), ("t2", "t4")]
+
+
+def test_a_check_every_task_shares_or_one_only_some_tasks_have_is_no_choice() -> None:
+    tasks = [task("t1", Check("contains", "Internal only")), task("t2"), task("t3")]
+    assert groups.varying_keys(tasks) == []
+
+
+def test_a_classifier_whose_labels_differ_is_grouped_by_its_op() -> None:
+    tasks = [task("t1", Check("regex", "^fix: ")), task("t2", Check("regex", "^docs: ")),
+             task("t3", Check("regex", "^fix: "))]
+    (key,) = groups.varying_keys(tasks)
+    assert key.key == "op:regex"
+    assert [g.task_ids for g in key.groups] == [("t1", "t3"), ("t2",)]
+
+
+def test_unrelated_texts_some_tasks_want_are_not_a_choice() -> None:
+    tasks = [task("t1", Check("contains", "Owner:"), Check("contains", "Cost:")),
+             task("t2", Check("contains", "Owner:")), task("t3", Check("contains", "Cost:"))]
+    assert groups.varying_keys(tasks) == []
+
+
+def test_a_val_task_falls_in_the_group_its_checks_name() -> None:
+    (key,) = groups.varying_keys(triage())
+    val = task("v1", Check("regex", r"Severity:\s*[34]\b"), split="val")
+    assert groups.group_of(key, val) == key.groups[1]
+
+
+VERDICT = [task("t1", Check("regex", r"(?i)verdict\W*reject")),
+           task("t2", Check("regex", r"(?i)verdict\W*approve")),
+           task("t3", Check("regex", r"(?i)verdict\W*reject"))]
+
+
+def test_a_pin_is_decided_by_the_checks_whatever_its_spelling() -> None:
+    keys = groups.varying_keys(VERDICT)
+    for rule in ("Every answer must contain the text 'Verdictreject'.",
+                 'Always end with "VERDICT - reject".', "Verdict: reject"):
+        assert "a pin" in groups.value_problem(rule, keys), rule
+
+
+def test_a_line_per_value_is_a_hedge() -> None:
+    keys = groups.varying_keys([task("t1", Check("regex", "(?m)^fix: ")),
+                                task("t2", Check("regex", "(?m)^docs: "))])
+    assert "a hedge" in groups.value_problem("fix: a\ndocs: a", keys, template=True)
+    assert "a hedge" in groups.value_problem('Always include "fix: a" and "docs: a".', keys)
+
+
+def test_a_rule_that_says_when_each_value_fits_is_kept() -> None:
+    keys = groups.varying_keys(VERDICT)
+    for rule in ('When the changelog mentions a removal, write "Verdict: reject"; '
+                 'otherwise write "Verdict: approve".',
+                 'If the update drops an API, end with "Verdict: reject".'):
+        assert groups.value_problem(rule, keys) == "", rule
+
+
+def test_a_condition_on_one_value_does_not_cover_another_named_without_one() -> None:
+    keys = groups.varying_keys(VERDICT)
+    rule = 'When unsure, think twice. Always write "Verdict: reject".'
+    assert "a pin" in groups.value_problem(rule, keys)
+
+
+def test_a_typed_slot_names_no_value_and_a_template_value_is_never_conditional() -> None:
+    keys = groups.varying_keys(VERDICT)
+    assert groups.value_problem("Verdict: <approve|reject>", keys, template=True) == ""
+    assert "a pin" in groups.value_problem("Verdict: reject if unsure", keys, template=True)
