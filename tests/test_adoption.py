@@ -245,15 +245,16 @@ def test_a_night_answered_from_the_cache_says_so_in_log_and_up_to_date_is_said_o
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 41 item 8: `log` showed 0 calls for a night the response cache answered, and
     a re-run printed "up to date" twice (a progress line and the result line)."""
-    first = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    first = run_cli(capsys, "--repo", str(work), "consolidate", "--no-push", "--json")
     assert first.code == 0 and json.loads(first.out)["cost"]["calls"] > 0
-    again = run_cli(capsys, "--repo", str(work), "consolidate")
+    again = run_cli(capsys, "--repo", str(work), "consolidate", "--no-push")
     assert again.code == 0
     assert (again.out + again.err).count("up to date") == 1, again.out + again.err
     assert again.out.startswith("example-skill: up to date: gitsleep/example-skill already "
                                 "records this base, these tasks and these documents")
-    git(work, "branch", "-D", "gitsleep/example-skill")  # the next night replays the cache
-    cached = run_cli(capsys, "--repo", str(work), "consolidate", "--json")
+    # kept local (--no-push), so without the branch the next night replays the cache
+    git(work, "branch", "-D", "gitsleep/example-skill")
+    cached = run_cli(capsys, "--repo", str(work), "consolidate", "--no-push", "--json")
     data = json.loads(cached.out)
     assert data["cost"]["calls"] == 0 and data["cost"]["cache_hits"] > 0
     log = run_cli(capsys, "--repo", str(work), "log")

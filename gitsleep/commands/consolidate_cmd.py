@@ -112,8 +112,7 @@ def simulated_push(setup: Setup, push: bool | None,
     nobody's shared remote: there the spec's default holds (push when a remote exists)."""
     if push is not None or pr or "offline" not in setup.config.backends():
         return push, None
-    repo = gitops.open_repo(setup.repo)
-    if all(gitops.remote_on_this_machine(repo, remote.name) for remote in repo.remotes):
+    if gitops.remotes_all_on_this_machine(setup.repo):
         return push, None
     return False, SIMULATED_LOCAL
 

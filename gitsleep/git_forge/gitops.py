@@ -65,6 +65,7 @@ import git
 from gitsleep.errors import GitError, UsageError
 from gitsleep.git_forge import remote_notes
 from gitsleep.git_forge.gitrun import (
+    git_run,
     harden,
     is_ancestor,
     last_line,
@@ -270,17 +271,22 @@ def default_remote(repo: git.Repo, base_branch: str | None) -> str | None:
     return "origin" if "origin" in names else None
 
 
-def remote_on_this_machine(repo: git.Repo, remote: str) -> bool:
-    """Whether `remote`'s configured URL is a folder here (a path or `file://`), not a host:
-    a throw-away bare repository, as in the demo and tests, rather than the team's remote.
-    The URL is read as written, before any `url.*.insteadOf` rewrite."""
-    status, out, _ = try_git(repo.git, "config", "--get", f"remote.{remote}.url")
-    url = out.strip()
-    if status != 0 or not url:
-        return False
+def remotes_all_on_this_machine(folder: Path) -> bool:
+    """Whether every remote of the repository at `folder` has a URL that is a folder here
+    (a path or `file://`: a throw-away bare repository, as in the demo and tests) rather
+    than a host. The URLs are read as written, before any `url.*.insteadOf` rewrite. True
+    when there is no remote or no repository (nothing would be pushed anyway)."""
+    done = git_run(folder, "config", "--get-regexp", r"^remote\..*\.url$")
+    lines = done.out.decode("utf-8", "replace").splitlines() if done.status == 0 else []
+    return all(url_on_this_machine(line.partition(" ")[2].strip()) for line in lines)
+
+
+def url_on_this_machine(url: str) -> bool:
+    """A remote URL that names a folder here: a path or `file://`, not `host:path` (git's
+    scp-like ssh form) nor any other scheme."""
     if "://" in url:
         return url.startswith("file://")
-    return ":" not in url.split("/", 1)[0]  # `host:path` is git's scp-like ssh form
+    return bool(url) and ":" not in url.split("/", 1)[0]
 
 
 def is_shallow(repo: git.Repo) -> bool:

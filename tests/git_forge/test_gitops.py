@@ -791,4 +791,4 @@ def test_a_remote_is_on_this_machine_only_when_its_url_is_a_folder(
     """A simulated night is pushed by default only to a remote that is a folder here."""
     work, _ = make_repo(tmp_path)
     run_git(work, "remote", "set-url", "origin", url)
-    assert gitops.remote_on_this_machine(gitops.open_repo(work), "origin") is here
+    assert gitops.remotes_all_on_this_machine(work) is here
