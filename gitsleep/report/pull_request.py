@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from gitsleep.core import markdown as md
 from gitsleep.core.models import (
@@ -172,49 +174,67 @@ def _group_section(result: EpochResult, prose: _Prose) -> list[str]:
                      "llrrr")]
 
 
-def pr_body(
-    result: EpochResult,
-    *,
-    diff_hint: str = "",
-    rerun: str,
-    redactor: Redactor,
-    limit: int = PR_BODY_LIMIT,
-    chart: str = "",
-) -> str:
-    """The pull-request body: scores first, then the learned-block diff, the edits, the
-    per-task tables, models, cost and a footer on how to re-run or stop gitsleep.
+@dataclass(frozen=True)
+class Section:
+    """One `### title` section of the body that may be replaced by a note to fit the limit."""
 
-    At most `limit` characters: per-task rows go first (with a note of how many), then
-    whole lower sections; the score table is never cut. `rerun` is the command to show
-    (default `gitsleep consolidate --skill <skill>`); `diff_hint` is one plain-text line
-    under the diff (e.g. where to see the full diff).
-    """
-    prose = _Prose(redactor)
-    skill = prose.code(result.skill, 100)
-    decision = f"**Decision:** {prose.text(result.decision, 40)}. {prose.text(result.reason, 500)}"
-    head = [f"## gitsleep: {skill}", "", decision]
+    title: str
+    lines: list[str]
+
+
+@dataclass(frozen=True)
+class _Page:
+    """What every section builder reads: the epoch, the one road for untrusted text, and
+    the caller's extras (a line under the diff, the re-run command, the held-out chart)."""
+
+    result: EpochResult
+    prose: _Prose
+    diff_hint: str = ""
+    rerun: str = ""
+    chart: str = ""
+
+
+# -- the head: never cut ------------------------------------------------------------------
+
+
+def _decision(page: _Page) -> list[str]:
+    result, prose = page.result, page.prose
+    return [f"## gitsleep: {prose.code(result.skill, 100)}", "",
+            f"**Decision:** {prose.text(result.decision, 40)}. {prose.text(result.reason, 500)}"]
+
+
+def _alerts(page: _Page) -> list[str]:
+    """GitHub alerts: who decided, a simulator, a small sample, what the checks cannot see,
+    answers scored as failing for integrity."""
+    result, prose = page.result, page.prose
+    lines: list[str] = []
     if result.decided_by == "val":
-        head += ["", "> [!NOTE]", "> No task is in the held-out `test` split, so the val split "
-                 "decided whether to open this pull request. Val also chose the edits, so its "
-                 "gain overstates how well they generalise: add held-out tasks for a fair check."]
+        lines += ["", "> [!NOTE]", "> No task is in the held-out `test` split, so the val split "
+                  "decided whether to open this pull request. Val also chose the edits, so its "
+                  "gain overstates how well they generalise: add held-out tasks for a fair check."]
     if result.backend == "offline":
-        head += ["", "> [!WARNING]", "> These scores come from gitsleep's offline simulator "
-                 "(`backend: offline`), which follows directives literally. They say nothing "
-                 "about how a real model would do."]
+        lines += ["", "> [!WARNING]", "> These scores come from gitsleep's offline simulator "
+                  "(`backend: offline`), which follows directives literally. They say nothing "
+                  "about how a real model would do."]
     if small_sample_note(result):
-        head += ["", "> [!CAUTION]", f"> {small_sample_note(result)}"]
+        lines += ["", "> [!CAUTION]", f"> {small_sample_note(result)}"]
     if result.warnings:
-        head += ["", "> [!WARNING]", "> What the checks cannot see:"]
-        head += [f"> - {prose.text(w, 400)}" for w in result.warnings]
+        lines += ["", "> [!WARNING]", "> What the checks cannot see:"]
+        lines += [f"> - {prose.text(w, 400)}" for w in result.warnings]
     integrity = integrity_counts(result)
     if integrity:
-        head += ["", "> [!NOTE]", "> Scored as failing whatever the checks said, because the "
-                 "answer repeated a placeholder of the learned template or a slot of a learned "
-                 "rule, or left a section the template requires empty: "
-                 + ", ".join(f"{prose.text(k, 80)}: {v}" for k, v in integrity.items())]
-    head += [
+        lines += ["", "> [!NOTE]", "> Scored as failing whatever the checks said, because the "
+                  "answer repeated a placeholder of the learned template or a slot of a learned "
+                  "rule, or left a section the template requires empty: "
+                  + ", ".join(f"{prose.text(k, 80)}: {v}" for k, v in integrity.items())]
+    return lines
+
+
+def _scores(page: _Page) -> list[str]:
+    result = page.result
+    lines = [
         "",
-        f"### Scores ({prose.code(result.metric, 40)} metric, 0 to 1)",
+        f"### Scores ({page.prose.code(result.metric, 40)} metric, 0 to 1)",
         "",
         md.table(
             ["split", "baseline", "candidate", "n",
@@ -227,47 +247,79 @@ def pr_body(
         ),
     ]
     if metric_note(result.metric):
-        head += ["", f"_{metric_note(result.metric)}._"]
-    head += _group_section(result, prose)
-    if chart:  # held-out per epoch, from `held_out_chart`: our own text, never a task's
-        head += ["", "### Held-out per epoch", "", chart]
+        lines += ["", f"_{metric_note(result.metric)}._"]
+    return lines
 
-    diff_parts: list[str] = []
-    for target, (before, after) in result.documents.items():
+
+def _groups(page: _Page) -> list[str]:
+    return _group_section(page.result, page.prose)
+
+
+def _chart(page: _Page) -> list[str]:
+    # held-out per epoch, from `held_out_chart`: our own text, never a task's
+    return ["", "### Held-out per epoch", "", page.chart] if page.chart else []
+
+
+HEAD: tuple[Callable[[_Page], list[str]], ...] = (_decision, _alerts, _scores, _groups, _chart)
+
+
+# -- optional sections, least important last: dropped from the end to fit ----------------
+
+
+def _diagnosis(page: _Page) -> list[Section]:
+    prose = page.prose
+    if not page.result.diagnosis:
+        return []
+    return [Section("Why no candidate beat the baseline", [
+        f"- {prose.code(str(v['check']), 120)}: {prose.text(str(v['detail']), 300)}"
+        for v in page.result.diagnosis])]
+
+
+def _diff(page: _Page) -> list[Section]:
+    prose, redactor = page.prose, page.prose.redactor
+    lines: list[str] = []
+    for target, (before, after) in page.result.documents.items():
         if before == after:
             continue
         text = redactor.redact(block_diff(redactor.redact(before), redactor.redact(after), target))
-        diff_parts += [*([""] if diff_parts else []), f"**{prose.text(target, 20)} document**",
-                       "", md.fence(md.clip(text, 20000), "diff")]
-    if diff_hint:
-        diff_parts += [*([""] if diff_parts else []), prose.text(diff_hint, 500)]
-    # Optional sections, least important last: they are dropped from the end when the
-    # body would not fit even without per-task rows.
-    optional: list[tuple[str, list[str]]] = []
-    if diff_parts:
-        optional.append(("Learned block diff", diff_parts))
-    shown: list[str] = []
-    for delta, old, new in answer_pairs(result, redactor):
-        shown += [*([""] if shown else []),
-                  f"**{prose.text(delta.task_id, 120)}**: {fmt_score(delta.before)} -> "
+        lines += [*([""] if lines else []), f"**{prose.text(target, 20)} document**",
+                  "", md.fence(md.clip(text, 20000), "diff")]
+    if page.diff_hint:
+        lines += [*([""] if lines else []), prose.text(page.diff_hint, 500)]
+    return [Section("Learned block diff", lines)] if lines else []
+
+
+def _answers(page: _Page) -> list[Section]:
+    lines: list[str] = []
+    for delta, old, new in answer_pairs(page.result, page.prose.redactor):
+        lines += [*([""] if lines else []),
+                  f"**{page.prose.text(delta.task_id, 120)}**: {fmt_score(delta.before)} -> "
                   f"{fmt_score(delta.after)} ({delta.status})", "",
                   "Before:", "", md.fence(old, "text"), "", "After:", "", md.fence(new, "text")]
-    if shown:
-        optional.append(("Held-out answers before and after", shown))
-    for title, outcomes, label in (
-        ("Applied edits", result.applied, "why"),
-        ("Rejected by the gate", result.rejected, "gate"),
-        ("Edits that changed nothing", result.unmatched, "reason"),
-    ):
-        if outcomes:
-            optional.append((f"{title} ({len(outcomes)})", _edit_items(outcomes, prose, label)))
-    if result.diagnosis:
-        optional.insert(0, ("Why no candidate beat the baseline", [
-            f"- {prose.code(str(v['check']), 120)}: {prose.text(str(v['detail']), 300)}"
-            for v in result.diagnosis]))
+    return [Section("Held-out answers before and after", lines)] if lines else []
 
-    cost = result.cost
-    tail = [
+
+def _edits(page: _Page) -> list[Section]:
+    result = page.result
+    return [Section(f"{title} ({len(outcomes)})", _edit_items(outcomes, page.prose, label))
+            for title, outcomes, label in (
+                ("Applied edits", result.applied, "why"),
+                ("Rejected by the gate", result.rejected, "gate"),
+                ("Edits that changed nothing", result.unmatched, "reason"),
+            ) if outcomes]
+
+
+SECTIONS: tuple[Callable[[_Page], list[Section]], ...] = (_diagnosis, _diff, _answers, _edits)
+
+
+# -- the tail: never cut -------------------------------------------------------------------
+
+
+def _tail(page: _Page) -> list[str]:
+    """Models and cost, then the footer: how to re-run gitsleep and how to stop it."""
+    result, prose, cost = page.result, page.prose, page.result.cost
+    rerun = page.rerun or f"gitsleep consolidate --skill {result.skill}"
+    return [
         "### Models and cost",
         "",
         f"- agent {prose.code(result.agent_model, 100)}, optimizer "
@@ -282,23 +334,68 @@ def pr_body(
           if cost.seconds else []),
         "",
         "---",
-        f"**Re-run:** {prose.code(rerun or f'gitsleep consolidate --skill {result.skill}', 200)}"
+        f"**Re-run:** {prose.code(rerun, 200)}"
         " (or re-run the workflow); later epochs update this pull request in place.  ",
         "**Stop:** close this pull request and delete its branch to drop this proposal; remove "
-        f"the skill {skill} from `.gitsleep.yml` to stop gitsleep for it.",
+        f"the skill {prose.code(result.skill, 100)} from `.gitsleep.yml` to stop gitsleep for it.",
     ]
 
-    tables = [(split, _task_rows(result, split, prose)) for split in ("test", "val")]
 
-    def finish(out: list[str]) -> str:
-        return "\n".join(redactor.redact(x) for x in "\n".join(out).split("\n")) + "\n"
+def pr_body(
+    result: EpochResult,
+    *,
+    diff_hint: str = "",
+    rerun: str,
+    redactor: Redactor,
+    limit: int = PR_BODY_LIMIT,
+    chart: str = "",
+) -> str:
+    """The pull-request body: scores first, then the learned-block diff, the edits, the
+    per-task tables, models, cost and a footer on how to re-run or stop gitsleep.
 
-    def render(sections: list[tuple[str, list[str]]], kept: dict[str, int]) -> str:
-        out = [*head]
-        for title, lines in sections:
-            out += ["", f"### {title}", "", *lines]
-        for split in ("val", "test"):
-            rows = dict(tables)[split]
+    At most `limit` characters (see `Body.fit`). `rerun` is the command to show (default
+    `gitsleep consolidate --skill <skill>`); `diff_hint` is one plain-text line under the
+    diff (e.g. where to see the full diff).
+    """
+    page = _Page(result, _Prose(redactor), diff_hint=diff_hint, rerun=rerun, chart=chart)
+    body = Body(
+        head=[line for build in HEAD for line in build(page)],
+        sections=[section for build in SECTIONS for section in build(page)],
+        tables=[(split, _task_rows(result, split, page.prose)) for split in ("test", "val")],
+        tail=_tail(page),
+        redactor=redactor,
+    )
+    return body.fit(limit)
+
+
+# -- fitting the body to GitHub's limit: the one place that cuts ---------------------------
+
+
+_TABLE_ORDER: tuple[Split, ...] = ("val", "test")  # the order the tables are shown in
+
+
+@dataclass(frozen=True)
+class Body:
+    """A body's parts: the head and the tail are never cut; the per-task rows go first,
+    then optional sections, last first, are replaced by a note."""
+
+    head: list[str]
+    sections: list[Section]
+    tables: list[tuple[Split, list[str]]]  # held-out first: it gets the room first
+    tail: list[str]
+    redactor: Redactor
+
+    def finish(self, out: list[str]) -> str:
+        """The last redaction, line by line, over everything we wrote around the text."""
+        return "\n".join(self.redactor.redact(x) for x in "\n".join(out).split("\n")) + "\n"
+
+    def render(self, sections: list[Section], kept: dict[Split, int]) -> str:
+        out = [*self.head]
+        for section in sections:
+            out += ["", f"### {section.title}", "", *section.lines]
+        rows_of = dict(self.tables)
+        for split in _TABLE_ORDER:
+            rows = rows_of[split]
             if not rows:
                 continue
             out += ["", f"### Per-task changes: {SPLIT_NAMES[split]}", "", _TASK_HEADER,
@@ -306,37 +403,48 @@ def pr_body(
             if kept[split] < len(rows):
                 out += ["", f"_{len(rows) - kept[split]} of {len(rows)} rows left out to keep "
                         "this body under the size limit; diagnostics.json has them all._"]
-        return finish([*out, "", *tail])
+        return self.finish([*out, "", *self.tail])
 
-    full = {split: len(rows) for split, rows in tables}
-    body = render(optional, full)
-    if len(body) <= limit:
+    def fit(self, limit: int) -> str:
+        """The whole body if it fits in `limit` characters. Else, without any per-task row,
+        whole sections are replaced by a note, last first, until it fits; then rows fill
+        the room left, held-out first. A tiny limit keeps the scores and what fits."""
+        full = {split: len(rows) for split, rows in self.tables}
+        body = self.render(self.sections, full)
+        if len(body) <= limit:
+            return body
+        sections = list(self.sections)
+        empty = {split: 0 for split in full}
+        index = len(sections)
+        while len(self.render(sections, empty)) > limit and index > 0:
+            index -= 1
+            sections[index] = Section(sections[index].title, [_LEFT_OUT])
+        if len(self.render(sections, empty)) > limit:
+            return self.fit_scores_only(limit)
+        kept = self.rows_in(limit - len(self.render(sections, empty)))
+        body = self.render(sections, kept)
+        while len(body) > limit and any(kept.values()):  # the note grew with a wider count
+            split = next(s for s in _TABLE_ORDER if kept[s])
+            kept[split] -= 1
+            body = self.render(sections, kept)
         return body
-    # Without any row it must fit: failing that, replace whole sections, last first.
-    sections = list(optional)
-    empty = {split: 0 for split in full}
-    index = len(sections)
-    while len(render(sections, empty)) > limit and index > 0:
-        index -= 1
-        sections[index] = (sections[index][0], [_LEFT_OUT])
-    if len(render(sections, empty)) > limit:  # a tiny limit: scores, then what fits
-        for short in ([*head, "", _REST_LEFT_OUT, "", *tail], [*head, "", _REST_LEFT_OUT]):
-            body = finish(short)
+
+    def rows_in(self, room: int) -> dict[Split, int]:
+        """How many rows of each table fit in `room` characters, held-out first."""
+        kept: dict[Split, int] = {split: 0 for split, _ in self.tables}
+        for split, rows in self.tables:
+            for row in rows:
+                if len(row) + 1 > room:
+                    break
+                room -= len(row) + 1
+                kept[split] += 1
+        return kept
+
+    def fit_scores_only(self, limit: int) -> str:
+        body = ""
+        for short in ([*self.head, "", _REST_LEFT_OUT, "", *self.tail],
+                      [*self.head, "", _REST_LEFT_OUT]):
+            body = self.finish(short)
             if len(body) <= limit:
                 return body
         return md.clip(body, limit)
-    # Then fill rows, held-out first, into the room left by everything else.
-    room = limit - len(render(sections, empty))
-    kept = dict(empty)
-    for split, rows in tables:
-        for row in rows:
-            if len(row) + 1 > room:
-                break
-            room -= len(row) + 1
-            kept[split] += 1
-    body = render(sections, kept)
-    while len(body) > limit and any(kept.values()):  # the note grew with a wider count
-        split = next(s for s in ("val", "test") if kept[s])
-        kept[split] -= 1
-        body = render(sections, kept)
-    return body
