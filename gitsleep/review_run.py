@@ -100,6 +100,33 @@ class PullRequestRef:
     fork: bool = False
 
 
+@dataclass(frozen=True)
+class CommentResult:
+    """What happened to the PR's one review comment: `created`, `updated` or `none`, with
+    why not (`reason`) or what failed (`error`); `to_json` is the `comment` of --json."""
+
+    operation: str
+    id: int | None
+    url: str | None
+    pr: int | None
+    reason: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def none(cls, pr: PullRequestRef | None, *, reason: str | None = None,
+             error: str | None = None) -> CommentResult:
+        return cls("none", None, None, pr.number if pr else None, reason, error)
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"operation": self.operation, "id": self.id,
+                                   "url": self.url, "pr": self.pr}
+        if self.reason is not None:
+            data["reason"] = self.reason
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+
 @dataclass
 class ReviewOutcome:
     reviews: list[review.SkillReview]
@@ -108,11 +135,10 @@ class ReviewOutcome:
     head_label: str
     notes: list[str]
     body: str
-    comment: dict[str, Any]
+    comment: CommentResult
     exit_code: int = EXIT_OK
     fork_unscored: bool = False
     summary_written: bool = False
-    data: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # why no verdict was reached (a budget): one line, exit 6
     trusted_head: bool = False
     unscored: list[str] = field(default_factory=list)  # why a change got no verdict
@@ -298,7 +324,7 @@ def is_ours(author: Author | None, me: Author | None) -> bool:
     return author.type == "Bot" and author.login.casefold() == ACTIONS_LOGIN
 
 
-def sync_comment(hub: Any, number: int, body: str) -> dict[str, Any]:
+def sync_comment(hub: Any, number: int, body: str) -> CommentResult:
     """One comment per PR, found by the marker and written by gitsleep's own identity:
     created once, edited in place after, and not written at all when it already says
     this. A marked comment by anyone else is never edited (its author could re-edit it)."""
@@ -307,37 +333,36 @@ def sync_comment(hub: Any, number: int, body: str) -> dict[str, Any]:
     mine = [c for c in marked if is_ours(hub.comment_author(c.id), me)]
     if not mine:
         made = hub.create_comment(number, body)
-        return {"operation": "created", "id": made.id, "url": made.url, "pr": number}
+        return CommentResult("created", made.id, made.url, number)
     first = mine[0]
     if first.body.replace("\r\n", "\n").strip() == body.strip():
-        return {"operation": "none", "id": first.id, "url": first.url, "pr": number,
-                "reason": "the comment already says this"}
+        return CommentResult("none", first.id, first.url, number,
+                             reason="the comment already says this")
     hub.update_comment(number, first.id, body)
-    return {"operation": "updated", "id": first.id, "url": first.url, "pr": number}
+    return CommentResult("updated", first.id, first.url, number)
 
 
 def _comment(setup: Setup, options: ReviewOptions, pr: PullRequestRef | None,
-             body: str) -> dict[str, Any]:
+             body: str) -> CommentResult:
     from gitsleep.git_forge import forge
 
-    none: dict[str, Any] = {"operation": "none", "id": None, "url": None,
-                            "pr": pr.number if pr else None}
     if options.comment is False:
-        return {**none, "reason": "--no-comment"}
+        return CommentResult.none(pr, reason="--no-comment")
     if pr is None:
         if options.comment:
             raise UsageError("--comment needs a pull request: run it from a pull_request "
                              "workflow or pass --pr NUMBER")
-        return {**none, "reason": "not on a pull request (pass --pr NUMBER to comment)"}
+        return CommentResult.none(pr, reason="not on a pull request (pass --pr NUMBER to "
+                                  "comment)")
     if pr.fork:
-        return {**none, "reason": f"{FORK_NOTE}, so no comment: the report is in the run's "
-                "summary"}
+        return CommentResult.none(pr, reason=f"{FORK_NOTE}, so no comment: the report is in "
+                                  "the run's summary")
     remote = git_out(setup.repo, "remote", "get-url", "origin").strip() or None
     settings, why_not = forge.settings_from_env(setup.env, remote)
     if settings is None:
         if options.comment:
             raise UsageError(f"--comment cannot post: {why_not}")
-        return {**none, "reason": why_not}
+        return CommentResult.none(pr, reason=why_not)
     hub = forge.GitHubForge(settings, pacing=forge.Pacing.from_env(setup.env))
     try:
         return sync_comment(hub, pr.number, setup.redactor.redact(body))
@@ -625,9 +650,7 @@ def _not_run(setup: Setup, sha: str, base_label: str, pr: PullRequestRef | None,
     review must not read as a verdict), the reason in the step summary and in --json."""
     body = f"{review.MARKER}\n## gitsleep review: not run\n\n{why}\n"
     outcome = ReviewOutcome(reviews, sha, base_label, "the head", notes, body,
-                            {"operation": "none", "id": None, "url": None,
-                             "pr": pr.number if pr else None,
-                             "reason": "the review reached no verdict"},
+                            CommentResult.none(pr, reason="the review reached no verdict"),
                             EXIT_BUDGET, error=why)
     outcome.summary_written = write_step_summary(setup.env, setup.redactor.redact(body))
     return outcome
@@ -692,8 +715,7 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
                 f"{review.rerun_sentence(options.trust_head)}")
         body = f"{review.MARKER}\n## gitsleep review: not run\n\n{note}\n"
         outcome = ReviewOutcome([], sha, base_label, "the head", [note], body,
-                                {"operation": "none", "id": None, "url": None,
-                                 "pr": pr.number if pr else None, "reason": FORK_NOTE},
+                                CommentResult.none(pr, reason=FORK_NOTE),
                                 fork_unscored=True, trusted_head=options.trust_head,
                                 unscored=[f"{FORK_NOTE}: the model could not be reached"])
         outcome.exit_code = _exit_code(options, outcome)
@@ -718,8 +740,7 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
         comment = _comment(setup, options, pr, body)
     except GitError as exc:
         comment_error = str(exc)
-        comment = {"operation": "none", "id": None, "url": None,
-                   "pr": pr.number if pr else None, "error": comment_error}
+        comment = CommentResult.none(pr, error=comment_error)
     outcome = ReviewOutcome(reviews, sha, base_label, head_label, notes, body, comment,
                             trusted_head=options.trust_head,
                             unscored=[f"{r.skill}: {r.reason}" for r in reviews
@@ -751,7 +772,7 @@ def to_json(outcome: ReviewOutcome, options: ReviewOptions) -> dict[str, Any]:
         "exit_code": outcome.exit_code,
         "skills": [r.to_json() for r in outcome.reviews],
         "notes": outcome.notes,
-        "comment": outcome.comment,
+        "comment": outcome.comment.to_json(),
         "rerun": rerun_command(options),
         "exam": "head" if outcome.trusted_head else "base",
         "unscored": outcome.unscored,

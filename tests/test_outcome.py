@@ -131,7 +131,9 @@ def test_a_forge_librarys_error_is_one_redacted_line_for_both_publishers() -> No
 PACKAGE = Path(__file__).resolve().parents[1] / "gitsleep"
 # The modules that write or read a night's outcome: the summary, the note, the commit
 # message, the PR body, the Action's outputs and `log`.
-OUTCOME_MODULES = ("outcome.py", "report.py", "action_outputs.py", "run.py",
+OUTCOME_MODULES = ("outcome.py", "report/__init__.py", "report/common.py", "report/commit.py",
+                   "report/diagnostics_json.py", "report/pull_request.py", "report/summary.py",
+                   "action_outputs.py", "run.py",
                    "git_forge/history.py", "git_forge/recovery.py", "git_forge/record.py",
                    "git_forge/publish_sequence.py", "commands/consolidate_cmd.py",
                    "commands/log_cmd.py", "commands/demo_cmd.py")
@@ -139,8 +141,9 @@ OUTCOME_MODULES = ("outcome.py", "report.py", "action_outputs.py", "run.py",
 # and `from_json` on every record, and diagnostics.json, written as rendered (the file and
 # the note are the same text: `report.diagnostics`, its writers, `record.with_proof`).
 JSON_METHODS = {"to_json", "from_json"}
-JSON_EDGE = ("outcome.section", "report.diagnostics -> ", "report.dumps_diagnostics:",
-             "report.write_diagnostics:", "report.Diagnostics.data:", "record.with_proof")
+JSON_EDGE = ("outcome.section", "diagnostics_json.diagnostics -> ",
+             "diagnostics_json.dumps_diagnostics:", "diagnostics_json.write_diagnostics:",
+             "diagnostics_json.Diagnostics.data:", "record.with_proof")
 
 
 def _untyped_signatures(path: Path) -> list[str]:

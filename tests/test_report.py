@@ -36,6 +36,7 @@ from gitsleep.errors import GitsleepError
 from gitsleep.git_forge import record
 from gitsleep.outcome import PrResult
 from gitsleep.redact import Redactor, secrets_from_env
+from gitsleep.report import diagnostics_json
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TRAILERS = {
@@ -387,7 +388,7 @@ def test_a_full_disk_keeps_the_old_file_and_leaves_no_temp_file(
     def full(fd: int) -> None:  # the kernel's answer when the disk is full
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(report.os, "fsync", full)
+    monkeypatch.setattr(diagnostics_json.os, "fsync", full)
     with pytest.raises(report.ReportWriteError, match="No space left on device"):
         report.write_diagnostics(path, {"n": 2})
     assert json.loads(path.read_text()) == {"n": 1}
@@ -603,4 +604,4 @@ def test_the_body_scores_each_group_of_a_varying_key_on_val_and_held_out() -> No
     rows = [r for r in section.splitlines() if r.startswith("| ") and "Verdict" in r]
     assert len(rows) == 4 and all(r.endswith("| 1 | 0.000 | 1.000 |") for r in rows)
     assert rows[0].startswith("| val |") and rows[2].startswith("| held-out (test) |")
-    assert [g["group"] for g in report.group_scores(result)][:2] == list(result.groups)
+    assert [g.group for g in report.group_scores(result)][:2] == list(result.groups)

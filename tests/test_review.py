@@ -276,11 +276,11 @@ def test_sync_comment_creates_once_skips_an_unchanged_body_and_edits_in_place(hu
     number = fake.add_pull("feature")
     fake.add_comment(number, f"a person quoting us: {review.MARKER} is not ours")
     body = f"{review.MARKER}\nfirst\n"
-    assert review_run.sync_comment(forge, number, body)["operation"] == "created"
-    assert review_run.sync_comment(forge, number, body)["operation"] == "none"
+    assert review_run.sync_comment(forge, number, body).operation == "created"
+    assert review_run.sync_comment(forge, number, body).operation == "none"
     assert [w.method for w in fake.writes] == ["POST"]
     done = review_run.sync_comment(forge, number, f"{review.MARKER}\nsecond\n")
-    assert done["operation"] == "updated"
+    assert done.operation == "updated"
     assert [w.method for w in fake.writes] == ["POST", "PATCH"]
     assert [c["body"] for c in fake.comments[number]] == [
         f"a person quoting us: {review.MARKER} is not ours", f"{review.MARKER}\nsecond\n"]
@@ -407,7 +407,7 @@ def test_the_marked_comment_is_found_past_the_first_page_of_comments(hub):
     number = fake.add_pull("feature")
     for index in range(34):
         fake.add_comment(number, f"comment {index}")
-    assert review_run.sync_comment(forge, number, f"{review.MARKER}\none\n")["operation"] == \
+    assert review_run.sync_comment(forge, number, f"{review.MARKER}\none\n").operation == \
         "created"
     pages = [r.query.get("page", "1") for r in fake.requests
              if r.method == "GET" and r.path.endswith(f"/issues/{number}/comments")]
@@ -415,7 +415,7 @@ def test_the_marked_comment_is_found_past_the_first_page_of_comments(hub):
     again = GitHubForge(ForgeSettings(fake.api_url, fake.repository, fake.token),
                         pacing=Pacing.none())
     try:
-        assert review_run.sync_comment(again, number, f"{review.MARKER}\none\n")["operation"] \
+        assert review_run.sync_comment(again, number, f"{review.MARKER}\none\n").operation \
             == "none"
     finally:
         again.close()
@@ -440,11 +440,11 @@ def test_a_marked_comment_by_someone_else_is_never_edited(viewer):
         forge = forge_for(fake)
         try:
             made = review_run.sync_comment(forge, number, f"{review.MARKER}\nfirst\n")
-            assert made["operation"] == "created"
+            assert made.operation == "created"
             again = review_run.sync_comment(forge, number, f"{review.MARKER}\nsecond\n")
         finally:
             forge.close()
-        assert again["operation"] == "updated" and again["id"] == made["id"]
+        assert again.operation == "updated" and again.id == made.id
         assert [w.method for w in fake.writes] == ["POST", "PATCH"]
         assert fake.comments[number][0]["body"] == forged, "the person's comment is theirs"
         assert fake.comments[number][1]["body"] == f"{review.MARKER}\nsecond\n"
@@ -462,7 +462,7 @@ def test_a_personal_token_owns_only_its_own_login_not_any_bot():
             done = review_run.sync_comment(forge, number, f"{review.MARKER}\nnew\n")
         finally:
             forge.close()
-        assert (done["operation"], done["id"]) == ("updated", ours)
+        assert (done.operation, done.id) == ("updated", ours)
         assert fake.comments[number][0]["body"] == f"{review.MARKER}\nan app's\n"
 
 
@@ -473,15 +473,15 @@ def test_without_get_user_only_a_bot_comment_counts_and_user_is_asked_only_when_
         fake.add_comment(copied, body)  # a person's exact copy of what gitsleep would say
         forge = forge_for(fake)
         try:
-            assert review_run.sync_comment(forge, quiet, body)["operation"] == "created"
+            assert review_run.sync_comment(forge, quiet, body).operation == "created"
             assert not [r for r in fake.requests if r.path == "/user"], \
                 "no marked comment yet: nobody's authorship to check"
             made = review_run.sync_comment(forge, copied, body)
             again = review_run.sync_comment(forge, copied, body)
         finally:
             forge.close()
-        assert made["operation"] == "created"
-        assert (again["operation"], again["id"]) == ("none", made["id"])
+        assert made.operation == "created"
+        assert (again.operation, again.id) == ("none", made.id)
         assert [w.method for w in fake.writes] == ["POST", "POST"]
 
 
@@ -522,3 +522,14 @@ def test_terminal_lines_redact_then_escape_each_untrusted_piece_onto_one_line():
     assert "\x1b" not in text and "\x07" not in text
     assert not any(line.lstrip().startswith("::") for line in lines)
     assert "  exam: the head adds 1 held-out task(s), not used: new\\n::warning::y" in lines
+
+
+def test_the_comment_result_writes_the_json_keys_review_has_always_written():
+    """`review --json`'s `comment`: operation, id, url, pr, then why not or what failed."""
+    made = review_run.CommentResult("created", 7, "https://x/7", 3)
+    assert list(made.to_json()) == ["operation", "id", "url", "pr"]
+    ref = review_run.PullRequestRef(3)
+    assert review_run.CommentResult.none(ref, reason="--no-comment").to_json() == {
+        "operation": "none", "id": None, "url": None, "pr": 3, "reason": "--no-comment"}
+    assert list(review_run.CommentResult.none(None, error="403").to_json()) == [
+        "operation", "id", "url", "pr", "error"]

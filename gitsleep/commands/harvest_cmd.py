@@ -83,16 +83,22 @@ def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path,
         errors = "; ".join(miner.runner.errors[:1])
         raise BackendError(f"the optimizer model failed on all {miner.calls} mining call(s); "
                            f"nothing written. First error: {errors}")
-    summary = {"skill": skill_name, "from": source, "output": relative, **result.summary()}
+    counts = result.summary()
     text = pipeline.render(result.records)
+    branch: dict[str, Any] | None = None
     if on_branch and result.records:
         from gitsleep.harvest import publish
 
-        summary["branch"] = publish.commit_on_branch(setup, skill_name, relative,
-                                                     result.records)
+        branch = publish.commit_on_branch(setup, skill_name, relative, result.records)
     elif result.records:
         pipeline.append_to(target, text)
-    _report(setup, summary, result, relative, skill, as_json)
+    if as_json:
+        end_progress(setup)
+        summary = {"skill": skill_name, "from": source, "output": relative, **counts.to_json(),
+                   **({"branch": branch} if branch is not None else {})}
+        print_json(setup.redactor.redact_obj(summary))
+        return
+    _report(setup, counts, branch, source, relative, skill)
 
 
 def _output_path(setup: Setup, output: Path | None, skill: str) -> str:
@@ -125,47 +131,41 @@ def _llm_miner(setup: Setup) -> LlmMiner:
     return LlmMiner(runner, settings.optimizer_model, lambda: Masker(setup.redactor, home))
 
 
-def _report(setup: Setup, summary: dict[str, Any], result: pipeline.Harvest, relative: str,
-            skill: SkillConfig, as_json: bool) -> None:
+def _report(setup: Setup, s: pipeline.HarvestCounts, branch: dict[str, Any] | None,
+            source: str, relative: str, skill: SkillConfig) -> None:
     end_progress(setup)
-    if as_json:
-        print_json(setup.redactor.redact_obj(summary))
-        return
-    s = summary
 
     def listing(counts: dict[str, int]) -> str:
         return ", ".join(f"{n} {why}" for why, n in sorted(counts.items(), key=lambda i: -i[1]))
 
-    click.echo(f"read {s['sessions']} session(s) in {s['files']} file(s) from {s['from']}, "
-               f"{s['lines']} lines in {s['seconds']:.2f} s"
-               + (f"; skipped lines: {listing(s['skipped_lines'])}" if s["skipped_lines"] else ""))
-    click.echo(f"kept {s['kept_sessions']} session(s) about {s['skill']} in this repository"
-               + (f"; dropped: {listing(s['dropped_sessions'])}" if s["dropped_sessions"]
-                  else ""))
-    click.echo(f"mined {s['tasks']} task(s)"
-               + (f"; dropped: {listing(s['dropped_tasks'])}" if s["dropped_tasks"] else ""))
-    masked = s["masked"]
+    click.echo(f"read {s.sessions} session(s) in {s.files} file(s) from {source}, "
+               f"{s.lines} lines in {s.seconds:.2f} s"
+               + (f"; skipped lines: {listing(s.skipped_lines)}" if s.skipped_lines else ""))
+    click.echo(f"kept {s.kept_sessions} session(s) about {skill.name} in this repository"
+               + (f"; dropped: {listing(s.dropped_sessions)}" if s.dropped_sessions else ""))
+    click.echo(f"mined {s.tasks} task(s)"
+               + (f"; dropped: {listing(s.dropped_tasks)}" if s.dropped_tasks else ""))
+    masked = s.masked
     click.echo(f"masked before writing: {masked['secrets']} secret(s), {masked['home paths']} "
                f"home path(s), {masked['e-mail addresses']} e-mail address(es)")
-    if not result.records:
+    if not s.tasks:
         click.echo("nothing written")
         return
-    branch = s.get("branch")
     if branch and not branch["commit"]:
         deleted = branch.get("deleted", 0)
         click.echo(f"nothing new for {branch['branch']}: its {relative} already holds "
-                   f"{branch['duplicates']} of the {s['tasks']} task(s)"
+                   f"{branch['duplicates']} of the {s.tasks} task(s)"
                    + (f"; {deleted} were deleted there in an earlier review" if deleted else ""))
         if branch["pushed"]:
             click.echo(f"pushed {branch['branch']}: the commit an earlier run could not push")
         return
     where = f"committed on {branch['branch']} in" if branch else "appended to"
-    count = branch.get("tasks", s["tasks"]) if branch else s["tasks"]
+    count = branch.get("tasks", s.tasks) if branch else s.tasks
     click.echo(f"{count} task(s) marked review: pending {where} {relative}")
-    if s.get("branch", {}).get("pr_url"):
-        click.echo(f"pull request: {s['branch']['pr_url']}")
+    if branch and branch.get("pr_url"):
+        click.echo(f"pull request: {branch['pr_url']}")
     if relative not in {entry.path for entry in skill.tasks}:
-        click.echo(f"note: {relative} is not a task file of {s['skill']} yet: add "
+        click.echo(f"note: {relative} is not a task file of {skill.name} yet: add "
                    f"`- path: {relative}` under its tasks in .gitsleep.yml")
     click.echo('next: read each task, delete "review": "pending" from those you keep (and the '
                "tasks you do not want), then run `gitsleep validate`")

@@ -70,12 +70,12 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
     verdict = "not run" if outcome.not_run else review.overall(outcome.reviews)
     say(f"review: {verdict} (base {outcome.base_label}, head {outcome.head_label})")
     shown = outcome.comment
-    if shown.get("error"):
-        say(f"gitsleep: error: comment: {shown['error']}", err=True)
-    elif shown["operation"] == "none":
-        say(f"comment: none ({shown.get('reason', '')})")
+    if shown.error:
+        say(f"gitsleep: error: comment: {shown.error}", err=True)
+    elif shown.operation == "none":
+        say(f"comment: none ({shown.reason or ''})")
     else:
-        say(f"comment: {shown['operation']} {shown['url']}")
+        say(f"comment: {shown.operation} {shown.url}")
     _say_error(setup, outcome)
     if outcome.exit_code == EXIT_REGRESSION:
         click.echo("gitsleep: a held-out score regressed (--fail-on-regression): exit 7",

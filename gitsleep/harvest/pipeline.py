@@ -55,6 +55,33 @@ class Plan:
     harvested_before: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class HarvestCounts:
+    """What a harvest read, kept, dropped and masked: `harvest`'s summary, typed;
+    `to_json` is the summary's keys after skill, from and output."""
+
+    files: int
+    sessions: int
+    lines: int
+    skipped_lines: dict[str, int]
+    kept_sessions: int
+    dropped_sessions: dict[str, int]
+    tasks: int
+    dropped_tasks: dict[str, int]
+    masked: dict[str, int]  # secrets, home paths, e-mail addresses
+    llm_sessions: int
+    seconds: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "files": self.files, "sessions": self.sessions, "lines": self.lines,
+            "skipped_lines": dict(self.skipped_lines), "kept_sessions": self.kept_sessions,
+            "dropped_sessions": dict(self.dropped_sessions), "tasks": self.tasks,
+            "dropped_tasks": dict(self.dropped_tasks), "masked": dict(self.masked),
+            "llm_sessions": self.llm_sessions, "seconds": self.seconds,
+        }
+
+
 @dataclass
 class Harvest:
     """The tasks to write and the account of everything that was not written."""
@@ -68,16 +95,15 @@ class Harvest:
     llm_sessions: int = 0
     seconds: float = 0.0
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "files": self.stats.files, "sessions": self.stats.sessions,
-            "lines": self.stats.lines, "skipped_lines": dict(self.stats.skipped),
-            "kept_sessions": self.kept_sessions, "dropped_sessions": dict(self.session_drops),
-            "tasks": len(self.records), "dropped_tasks": dict(self.task_drops),
-            "masked": {k: self.masked[k] for k in ("secrets", "home paths",
-                                                    "e-mail addresses")},
-            "llm_sessions": self.llm_sessions, "seconds": round(self.seconds, 3),
-        }
+    def summary(self) -> HarvestCounts:
+        return HarvestCounts(
+            files=self.stats.files, sessions=self.stats.sessions, lines=self.stats.lines,
+            skipped_lines=dict(self.stats.skipped), kept_sessions=self.kept_sessions,
+            dropped_sessions=dict(self.session_drops), tasks=len(self.records),
+            dropped_tasks=dict(self.task_drops),
+            masked={k: self.masked[k] for k in ("secrets", "home paths", "e-mail addresses")},
+            llm_sessions=self.llm_sessions, seconds=round(self.seconds, 3),
+        )
 
 
 def default_paths(source: str, home: str | os.PathLike[str]) -> list[Path]:

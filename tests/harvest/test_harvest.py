@@ -424,3 +424,14 @@ def test_the_sample_lines_in_the_harvest_docs_are_read_as_documented(tmp_path: P
         assert session.cwd == "/home/me/app" and session.branch == "main"
         assert [turn.user for turn in session.turns] == [request]
     assert session.session_id == "7c46162c"
+
+
+def test_the_counts_write_the_summary_keys_harvest_has_always_written() -> None:
+    """`harvest --json` after skill, from and output: the counts in this order, seconds
+    rounded to milliseconds, every kind of mask named even when none was found."""
+    counts = pipeline.Harvest(seconds=1.23456).summary()
+    assert list(counts.to_json()) == [
+        "files", "sessions", "lines", "skipped_lines", "kept_sessions", "dropped_sessions",
+        "tasks", "dropped_tasks", "masked", "llm_sessions", "seconds"]
+    assert counts.seconds == 1.235
+    assert counts.masked == {"secrets": 0, "home paths": 0, "e-mail addresses": 0}

@@ -1,0 +1,166 @@
+"""What every part of an epoch's report shares: the per-task changes of a split, the
+learned block's diff, integrity and group counts, and a few words and notes."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from gitsleep.core import documents as docs
+from gitsleep.core import gate, groups, judges
+from gitsleep.core.models import Cost, EpochResult, PassResult, Split, SplitSummary, TaskDelta
+from gitsleep.core.scores import fmt_change
+from gitsleep.errors import UsageError
+from gitsleep.redact import Redactor
+
+SPLIT_NAMES = {"train": "train", "val": "val", "test": "held-out"}
+_STATUS_ORDER = {"regressed": 0, "improved": 1, "missing": 2, "unchanged": 3}
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 task`, `2 tasks`: the count with its noun in the right number."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+SMALL_SPLIT = 5  # below this many val or held-out tasks, one task swings the mean a lot
+METRIC_NOTES = {
+    "hard": "`hard`: 1 when an answer passes every check, else 0",
+    "soft": "`soft`: the share of an answer's checks that pass",
+    "mixed": "`mixed`: a weighted mean of hard (1 when every check passes) and soft "
+             "(the share of checks that pass), weighted by `gate.mixed_weight`",
+}
+
+
+def metric_note(metric: str) -> str:
+    """One sentence that says what the metric's number means (empty for an unknown one)."""
+    return METRIC_NOTES.get(metric, "")
+
+
+def small_splits(val_n: int, test_n: int) -> list[str]:
+    """The splits whose decision rests on fewer than SMALL_SPLIT tasks, e.g. `val (1 task)`."""
+    return [f"{name} ({plural(n, 'task')})"
+            for name, n in (("val", val_n), ("held-out", test_n)) if 0 < n < SMALL_SPLIT]
+
+
+def small_sample_note(result: EpochResult) -> str:
+    """A plain warning when the decision rests on few tasks; empty otherwise."""
+    small = small_splits(result.val.n, result.test.n)
+    if not small:
+        return ""
+    return (f"Small sample: {' and '.join(small)}; with fewer than {SMALL_SPLIT} tasks one "
+            "task moves the score a lot, so treat this decision as a hint and add tasks.")
+
+
+def change(summary: SplitSummary) -> str:
+    return fmt_change(summary.baseline, summary.candidate)
+
+
+def default_redactor(redactor: Redactor | None) -> Redactor:
+    return redactor if redactor is not None else Redactor.from_env()
+
+
+def split_passes(result: EpochResult, split: Split) -> tuple[PassResult | None, PassResult | None]:
+    """(baseline pass, final pass) of a split; final is None when nothing was re-scored.
+
+    The baseline is the pass labelled `baseline` (else the split's first pass); the final
+    pass is the one the epoch marked `final` (or, for hand-made results, labelled so).
+    """
+    passes = [p for p in result.passes if p.split == split]
+    if not passes:
+        return None, None
+    before = next((p for p in passes if p.label == "baseline"), passes[0])
+    if result.decision == "aborted" or not result.changed:
+        return before, None
+    final = next((p for p in reversed(passes) if p.final or p.label == "final"), None)
+    return before, final
+
+
+def task_changes(result: EpochResult, split: Split) -> list[TaskDelta]:
+    """Per-task baseline -> final scores of a split: regressions first, then gains."""
+    before, after = split_passes(result, split)
+    if before is None or after is None:
+        return []
+    prior = before.by_id()
+    rows = [
+        TaskDelta(t.task_id, prior[t.task_id].value if t.task_id in prior else None, t.value)
+        for t in after.tasks
+    ]
+    return sorted(rows, key=lambda d: _STATUS_ORDER.get(d.status, 9))
+
+
+def _block_lines(text: str) -> list[str]:
+    """The learned block's lines (markers included); the whole text if it is corrupt."""
+    lines = docs.split_lines(text)
+    try:
+        block = docs.find_block(text)
+    except UsageError:
+        return lines
+    if block is None:
+        return []
+    return lines[block.start : block.end + 1]
+
+
+def block_diff(before: str, after: str, target: str) -> str:
+    """A unified diff of the learned block only: the rest of the document never changes."""
+    old = [line.rstrip("\r\n") for line in _block_lines(before)]
+    new = [line.rstrip("\r\n") for line in _block_lines(after)]
+    return "\n".join(
+        difflib.unified_diff(
+            old, new, f"{target} (before)", f"{target} (after)", lineterm=""
+        )
+    )
+
+
+def integrity_counts(result: EpochResult) -> dict[str, int]:
+    """Per pass (`split (label)`), the answers scored as failing for integrity: they
+    repeated a placeholder of the learned template or a slot of a learned rule, or left a
+    section the template requires empty."""
+    counts: dict[str, int] = {}
+    for p in result.passes:
+        n = judges.integrity_failures(s for t in p.tasks for s in t.samples)
+        if n:
+            counts[f"{p.split} ({p.label})"] = n
+    return counts
+
+
+
+def model_costs(cost: Cost) -> dict[str, dict[str, float]]:
+    """Per model: calls, tokens, seconds in its calls and the p50/p95 latency of one."""
+    return {model: {**used, **{k: cost.latency.get(model, {}).get(k, 0.0)
+                               for k in ("seconds", "p50_s", "p95_s")}}
+            for model, used in sorted(cost.by_model.items())}
+
+
+@dataclass(frozen=True)
+class GroupScore:
+    """One group's scores on one split: n tasks, their mean before and after."""
+
+    split: Split
+    group: str
+    n: int
+    baseline: float
+    candidate: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"split": self.split, "group": self.group, "n": self.n,
+                "baseline": self.baseline, "candidate": self.candidate}
+
+
+def group_scores(result: EpochResult) -> list[GroupScore]:
+    """Per split (val, test) and per group of a varying key: n and the mean before and
+    after, over the tasks scored under both documents (issue 38)."""
+    rows: list[GroupScore] = []
+    for split in ("val", "test"):
+        baseline, final = split_passes(result, split)
+        if baseline is None or final is None:
+            continue
+        values = {tid: (b, a) for tid, b, a in gate.paired(baseline, final)}
+        for name, n, before, after in groups.group_means(result.groups, values):
+            rows.append(GroupScore(split, name, n, before, after))
+    return rows
+
+
+def simulated(backend: str) -> bool:
+    """Did the offline simulator answer, propose or judge (`offline`, `command+offline`)?"""
+    return "offline" in backend.split("+")
+
