@@ -37,7 +37,7 @@ from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
 from gitsleep.config import Config, load_config
 from gitsleep.core import documents as docs
-from gitsleep.core import honesty, reflect, replay
+from gitsleep.core import groups, honesty, reflect, replay, worked
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import run_epoch
@@ -47,7 +47,8 @@ from gitsleep.run import read_inputs
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"
 HERE = Path(__file__).resolve().parent
-EXAMPLES = ("brief-writer", "incident-notes", "outage-summary", "incident-triage")
+EXAMPLES = ("brief-writer", "incident-notes", "outage-summary", "incident-triage",
+            "dependency-review")
 SEED_STRIDE = 7919  # a prime: shifted seeds of different runs never meet
 
 
@@ -216,13 +217,17 @@ def outcome(result: EpochResult, tasks: Sequence[Task]) -> dict[str, Any]:
         "learned_block": docs.learned_block_text(result.documents["skill"][1])
         if "skill" in result.documents and result.decision == "accepted" else "",
         "audit": audit(result, tasks),
+        "group_scores": [g.to_json() for g in report.group_scores(result)],
     }
 
 
 def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
-    """Issue 25's three questions about an accepted block, asked again from the outside:
-    does a rule or template line pin a value the checks leave open, does the block give
-    one label two values, does a final held-out answer repeat a template placeholder?"""
+    """Issue 25's and 38's questions about an accepted block, asked again from the outside
+    and against every split's tasks: does a rule or template line pin a value the checks
+    leave open (by its spelling, or by passing one group's checks of a varying key and
+    failing another's), hedge (pass every group's without choosing), leave a template
+    label with nothing to fill, quote a val or held-out task as a worked example, give one
+    label two values, or does a final held-out answer repeat a template placeholder?"""
     if result.decision != "accepted" or "skill" not in result.documents:
         return []
     after = result.documents["skill"][1]
@@ -232,6 +237,16 @@ def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
     found += [f"pin (template): {p}" for p in (
         honesty.pin_problem(line, checks, template=True)
         for line in (template or "").split("\n")) if p]
+    varying = groups.varying_keys(tasks)  # every split's: the audit may look at all of them
+    found += [f"by the checks: {p}" for p in (
+        groups.value_problem(r, varying) for r in rules) if p]
+    if template and (p := groups.value_problem(template, varying, template=True)):
+        found.append(f"by the checks (template): {p}")
+    found += [f"hollow label (template): {line}"
+              for line in honesty.bare_labels(template or "")]
+    unseen = [t for t in tasks if t.split != "train"]
+    found += [f"worked example from a val or held-out task: {r}" for r in rules
+              if worked.is_example(r) and not worked.problem(r, unseen, varying)]
     if clash := honesty.contradiction(rules, template):
         found.append(f"contradiction: {clash}")
     if len({docs.rule_key(rule) for rule in rules}) < len(rules):
@@ -331,6 +346,14 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines += [f"- warning: {w}" for w in r.get("warnings", [])]
         lines += [f"- integrity failures: {k} {v}"
                   for k, v in r.get("integrity_failures", {}).items()]
+    grouped = [r for r in rows if r.get("group_scores")]
+    if grouped:
+        lines += ["", "Per group of a varying key (tasks whose checks want different values):", "",
+                  "| example | seed | split | the tasks that want | n | before -> after |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {r['example']} | {r['seed']} | {g['split']} | {_cell(g['group'])} "
+                  f"| {g['n']} | {_score(g['baseline'])} -> {_score(g['candidate'])} |"
+                  for r in grouped for g in r["group_scores"]]
     return "\n".join(lines) + "\n"
 
 
