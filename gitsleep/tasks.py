@@ -31,6 +31,7 @@ import yaml
 from gitsleep import workspace as workspaces
 from gitsleep.command_check import argv_problem, program_problem
 from gitsleep.config import CONFIG_NAME, SkillConfig
+from gitsleep.core import sandbox
 from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check_op
 from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.core.patterns import MAX_REGEX_SIZE, regex_size
@@ -455,11 +456,11 @@ def _task_from_record(
                    f"{name}: workspace must be a string naming a folder of the repository "
                    f"(e.g. \"evals/changelog/fixture\"), got {_shown(raw_workspace)}")
             ok = False
-        elif (problem := workspaces.folder_problem(raw_workspace)) is not None:
+        elif (problem := sandbox.folder_problem(raw_workspace)) is not None:
             report(ERROR, "GS130", f"{name}: workspace {_shown(raw_workspace)} {problem}")
             ok = False
         else:
-            workspace = workspaces.normal_folder(raw_workspace)
+            workspace = sandbox.normal_folder(raw_workspace)
     if judge is not None and workspace is None and raw_workspace is None:
         for number, check in enumerate(judge.checks, start=1):
             if OPS[check.op].reads == "workspace":

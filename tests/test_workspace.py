@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitsleep import workspace
+from gitsleep.core import sandbox
 from gitsleep.errors import UsageError
 from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
 
@@ -102,15 +103,15 @@ def test_the_cache_reads_each_tree_once_and_copies_per_call(repo: Path,
 def test_changed_files_lists_added_removed_and_edited(repo: Path, tmp_path: Path) -> None:
     dest = tmp_path / "ws"
     workspace.materialise(repo, head(repo), "evals/fx", dest)
-    before = workspace.snapshot(dest)
+    before = sandbox.snapshot(dest)
     (dest / "app.py").write_text("edited\n")
     (dest / "tests/test_app.py").unlink()
     (dest / "docs").mkdir()
     (dest / "docs/watch.md").write_text("new\n")
     os.chmod(dest / "run.sh", 0o644)
-    assert workspace.changed_files(before, workspace.snapshot(dest)) == [
+    assert sandbox.changed_files(before, sandbox.snapshot(dest)) == [
         "app.py", "docs/watch.md", "run.sh", "tests/test_app.py"]
-    assert workspace.changed_files(before, before) == []
+    assert sandbox.changed_files(before, before) == []
 
 
 def test_file_exists_and_file_contains_over_a_folder(tmp_path: Path) -> None:
@@ -118,14 +119,14 @@ def test_file_exists_and_file_contains_over_a_folder(tmp_path: Path) -> None:
     (ws / "docs").mkdir(parents=True)
     (ws / "CHANGELOG.md").write_text("## 1.2\n- Add --watch flag\n")
     (ws / "docs/watch.md").write_text("x")
-    assert workspace.file_exists(ws, "docs/watch.md") == (True, "")
-    ok, why = workspace.file_exists(ws, "docs/missing.md")
+    assert sandbox.file_exists(ws, "docs/watch.md") == (True, "")
+    ok, why = sandbox.file_exists(ws, "docs/missing.md")
     assert not ok and "docs/missing.md" in why and "does not exist" in why
-    assert workspace.file_contains(ws, "CHANGELOG.md", text="--WATCH")[0]
-    assert workspace.file_contains(ws, "CHANGELOG.md", regex=r"(?m)^- Add --watch")[0]
-    ok, why = workspace.file_contains(ws, "CHANGELOG.md", text="--serve")
+    assert sandbox.file_contains(ws, "CHANGELOG.md", text="--WATCH")[0]
+    assert sandbox.file_contains(ws, "CHANGELOG.md", regex=r"(?m)^- Add --watch")[0]
+    ok, why = sandbox.file_contains(ws, "CHANGELOG.md", text="--serve")
     assert not ok and "--serve" in why
-    ok, why = workspace.file_contains(ws, "nope.md", text="x")
+    ok, why = sandbox.file_contains(ws, "nope.md", text="x")
     assert not ok and "does not exist" in why
 
 
@@ -135,22 +136,22 @@ def test_file_checks_never_follow_a_link_out_of_the_workspace(tmp_path: Path) ->
     ws = tmp_path / "ws"
     ws.mkdir()
     os.symlink(secret, ws / "leak.txt")
-    ok, why = workspace.file_contains(ws, "leak.txt", text="hunter2")
+    ok, why = sandbox.file_contains(ws, "leak.txt", text="hunter2")
     assert not ok and "leaves the workspace" in why
-    assert not workspace.file_exists(ws, "leak.txt")[0]
+    assert not sandbox.file_exists(ws, "leak.txt")[0]
 
 
 def test_changed_files_max_counts_the_agents_changes(tmp_path: Path) -> None:
-    assert workspace.changed_files_max(["a", "b"], 2) == (True, "")
-    ok, why = workspace.changed_files_max(["a", "b", "c"], 2)
+    assert sandbox.changed_files_max(["a", "b"], 2) == (True, "")
+    ok, why = sandbox.changed_files_max(["a", "b", "c"], 2)
     assert not ok and "3 file(s) changed" in why and "at most 2" in why and "a, b, c" in why
 
 
 def test_workspace_key_names_the_tree_and_the_check_commands() -> None:
-    base = workspace.workspace_key("t1", [["pytest", "-q"]])
-    assert base == workspace.workspace_key("t1", [["pytest", "-q"]])
-    assert base != workspace.workspace_key("t2", [["pytest", "-q"]])
-    assert base != workspace.workspace_key("t1", [["pytest", "-x"]])
+    base = sandbox.workspace_key("t1", [["pytest", "-q"]])
+    assert base == sandbox.workspace_key("t1", [["pytest", "-q"]])
+    assert base != sandbox.workspace_key("t2", [["pytest", "-q"]])
+    assert base != sandbox.workspace_key("t1", [["pytest", "-x"]])
 
 
 def test_a_chain_of_links_that_leaves_the_folder_is_refused(repo: Path, tmp_path: Path) -> None:

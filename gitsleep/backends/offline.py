@@ -28,6 +28,7 @@ from typing import Any
 
 from gitsleep import workspace as task_workspace
 from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.core import sandbox
 from gitsleep.core.models import Answer
 from gitsleep.core.numbers import whole_number
 from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
@@ -408,9 +409,9 @@ class OfflineBackend(Backend):
                                                        AGENT_FILE))
             installed = {AGENT_FILE: "\n\n".join(documents)}
             (folder / AGENT_FILE).write_text(installed[AGENT_FILE], encoding="utf-8")
-            before = task_workspace.snapshot(folder)
+            before = sandbox.snapshot(folder)
             simulate_work(folder, documents)
-            changed = task_workspace.changed_files(before, task_workspace.snapshot(folder))
+            changed = sandbox.changed_files(before, sandbox.snapshot(folder))
             # the diff before the checks: they put back the fixture files they name
             diff = task_workspace.agent_diff(tree, folder, changed, packaged, installed,
                                              redact=self._redactor.redact)
