@@ -36,6 +36,7 @@ from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check
 from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.core.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.errors import UsageError
+from gitsleep.git_forge import task_trees
 from gitsleep.problems import (
     ERROR,
     WARNING,
@@ -844,7 +845,7 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
                 if len(errors) > 1 else "")
         raise UsageError(f"{first.location()}: {first.message}{more}")
     # a workspace is read from git at HEAD (the base commit's worktree in consolidate)
-    ready = workspaces.resolve(repo_root, [t for t in tasks if t.review != PENDING],
+    ready = task_trees.resolve(repo_root, [t for t in tasks if t.review != PENDING],
                                package=skill.package)
     pending = len(tasks) - len(ready)
     if pending:

@@ -43,6 +43,7 @@ from gitsleep.core import sandbox
 from gitsleep.core.markdown import clip, one_line
 from gitsleep.core.models import Answer
 from gitsleep.errors import BackendError, UsageError
+from gitsleep.git_forge import task_trees
 from gitsleep.redact import Redactor, without_forge_tokens
 
 MESSAGE_MAX_CHARS = 500
@@ -205,7 +206,7 @@ class CommandBackend(Backend):
         self._running: dict[str, int] = {}  # marker -> root pid of the calls under way
         self._running_lock = threading.Lock()
         self._interrupted = threading.Event()
-        self._workspaces = task_workspace.WorkspaceCache()  # each folder read once a run
+        self._workspaces = task_trees.WorkspaceCache()  # each folder read once a run
 
     def _track(self, marker: str, pid: int, running: bool) -> None:
         with self._running_lock:
@@ -330,7 +331,7 @@ class CommandBackend(Backend):
                 "the task contains a NUL character, which no program argument can hold; "
                 "set agent.prompt: stdin or remove the NUL from the task"))
         workspace = Path(tempfile.mkdtemp(prefix="gitsleep-agent-"))
-        tree: task_workspace.Tree | None = None
+        tree: task_trees.Tree | None = None
         try:
             if task_folder is not None:  # the task's folder as committed, then the skill
                 tree = self._workspaces.prepare_tree(
@@ -427,7 +428,7 @@ class CommandBackend(Backend):
                       checks=run.checks, diff=run.diff), False
 
     def _judge_workspace(self, run: AgentRun, workspace: Path, before: sandbox.Snapshot,
-                         task_folder: Mapping[str, object], tree: task_workspace.Tree,
+                         task_folder: Mapping[str, object], tree: task_trees.Tree,
                          given: tuple[Mapping[str, bytes], Mapping[str, str]]) -> None:
         """After a run that can become an answer: what the agent changed and its diff (the
         package and the documents in `given` over the fixture are what it got), then the

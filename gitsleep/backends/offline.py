@@ -32,6 +32,7 @@ from gitsleep.core import sandbox
 from gitsleep.core.models import Answer
 from gitsleep.core.numbers import whole_number
 from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
+from gitsleep.git_forge import task_trees
 from gitsleep.redact import Redactor
 
 _Q = r"[\"'](.+?)[\"']"
@@ -360,7 +361,7 @@ class OfflineBackend(Backend):
     workspaces = True  # simulates an agent in a copy of a workspace task's folder
 
     def __init__(self, check_pass_env: Sequence[str] = ()) -> None:
-        self._workspaces = task_workspace.WorkspaceCache()  # each folder read once a run
+        self._workspaces = task_trees.WorkspaceCache()  # each folder read once a run
         self.check_pass_env = tuple(check_pass_env)  # what checks see beyond the minimum
         self._redactor: Redactor | None = None
 
