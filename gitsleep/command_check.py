@@ -3,7 +3,7 @@
 A check is an argv (never a shell string) run in a folder: the task's workspace after the
 agent ran, or, for a text task, an empty scratch folder. The answer is in a file the
 variable `GITSLEEP_ANSWER` names (outside that folder, so it is never one of the agent's
-changes). Pass = exit 0. It runs as an agent does (`backends.command.run_process`): its
+changes). Pass = exit 0. It runs as an agent does (`backends.agent_procs.run_process`): its
 own session, a deadline, an output cap, and every process it started killed when it ends.
 Its environment is minimal (`check_environment`): what a program needs to start, plus
 the names `checks.pass_env` lists; never the model key, cloud keys or forge tokens.
@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitsleep.backends import agent_procs
 from gitsleep.errors import BackendError
 from gitsleep.redact import clip
 
@@ -121,11 +122,9 @@ def _reason(how: str, stdout: bytes, stderr: bytes, *, stdout_cut: bool, stderr_
             redact: Callable[[str], str]) -> str:
     """`how` and the output's tail: each stream masked whole (the partial word at a capture
     cut dropped first), then the joined text clipped from its start, on one line."""
-    from gitsleep.backends.command import STDERR_TAIL_BYTES
-
     out = clip(stdout.decode("utf-8", "replace"), None, cut_end=stdout_cut, mask=redact)
     err = clip(stderr.decode("utf-8", "replace"), None,
-               cut_start=stderr_cut or len(stderr) >= STDERR_TAIL_BYTES, mask=redact)
+               cut_start=stderr_cut or len(stderr) >= agent_procs.STDERR_TAIL_BYTES, mask=redact)
     text = " ".join(" ".join(part.split()) for part in (out, err) if part.strip())
     tail = clip(text, REASON_CHARS, tail=True)
     return f"{how}: {tail}" if tail else f"{how} (no output)"
@@ -147,14 +146,12 @@ def run_check(
     `env`: the environment to take the check's from (gitsleep's own by default);
     `pass_env`: names passed on beyond the minimal set. Raises CheckCannotRun when the
     program cannot be started."""
-    from gitsleep.backends.command import run_process
-
     mask = redact or _default_redact
     variables = check_environment(env, pass_env)
     if answer_file is not None:
         variables[ANSWER_ENV] = str(answer_file)
     try:
-        code, timed_out, overflow, out, err, _ = run_process(
+        code, timed_out, overflow, out, err, _ = agent_procs.run_process(
             list(argv), cwd=str(folder), env=variables, stdin=None, timeout=timeout,
             max_output_bytes=max_output_bytes, kill_grace=kill_grace)
     except OSError as exc:

@@ -117,7 +117,7 @@ class SkillConfig(_Section):
     @field_validator("package")
     @classmethod
     def _check_package(cls, value: str | None) -> str | None:
-        from gitsleep.workspace import folder_problem, normal_folder
+        from gitsleep.core.sandbox import folder_problem, normal_folder
 
         if value is None:
             return None

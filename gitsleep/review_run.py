@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep import repo_paths, review
-from gitsleep import workspace as workspaces
 from gitsleep.config import CONFIG_NAME, Config, SkillConfig, apply_overrides, load_config
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import Task
@@ -39,7 +38,7 @@ from gitsleep.errors import (
     GitError,
     UsageError,
 )
-from gitsleep.git_forge import gitops
+from gitsleep.git_forge import gitops, task_trees
 from gitsleep.git_forge.forge import Author
 from gitsleep.git_forge.gitrun import git_out, git_run
 from gitsleep.logs import use_redactor
@@ -466,7 +465,7 @@ def _fixture_changed(setup: Setup, sha: str, folder: str) -> bool:
     trees: list[str | None] = []
     for commit in (sha, "HEAD"):
         try:
-            trees.append(workspaces.tree_id(setup.repo, commit, folder))
+            trees.append(task_trees.tree_id(setup.repo, commit, folder))
         except (UsageError, GitError):
             trees.append(None)
     return trees[0] != trees[1]

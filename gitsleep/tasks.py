@@ -31,10 +31,12 @@ import yaml
 from gitsleep import workspace as workspaces
 from gitsleep.command_check import argv_problem, program_problem
 from gitsleep.config import CONFIG_NAME, SkillConfig
+from gitsleep.core import sandbox
 from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check_op
 from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.core.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.errors import UsageError
+from gitsleep.git_forge import task_trees
 from gitsleep.problems import (
     ERROR,
     WARNING,
@@ -455,11 +457,11 @@ def _task_from_record(
                    f"{name}: workspace must be a string naming a folder of the repository "
                    f"(e.g. \"evals/changelog/fixture\"), got {_shown(raw_workspace)}")
             ok = False
-        elif (problem := workspaces.folder_problem(raw_workspace)) is not None:
+        elif (problem := sandbox.folder_problem(raw_workspace)) is not None:
             report(ERROR, "GS130", f"{name}: workspace {_shown(raw_workspace)} {problem}")
             ok = False
         else:
-            workspace = workspaces.normal_folder(raw_workspace)
+            workspace = sandbox.normal_folder(raw_workspace)
     if judge is not None and workspace is None and raw_workspace is None:
         for number, check in enumerate(judge.checks, start=1):
             if OPS[check.op].reads == "workspace":
@@ -843,7 +845,7 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
                 if len(errors) > 1 else "")
         raise UsageError(f"{first.location()}: {first.message}{more}")
     # a workspace is read from git at HEAD (the base commit's worktree in consolidate)
-    ready = workspaces.resolve(repo_root, [t for t in tasks if t.review != PENDING],
+    ready = task_trees.resolve(repo_root, [t for t in tasks if t.review != PENDING],
                                package=skill.package)
     pending = len(tasks) - len(ready)
     if pending:

@@ -1,165 +1,48 @@
 """Workspaces: a repository folder, as committed, that an agent works in and checks judge.
 
-A workspace task (`"workspace": "evals/changelog/fixture"`) gives the agent a copy of that
-folder as it is at the base commit, never as the working tree has it: the score must be
-reproducible from the commit alone. The folder is read through git (`ls-tree` and
-`cat-file`, with gitsleep's safe git config), once per run and tree, into a cache folder;
-each call then gets its own copy (copy-on-write clones where the file system has them,
-plain copies otherwise: a hard link would let one call's edit reach the cache and every
-later call). A symlink that leaves the folder, a submodule, or a path git should never
-hold is refused before anything is written.
-
-After the agent ran, `snapshot` before and after gives the files it changed, and the
-workspace check ops (`file_exists`, `file_contains`, `changed_files_max`) are judged here
-over the folder; `command` checks run through `gitsleep.command_check`, after the fixture
-files their argv names are put back as committed (the agent must not grade itself). Every
-check reads only inside the workspace: a link out of it is a failed check, never a read.
+The sandbox's edges, between its two pure-or-git halves: the folder is read from git at
+its tree once per run (`gitsleep.git_forge.task_trees`) and each call gets its own copy;
+this module installs the skill's package in it, checks that a folder on disk can be one
+(`folder_problem_on_disk`), and after the agent ran judges the task's checks there: the
+workspace ops through `gitsleep.core.sandbox` (pure), `command` checks through
+`gitsleep.command_check`, after the fixture files their argv names are put back as
+committed (the agent must not grade itself); the agent's diff for the optimizer.
 
 This module knows nothing of click or the forge; it raises UsageError for bad input
-(exit 2) and GitError when git itself fails (exit 4).
-"""
+(exit 2)."""
 
 from __future__ import annotations
 
 import difflib
-import hashlib
-import json
 import os
 import posixpath
 import shutil
 import stat
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from gitsleep.core.patterns import search_untrusted
-from gitsleep.errors import GitError, UsageError
-from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
+from gitsleep.core.sandbox import (
+    changed_files_max,
+    file_contains,
+    file_exists,
+    judged_in_workspace,
+    workspace_key,
+)
+from gitsleep.git_forge.task_trees import Tree, WorkspaceCache, escaping_link
 
 if TYPE_CHECKING:
-    from gitsleep.core.models import Check, Task
+    from gitsleep.core.models import Check
 
-MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
-MAX_READ_BYTES = 4 * 1024 * 1024  # what `file_contains` reads of one file
 DIFF_MAX_CHARS = 2000  # the agent's diff as the optimizer sees it, per failing task
 DIFF_FILE_BYTES = 64 * 1024  # what the diff reads of one file
 DIFF_CLIPPED = "... (diff clipped)"
-# Caches tools write when the agent or a check runs them: never counted as changes.
-IGNORED_PARTS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
-_MODES = {"100644": 0o644, "100755": 0o755}
-_SYMLINK, _GITLINK = "120000", "160000"
-
-Snapshot = dict[str, str]  # workspace path -> digest of its kind, mode and content
 
 
 # --- naming a folder ---------------------------------------------------------------------
 
-
-def folder_problem(folder: str) -> str | None:
-    """Why `folder` cannot name a workspace folder of the repository, or None."""
-    text = folder.replace("\\", "/").strip()
-    if not text or "\0" in text:
-        return "must name a folder of the repository (e.g. evals/changelog/fixture)"
-    normal = posixpath.normpath(text)
-    if text.startswith("/") or normal == ".." or normal.startswith("../"):
-        return "must be a relative path inside the repository (no '..', not absolute)"
-    if normal == ".":
-        return ("must be a folder below the repository root, not the root itself "
-                "(the agent would see every task file and its checks)")
-    if ".git" in normal.split("/"):
-        return "must not be inside .git"
-    return None
-
-
-def normal_folder(folder: str) -> str:
-    """`./evals/fx/` -> `evals/fx`; a UsageError when it cannot name a workspace folder."""
-    problem = folder_problem(folder)
-    if problem:
-        raise UsageError(f"workspace {folder!r} {problem}")
-    return posixpath.normpath(folder.replace("\\", "/").strip())
-
-
 # --- reading a folder at a commit ----------------------------------------------------------
-
-
-def tree_id(repo: Path, commit: str, folder: str) -> str:
-    """The git tree id of `folder` at `commit`: the workspace's digest (it changes exactly
-    when a file of the folder does). A UsageError when the commit has no such folder."""
-    name = normal_folder(folder)
-    # `./`: relative to `repo`, which may be a folder of a larger repository (a bundled
-    # example inside gitsleep's own checkout), not only its root
-    spec = f"{commit}:./{name}"
-    # one git call for the kind and the id: "<sha> tree <size>", or "<spec> missing"
-    done = git_run(repo, "cat-file", "--batch-check", stdin=spec.encode() + b"\n")
-    if done.status != 0:
-        raise GitError(f"git cat-file failed: {last_line(done.err)}")
-    found = done.out.decode("utf-8", "replace").split()
-    if len(found) != 3 or found[1] != "tree":
-        raise UsageError(f"workspace {name!r} is not a folder of the repository at commit "
-                         f"{commit[:12]}: commit the folder, or fix the task's workspace")
-    return found[0]
-
-
-@dataclass(frozen=True)
-class _Entry:
-    mode: str
-    sha: str
-    size: int
-    path: str  # relative to the folder, '/'-separated
-
-
-def _entries(repo: Path, tree: str, folder: str) -> list[_Entry]:
-    done = git_run(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", tree)
-    if done.status != 0:
-        raise GitError(f"git ls-tree failed: {last_line(done.err)}")
-    entries: list[_Entry] = []
-    total = 0
-    for raw in done.out.split(b"\0"):
-        if not raw:
-            continue
-        meta, _, path_bytes = raw.partition(b"\t")
-        mode, _kind, sha, size = meta.decode().split()
-        path = path_bytes.decode("utf-8", "surrogateescape")
-        parts = path.split("/")
-        if mode == _GITLINK:
-            raise UsageError(f"workspace {folder!r} holds a submodule ({path}): a workspace "
-                             "is copied from this repository alone; vendor the files instead")
-        if path.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
-            raise UsageError(f"workspace {folder!r} holds a path git should never hold "
-                             f"({path!r}); remove it from the folder")
-        total += int(size) if size.isdigit() else 0
-        entries.append(_Entry(mode, sha, int(size) if size.isdigit() else 0, path))
-    if total > MAX_WORKSPACE_BYTES:
-        raise UsageError(f"workspace {folder!r} is {total / 1_048_576:.0f} MB; workspaces over "
-                         f"{MAX_WORKSPACE_BYTES // 1_048_576} MB are refused: use a smaller "
-                         "fixture")
-    return entries
-
-
-def link_leaves(path: str, target: str) -> bool:
-    """Whether a symlink at workspace path `path` pointing at `target` leads out of the
-    workspace (absolute, or through enough '..')."""
-    if not target or target.startswith("/") or "\0" in target:
-        return True
-    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
-    return joined == ".." or joined.startswith("../")
-
-
-def _escaping_link(folder: Path, relative: str) -> str | None:
-    """Why the link at `relative` leads out of `folder` once every link on its way is
-    followed, or None."""
-    path = folder / relative
-    try:
-        inside = path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):
-        return f"the symlink {relative} cannot be resolved (a loop); replace it with the file"
-    if inside:
-        return None
-    return (f"the symlink {relative} -> {os.readlink(path)} leaves the workspace folder; "
-            "replace it with the file, or point it inside")
 
 
 def _linked_part(root: Path, folder: str) -> str | None:
@@ -197,172 +80,16 @@ def folder_problem_on_disk(root: Path, folder: str) -> str | None:
         for name in [*dirs, *files]:
             if (Path(top) / name).is_symlink():
                 relative = (Path(top) / name).relative_to(resolved).as_posix()
-                problem = _escaping_link(resolved, relative)
+                problem = escaping_link(resolved, relative)
                 if problem:
                     return f"holds {problem}"
     return None
 
 
-def materialise(repo: Path, commit: str, folder: str, dest: Path) -> str:
-    """Write `folder` as it is at `commit` into `dest` (which must not exist yet); return
-    its tree id. Nothing is written when the folder is refused."""
-    name = normal_folder(folder)
-    tree = tree_id(repo, commit, name)
-    materialise_tree(repo, tree, name, dest)
-    return tree
-
-
-def materialise_tree(repo: Path, tree: str, name: str, dest: Path) -> None:
-    """Write the git tree `tree` (the folder `name`, for messages) into `dest`, which must
-    not exist yet; see `materialise`."""
-    entries = _entries(repo, tree, name)
-    blobs = BlobReader(repo)
-    try:
-        for entry in entries:  # every link is checked before any file is written
-            if entry.mode == _SYMLINK:
-                target = blobs.read(entry.sha).decode("utf-8", "surrogateescape")
-                if link_leaves(entry.path, target):
-                    raise UsageError(
-                        f"workspace {name!r}: the symlink {entry.path} -> {target} leaves the "
-                        "workspace folder; replace it with the file, or point it inside")
-        staging = Path(tempfile.mkdtemp(prefix=".gitsleep-ws-", dir=dest.parent))
-        try:
-            for entry in entries:
-                target_path = staging / entry.path
-                target_path.parent.mkdir(parents=True, exist_ok=True)
-                data = blobs.read(entry.sha)
-                if entry.mode == _SYMLINK:
-                    os.symlink(data.decode("utf-8", "surrogateescape"), target_path)
-                    continue
-                fd = os.open(target_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                             _MODES.get(entry.mode, 0o644))
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.chmod(target_path, _MODES.get(entry.mode, 0o644))  # umask aside
-            # each link read alone stays inside; a chain (x -> y/.., y -> .) may not
-            for entry in entries:
-                if entry.mode == _SYMLINK:
-                    problem = _escaping_link(staging, entry.path)
-                    if problem:
-                        raise UsageError(f"workspace {name!r}: {problem}")
-            os.rename(staging, dest)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    finally:
-        blobs.close()
-
-
 # --- one cache per run, one copy per call --------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Tree:
-    """A workspace folder read once: its git tree id and where the pristine copy lives."""
-
-    tree: str
-    path: Path
-
-
-@dataclass
-class WorkspaceCache:
-    """Each (folder, tree) read from git once per run; every call gets its own copy."""
-
-    root: Path | None = None
-    reads: int = 0  # how many folders were read from git (the rest were cache hits)
-    _trees: dict[str, Tree] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _root(self) -> Path:
-        if self.root is None:
-            self.root = Path(tempfile.mkdtemp(prefix="gitsleep-workspaces-"))
-        self.root.mkdir(parents=True, exist_ok=True)
-        return self.root
-
-    def prepare(self, repo: Path, commit: str, folder: str) -> Tree:
-        """The pristine copy of `folder` at `commit`, read from git on first use."""
-        name = normal_folder(folder)
-        return self.prepare_tree(repo, tree_id(repo, commit, name), name)
-
-    def prepare_tree(self, repo: Path, tree: str, folder: str) -> Tree:
-        """The pristine copy of the git tree `tree` (resolved on load, see `resolve`)."""
-        with self._lock:
-            hit = self._trees.get(tree)
-            if hit is not None:
-                return hit
-            path = self._root() / tree
-            if not path.is_dir():
-                materialise_tree(repo, tree, folder, path)
-                self.reads += 1
-            found = Tree(tree, path)
-            self._trees[tree] = found
-            return found
-
-    def copy(self, tree: Tree, dest: Path) -> Path:
-        """A private copy of the tree at `dest` for one call (an existing empty folder is
-        filled: the agent's temporary workspace)."""
-        shutil.copytree(tree.path, dest, symlinks=True, copy_function=clone_file,
-                        dirs_exist_ok=True)
-        return dest
-
-    def cleanup(self) -> None:
-        """Delete every cached tree (at the end of the run)."""
-        with self._lock:
-            self._trees.clear()
-            if self.root is not None:
-                shutil.rmtree(self.root, ignore_errors=True)
-
-
-_FICLONE = 0x40049409  # Linux ioctl: share the blocks, copy on write
-
-
-def clone_file(src: str, dst: str) -> str:
-    """Copy one file, as a copy-on-write clone where the file system can (btrfs, XFS),
-    else byte for byte; the mode goes along. Never a hard link: an agent's edit in place
-    would change the cache and every later call's workspace."""
-    try:
-        import fcntl
-
-        with open(src, "rb") as fin, open(dst, "wb") as fout:
-            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
-        shutil.copymode(src, dst)
-        return dst
-    except (ImportError, OSError):
-        return str(shutil.copy2(src, dst))
-
-
 # --- what the agent changed ----------------------------------------------------------------
-
-
-def snapshot(folder: Path) -> Snapshot:
-    """Every file and link under `folder` (links not followed) with a digest of its kind,
-    executable bit and content; tool caches (`IGNORED_PARTS`) left out."""
-    found: Snapshot = {}
-    for top, dirs, files in os.walk(folder, followlinks=False):
-        linked = [d for d in dirs if (Path(top) / d).is_symlink()]  # a link, not a folder
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED_PARTS and d not in linked)
-        for name in [*files, *linked]:
-            path = Path(top) / name
-            relative = path.relative_to(folder).as_posix()
-            info = path.lstat()
-            digest = hashlib.sha256()
-            if stat.S_ISLNK(info.st_mode):
-                digest.update(b"link\0" + os.readlink(path).encode("utf-8", "surrogateescape"))
-            elif stat.S_ISREG(info.st_mode):
-                digest.update(b"file\0x" if info.st_mode & 0o111 else b"file\0-")
-                with path.open("rb") as fh:
-                    while chunk := fh.read(1 << 20):
-                        digest.update(chunk)
-            else:
-                digest.update(f"other\0{stat.S_IFMT(info.st_mode)}".encode())
-            found[relative] = digest.hexdigest()
-    return found
-
-
-def changed_files(before: Snapshot, after: Snapshot) -> list[str]:
-    """Paths added, removed or changed between two snapshots, sorted."""
-    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-
 
 def _side(root: Path, relative: str, overlay: Mapping[str, bytes]) -> bytes | str | None:
     """One side of a file's diff: its bytes (the head), a link's target as text, or None
@@ -420,77 +147,6 @@ def unified_diff(
 
 
 # --- the workspace check ops ---------------------------------------------------------------
-
-
-def _inside(folder: Path, relative: str) -> tuple[Path | None, str]:
-    """The path under the workspace, or None and why it may not be read."""
-    path = folder / relative
-    try:
-        resolved = path.resolve()
-    except (OSError, RuntimeError):
-        return None, f"{relative} cannot be resolved (a symlink loop)"
-    if not resolved.is_relative_to(folder.resolve()):
-        return None, f"{relative} leaves the workspace (a symlink or '..'); not read"
-    return resolved, ""
-
-
-def file_exists(folder: Path, relative: str) -> tuple[bool, str]:
-    """Whether the workspace holds the file (links followed only inside it)."""
-    path, why = _inside(folder, relative)
-    if path is None:
-        return False, why
-    if path.is_file():
-        return True, ""
-    if path.is_dir():
-        return False, f"{relative} is a folder, not a file"
-    return False, f"{relative} does not exist in the workspace"
-
-
-def file_contains(folder: Path, relative: str, *, text: str | None = None,
-                  regex: str | None = None) -> tuple[bool, str]:
-    """Whether the file holds `text` (case-insensitive, like `contains`) or matches
-    `regex` (searched like the `regex` op, time-bounded); its first 4 MB are read."""
-    exists, why = file_exists(folder, relative)
-    if not exists:
-        return False, why
-    path, _ = _inside(folder, relative)
-    assert path is not None
-    with path.open("rb") as fh:
-        content = fh.read(MAX_READ_BYTES).decode("utf-8", "replace")
-    if regex is not None:
-        ok, problem = search_untrusted(regex, content)
-        return ok, problem or ("" if ok else f"{relative} does not match `{regex}`")
-    wanted = text or ""
-    if wanted.casefold() in content.casefold():
-        return True, ""
-    return False, f"{relative} does not contain {wanted!r}"
-
-
-def changed_files_max(changed: Sequence[str], bound: int, shown: int = 10) -> tuple[bool, str]:
-    """Whether the agent changed at most `bound` files; the reason lists what it changed."""
-    if len(changed) <= bound:
-        return True, ""
-    names = ", ".join(changed[:shown]) + (", ..." if len(changed) > shown else "")
-    return False, f"{len(changed)} file(s) changed, at most {bound} allowed: {names}"
-
-
-def workspace_key(tree: str | None, checks: Iterable[Sequence[Any]]) -> str:
-    """What a cached answer of a workspace task depends on besides the call: the folder's
-    tree id and every check judged in the workspace (the answer carries their outcomes by
-    index, so a cached outcome is only valid for the same fixture and the same checks)."""
-    payload = json.dumps([tree, [list(c) for c in checks]], ensure_ascii=False,
-                         sort_keys=True)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def judged_in_workspace(op: str) -> bool:
-    """Whether the backend judges `op` in the workspace after the agent ran (a workspace
-    op or a program), rather than the judge from the answer text."""
-    from gitsleep.core.check_ops import OPS
-
-    spec = OPS.get(op)  # type: ignore[call-overload]
-    return spec is not None and (spec.reads == "workspace" or spec.runs_program)
-
 
 def named_fixture_files(pristine: Path, argv: Sequence[str]) -> list[str]:
     """The files of the pristine fixture that items of a check's argv name, as paths
@@ -594,61 +250,6 @@ def judge_checks(
 # --- tasks and calls -------------------------------------------------------------------------
 
 
-def resolve(repo_root: Path, tasks: Sequence[Task], *, package: str | None = None
-            ) -> list[Task]:
-    """The tasks with each workspace, and the skill's `package` folder, pinned to its git
-    tree at the checkout's HEAD (the base commit's worktree for consolidate, HEAD for
-    eval): read from git, so a fixture edited but not committed is not what the agent
-    gets. A UsageError (exit 2, before any call) when a folder is not committed there."""
-    from dataclasses import replace
-
-    if not any(t.workspace for t in tasks) and package is None:
-        return list(tasks)
-    head = git_run(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
-    if head.status != 0:
-        raise UsageError(f"{repo_root}: workspace tasks read their folder from git, and this "
-                         "checkout has no commit: commit the task files and fixtures")
-    commit = head.out.decode().strip()
-    pinned: tuple[str, str, str] | None = None
-    if package is not None:
-        try:
-            pinned = (package, tree_id(repo_root, commit, package), str(repo_root))
-        except UsageError as exc:
-            raise UsageError(f".gitsleep.yml: package: {exc}".replace(
-                "the task's workspace", "the skill's package:")) from None
-    trees: dict[str, str] = {}
-    out = []
-    for task in tasks:
-        if pinned is not None:
-            task = replace(task, package=pinned)
-        if task.workspace:
-            if task.workspace not in trees:
-                try:
-                    trees[task.workspace] = tree_id(repo_root, commit, task.workspace)
-                except UsageError as exc:
-                    where = f"{task.source}:{task.line}" if task.line else task.source
-                    raise UsageError(f"{where}: task {task.id!r}: {exc}") from None
-            task = replace(task, workspace_tree=trees[task.workspace],
-                           workspace_repo=str(repo_root))
-        out.append(task)
-    return out
-
-
-def call_context(task: Task) -> dict[str, Any]:
-    """What an answer call carries for the backend that runs the agent: for a workspace
-    task where to read the folder and the task's checks (judged there after the agent
-    ran); for a skill with a package, where to read it; empty otherwise."""
-    found: dict[str, Any] = {}
-    if task.package is not None:  # the skill's package, installed beside the skill
-        folder, tree, repo = task.package
-        found["package"] = {"folder": folder, "tree": tree, "repo": repo}
-    if not task.workspace or not task.workspace_tree:
-        return found
-    return {**found, "workspace": {
-        "folder": task.workspace, "tree": task.workspace_tree, "repo": task.workspace_repo,
-        "checks": [[c.op, c.arg] for c in task.judge.checks]}}
-
-
 def package_of(context: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The skill package an answer call carries (see `call_context`), or None."""
     found = (context or {}).get("package")
@@ -738,11 +339,3 @@ def context_checks(context: Mapping[str, Any]) -> list[list[Any]]:
             if judged_in_workspace(str(op))]
 
 
-def backend_problem(task: Task, backend: str, *, located: bool = True) -> str:
-    """Why `backend` cannot answer a workspace task: one line naming the task (and, when
-    `located`, its file and line) and the fix."""
-    where = (f"{task.source}:{task.line}: " if task.line else f"{task.source}: ") if located else ""
-    return (f"{where}task {task.id!r} has a workspace, and the {backend} backend answers "
-            "with text only: workspace tasks need `backend: command` (an agent CLI that works "
-            "in the folder) or `backend: offline` (the simulator); set one, or remove "
-            '"workspace" and the workspace checks')

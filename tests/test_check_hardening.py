@@ -14,6 +14,7 @@ import pytest
 
 from gitsleep import command_check
 from gitsleep import workspace as workspaces
+from gitsleep.git_forge import task_trees
 from tests.support.cli import run_cli
 from tests.support.fake_agents import install
 from tests.support.gitrepo import git, isolate_git, make_repo
@@ -275,7 +276,7 @@ def test_workspace_check_time_is_part_of_the_agent_call(
     editor = install("editor", tmp_path)
     repo = committed(tmp_path, monkeypatch, {"evals/tasks.jsonl": ""})
     slow = Check("command", json.dumps([PY, "-c", "import time; time.sleep(0.5)"]))
-    (ready,) = workspaces.resolve(repo, [Task(id="w", prompt="Add --watch.", split="val",
+    (ready,) = task_trees.resolve(repo, [Task(id="w", prompt="Add --watch.", split="val",
                                               judge=Judge("rule", (slow,)),
                                               workspace="evals/fx")])
     backend = CommandBackend(AgentSpec(command=(str(editor),)), env=dict(os.environ))

@@ -1,57 +1,225 @@
-"""The package layout shows the layers (issue 28), and the arrows point inward: the core
-(`gitsleep/core/`) imports nothing of git, the forge, click, the config loader, the commands
-or harvest, and the git edge (`gitsleep/git_forge/`) never reaches into the commands."""
+"""The package layout shows the layers (issues 28 and 39), and the arrows point inward,
+all the way down: the core (`gitsleep/core/`) reaches nothing of git, the forge, processes,
+the network, click, the config loader, the commands or harvest, not even through a module
+it imports (or one that module imports inside a function); the git edge
+(`gitsleep/git_forge/`) never reaches into the commands; and no gitsleep module imports
+itself back through another."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gitsleep"
-# what each layer may not import: the module itself or anything below it
+# what each layer may not reach: the module itself or anything below it
 FORBIDDEN = {
-    "core": ("git", "github", "click", "gitsleep.git_forge", "gitsleep.commands",
-             "gitsleep.cli", "gitsleep.config", "gitsleep.harvest", "gitsleep.prepare",
-             "gitsleep.run", "gitsleep.report", "gitsleep.backends.openai_compat",
-             "gitsleep.backends.command", "gitsleep.backends.select"),
+    "core": ("git", "github", "subprocess", "socket", "http", "urllib.request", "ssl",
+             "openai", "httpx", "requests", "click",
+             "gitsleep.git_forge", "gitsleep.commands", "gitsleep.cli", "gitsleep.config",
+             "gitsleep.harvest", "gitsleep.prepare", "gitsleep.run", "gitsleep.report",
+             "gitsleep.workspace", "gitsleep.command_check", "gitsleep.backends.openai_compat",
+             "gitsleep.backends.command", "gitsleep.backends.offline",
+             "gitsleep.backends.select", "gitsleep.backends.agent_procs"),
     "git_forge": ("click", "gitsleep.commands", "gitsleep.cli", "gitsleep.harvest"),
 }
 
+# Edges issue 39 has not moved yet, each allowed by name until it is: the core's `command`
+# check on a text answer still runs its program through `gitsleep.command_check`, and
+# recovery still imports up into `prepare` (the publish-sequence step moves it). An entry
+# that no longer exists fails `test_every_pending_edge_still_exists`: remove it then.
+PENDING = {("gitsleep.core.judges", "gitsleep.command_check"),
+           ("gitsleep.git_forge.recovery", "gitsleep.prepare")}
 
-def imports_of(path: Path) -> list[tuple[int, str]]:
-    """Every module a file imports, top level or inside a function, with its line."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+Graph = dict[str, set[str]]  # module -> what it imports (gitsleep modules and outside ones)
+
+
+def module_name(path: Path, root: Path) -> str:
+    """`gitsleep/core/epoch.py` -> `gitsleep.core.epoch`; a package is its `__init__`."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(tree: ast.AST, *, with_type_only: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, at the top or inside a function or class; those under
+    `if TYPE_CHECKING:` only when asked (they never run)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _type_only(node) and not with_type_only:
+            yield from _import_nodes(ast.Module(body=node.orelse, type_ignores=[]),
+                                     with_type_only=with_type_only)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        yield from _import_nodes(node, with_type_only=with_type_only)
+
+
+def imports_of(path: Path, name: str, modules: set[str], *,
+               with_type_only: bool = True) -> set[str]:
+    """The modules a file imports: `from gitsleep import config` names the module
+    `gitsleep.config`, a relative import is made absolute."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in _import_nodes(tree, with_type_only=with_type_only):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
-            if node.module == "gitsleep":  # `from gitsleep import config` names a module
-                found += [(node.lineno, f"gitsleep.{alias.name}") for alias in node.names]
+            found |= {alias.name for alias in node.names}
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join([*anchor, *([base] if base else [])])
+        found.add(base)
+        found |= {f"{base}.{alias.name}" for alias in node.names
+                  if f"{base}.{alias.name}" in modules}
     return found
+
+
+def import_graph(root: Path = PACKAGE, *, with_type_only: bool = True,
+                 with_packages: bool = True) -> Graph:
+    """Every module of the package and what it imports. `with_packages`: importing
+    `a.b.c` also runs `a/__init__.py` and `a/b/__init__.py`, so those count as imported."""
+    paths = {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+    modules = set(paths)
+    graph: Graph = {}
+    for name, path in paths.items():
+        found = imports_of(path, name, modules, with_type_only=with_type_only)
+        if with_packages:
+            found |= {".".join(target.split(".")[:end]) for target in set(found)
+                      if target in modules for end in range(1, target.count(".") + 1)}
+        graph[name] = found - {name}
+    return graph
+
+
+def without_pending(graph: Graph) -> Graph:
+    return {name: {t for t in targets if (name, t) not in PENDING}
+            for name, targets in graph.items()}
+
+
+def reachable(graph: Graph, start: str) -> dict[str, list[str]]:
+    """Everything `start` imports, directly or through gitsleep modules, each with the
+    path of imports that leads to it (for the failure message)."""
+    paths: dict[str, list[str]] = {start: [start]}
+    todo = [start]
+    while todo:
+        current = todo.pop()
+        for target in sorted(graph.get(current, ())):
+            if target not in paths:
+                paths[target] = [*paths[current], target]
+                if target in graph:
+                    todo.append(target)
+    return paths
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """The import cycles among gitsleep modules: every strongly connected group of more
+    than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in graph:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(groups)
 
 
 def _under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+def forbidden_reached(graph: Graph, layer: str) -> list[str]:
+    """Each forbidden module a module of `layer` reaches, with the chain of imports."""
+    found = []
+    for name in sorted(graph):
+        if not _under(name, f"gitsleep.{layer}"):
+            continue
+        for target, chain in reachable(graph, name).items():
+            if any(_under(target, bad) for bad in FORBIDDEN[layer]):
+                found.append(" -> ".join(chain))
+    return found
+
+
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
-def test_a_layer_imports_nothing_outside_its_arrows(layer: str) -> None:
-    found = [f"{path.relative_to(PACKAGE)}:{line}: imports {name}"
-             for path in sorted((PACKAGE / layer).glob("*.py"))
-             for line, name in imports_of(path)
-             if any(_under(name, bad) for bad in FORBIDDEN[layer])]
-    assert found == []
+def test_a_layer_reaches_nothing_outside_its_arrows(layer: str) -> None:
+    assert forbidden_reached(without_pending(import_graph()), layer) == []
 
 
-def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
-    """The scan itself: a function-level `from gitsleep import config` is found."""
-    module = tmp_path / "m.py"
-    module.write_text("def f():\n    from gitsleep import config\n    import click\n")
-    names = [name for _, name in imports_of(module)]
-    assert "gitsleep.config" in names and "click" in names
+def test_every_pending_edge_still_exists() -> None:
+    graph = import_graph()
+    assert [edge for edge in sorted(PENDING) if edge[1] not in graph[edge[0]]] == []
+
+
+def test_no_gitsleep_module_imports_itself_back() -> None:
+    """What runs: imports under `if TYPE_CHECKING:` never do, and a package's `__init__`
+    runs before its modules, so neither closes a cycle."""
+    assert cycles(import_graph(with_type_only=False, with_packages=False)) == []
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "gitsleep"
+    for relative, text in {"__init__.py": "", **files}.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_the_check_follows_imports_through_functions_and_modules(tmp_path: Path) -> None:
+    """The scan itself: the core reaches subprocess through a module that imports it
+    inside a function, and a `from gitsleep import config` names the module."""
+    root = _tree(tmp_path, {
+        "core/__init__.py": "",
+        "core/replay.py": "from gitsleep import sandbox\n",
+        "sandbox.py": "def run():\n    from .runner import go\n",
+        "runner.py": "import subprocess\nfrom gitsleep import config\n",
+        "config.py": "import click\n"})
+    graph = import_graph(root)
+    assert reachable(graph, "gitsleep.core.replay")["subprocess"] == [
+        "gitsleep.core.replay", "gitsleep.sandbox", "gitsleep.runner", "subprocess"]
+    assert "gitsleep.config" in graph["gitsleep.runner"]
+    assert "click" in reachable(graph, "gitsleep.core.replay")
+    assert any(chain.endswith("-> subprocess") for chain in forbidden_reached(graph, "core"))
+
+
+def test_the_check_finds_a_cycle_but_not_a_type_only_one(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "a.py": "import gitsleep.b\n",
+        "b.py": "def f():\n    from gitsleep import c\n",
+        "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gitsleep import b\n"
+                "def g():\n    from gitsleep.a import x\n",
+        "d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import gitsleep.e\n",
+        "e.py": "import gitsleep.d\n"})
+    graph = import_graph(root, with_type_only=False, with_packages=False)
+    assert cycles(graph) == [["gitsleep.a", "gitsleep.b", "gitsleep.c"]]
 
 
 def test_the_layers_are_folders_with_their_modules() -> None:

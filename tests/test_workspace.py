@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from gitsleep import workspace
+from gitsleep.core import sandbox
 from gitsleep.errors import UsageError
+from gitsleep.git_forge import task_trees
 from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
 
 
@@ -37,7 +39,7 @@ def test_materialise_reads_the_commit_not_the_working_tree(repo: Path, tmp_path:
     (repo / "evals/fx/app.py").write_text("uncommitted edit\n")
     (repo / "evals/fx/untracked.txt").write_text("not in git\n")
     dest = tmp_path / "out"
-    workspace.materialise(repo, commit, "evals/fx", dest)
+    task_trees.materialise(repo, commit, "evals/fx", dest)
     assert (dest / "app.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert not (dest / "untracked.txt").exists()
     assert (dest / "tests/test_app.py").is_file()
@@ -46,22 +48,22 @@ def test_materialise_reads_the_commit_not_the_working_tree(repo: Path, tmp_path:
 
 
 def test_tree_id_is_gits_and_changes_with_the_fixture(repo: Path) -> None:
-    first = workspace.tree_id(repo, head(repo), "evals/fx")
+    first = task_trees.tree_id(repo, head(repo), "evals/fx")
     assert first == git(repo, "rev-parse", f"{head(repo)}:evals/fx")
-    assert first == workspace.tree_id(repo, head(repo), "./evals/fx/")
+    assert first == task_trees.tree_id(repo, head(repo), "./evals/fx/")
     commit_files(repo, {"README.md": "# other\n"})
-    assert workspace.tree_id(repo, head(repo), "evals/fx") == first  # outside the folder
+    assert task_trees.tree_id(repo, head(repo), "evals/fx") == first  # outside the folder
     commit_files(repo, {"evals/fx/app.py": "changed\n"})
-    assert workspace.tree_id(repo, head(repo), "evals/fx") != first
+    assert task_trees.tree_id(repo, head(repo), "evals/fx") != first
 
 
 def test_a_missing_folder_or_a_file_is_one_usage_line(repo: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"evals/nope.*not a folder.*at commit"):
-        workspace.tree_id(repo, head(repo), "evals/nope")
+        task_trees.tree_id(repo, head(repo), "evals/nope")
     with pytest.raises(UsageError, match="not a folder"):
-        workspace.tree_id(repo, head(repo), "README.md")
+        task_trees.tree_id(repo, head(repo), "README.md")
     with pytest.raises(UsageError, match="inside the repository"):
-        workspace.tree_id(repo, head(repo), "../outside")
+        task_trees.tree_id(repo, head(repo), "../outside")
 
 
 def test_a_symlink_leaving_the_folder_is_refused(repo: Path, tmp_path: Path) -> None:
@@ -69,7 +71,7 @@ def test_a_symlink_leaving_the_folder_is_refused(repo: Path, tmp_path: Path) -> 
     git(repo, "add", "evals/fx/escape")
     git(repo, "commit", "-q", "-m", "link out")
     with pytest.raises(UsageError, match=r"escape.*leaves the workspace"):
-        workspace.materialise(repo, head(repo), "evals/fx", tmp_path / "out")
+        task_trees.materialise(repo, head(repo), "evals/fx", tmp_path / "out")
     assert not (tmp_path / "out" / "escape").exists()
 
 
@@ -78,16 +80,16 @@ def test_a_symlink_inside_the_folder_is_kept(repo: Path, tmp_path: Path) -> None
     git(repo, "add", "evals/fx/alias.py")
     git(repo, "commit", "-q", "-m", "link in")
     dest = tmp_path / "out"
-    workspace.materialise(repo, head(repo), "evals/fx", dest)
+    task_trees.materialise(repo, head(repo), "evals/fx", dest)
     assert os.readlink(dest / "alias.py") == "app.py"
 
 
 def test_the_cache_reads_each_tree_once_and_copies_per_call(repo: Path,
                                                              tmp_path: Path) -> None:
-    cache = workspace.WorkspaceCache(tmp_path / "cache")
+    cache = task_trees.WorkspaceCache(tmp_path / "cache")
     tree = cache.prepare(repo, head(repo), "evals/fx")
     again = cache.prepare(repo, head(repo), "evals/fx")
-    assert tree == again and tree.tree == workspace.tree_id(repo, head(repo), "evals/fx")
+    assert tree == again and tree.tree == task_trees.tree_id(repo, head(repo), "evals/fx")
     assert cache.reads == 1
     one = cache.copy(tree, tmp_path / "call1")
     two = cache.copy(tree, tmp_path / "call2")
@@ -101,56 +103,16 @@ def test_the_cache_reads_each_tree_once_and_copies_per_call(repo: Path,
 
 def test_changed_files_lists_added_removed_and_edited(repo: Path, tmp_path: Path) -> None:
     dest = tmp_path / "ws"
-    workspace.materialise(repo, head(repo), "evals/fx", dest)
-    before = workspace.snapshot(dest)
+    task_trees.materialise(repo, head(repo), "evals/fx", dest)
+    before = sandbox.snapshot(dest)
     (dest / "app.py").write_text("edited\n")
     (dest / "tests/test_app.py").unlink()
     (dest / "docs").mkdir()
     (dest / "docs/watch.md").write_text("new\n")
     os.chmod(dest / "run.sh", 0o644)
-    assert workspace.changed_files(before, workspace.snapshot(dest)) == [
+    assert sandbox.changed_files(before, sandbox.snapshot(dest)) == [
         "app.py", "docs/watch.md", "run.sh", "tests/test_app.py"]
-    assert workspace.changed_files(before, before) == []
-
-
-def test_file_exists_and_file_contains_over_a_folder(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    (ws / "docs").mkdir(parents=True)
-    (ws / "CHANGELOG.md").write_text("## 1.2\n- Add --watch flag\n")
-    (ws / "docs/watch.md").write_text("x")
-    assert workspace.file_exists(ws, "docs/watch.md") == (True, "")
-    ok, why = workspace.file_exists(ws, "docs/missing.md")
-    assert not ok and "docs/missing.md" in why and "does not exist" in why
-    assert workspace.file_contains(ws, "CHANGELOG.md", text="--WATCH")[0]
-    assert workspace.file_contains(ws, "CHANGELOG.md", regex=r"(?m)^- Add --watch")[0]
-    ok, why = workspace.file_contains(ws, "CHANGELOG.md", text="--serve")
-    assert not ok and "--serve" in why
-    ok, why = workspace.file_contains(ws, "nope.md", text="x")
-    assert not ok and "does not exist" in why
-
-
-def test_file_checks_never_follow_a_link_out_of_the_workspace(tmp_path: Path) -> None:
-    secret = tmp_path / "secret.txt"
-    secret.write_text("password=hunter2\n")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    os.symlink(secret, ws / "leak.txt")
-    ok, why = workspace.file_contains(ws, "leak.txt", text="hunter2")
-    assert not ok and "leaves the workspace" in why
-    assert not workspace.file_exists(ws, "leak.txt")[0]
-
-
-def test_changed_files_max_counts_the_agents_changes(tmp_path: Path) -> None:
-    assert workspace.changed_files_max(["a", "b"], 2) == (True, "")
-    ok, why = workspace.changed_files_max(["a", "b", "c"], 2)
-    assert not ok and "3 file(s) changed" in why and "at most 2" in why and "a, b, c" in why
-
-
-def test_workspace_key_names_the_tree_and_the_check_commands() -> None:
-    base = workspace.workspace_key("t1", [["pytest", "-q"]])
-    assert base == workspace.workspace_key("t1", [["pytest", "-q"]])
-    assert base != workspace.workspace_key("t2", [["pytest", "-q"]])
-    assert base != workspace.workspace_key("t1", [["pytest", "-x"]])
+    assert sandbox.changed_files(before, before) == []
 
 
 def test_a_chain_of_links_that_leaves_the_folder_is_refused(repo: Path, tmp_path: Path) -> None:
@@ -159,7 +121,7 @@ def test_a_chain_of_links_that_leaves_the_folder_is_refused(repo: Path, tmp_path
     git(repo, "add", "evals/fx")
     git(repo, "commit", "-q", "-m", "link chain")
     with pytest.raises(UsageError, match=r"symlink up .*leaves the workspace"):
-        workspace.materialise(repo, head(repo), "evals/fx", tmp_path / "out")
+        task_trees.materialise(repo, head(repo), "evals/fx", tmp_path / "out")
     assert not (tmp_path / "out").exists()
     assert "up" in (workspace.folder_problem_on_disk(repo, "evals/fx") or "")
 

@@ -14,8 +14,9 @@ from gitsleep.backends.command import AgentSpec, CommandBackend
 from gitsleep.core import reflect
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.models import Answer, Check, Judge, SampleResult, Score, Task, TaskResult
+from gitsleep.git_forge.task_trees import tree_id
 from gitsleep.redact import Redactor
-from gitsleep.workspace import DIFF_MAX_CHARS, tree_id, unified_diff
+from gitsleep.workspace import DIFF_MAX_CHARS, unified_diff
 from tests.support.fake_agents import install
 from tests.support.gitrepo import isolate_git, make_repo
 

@@ -16,7 +16,7 @@ from gitsleep.backends.base import ModelCall
 from gitsleep.backends.command import AgentSpec, CommandBackend, agent_argv
 from gitsleep.backends.presets import PRESETS, WRITE_MODES
 from gitsleep.config import load_config
-from gitsleep.workspace import tree_id
+from gitsleep.git_forge.task_trees import tree_id
 from tests.support.cli import run_cli
 from tests.support.fake_agents import install
 from tests.support.gitrepo import isolate_git, make_repo

@@ -31,13 +31,20 @@ import contextlib
 import os
 import secrets
 import signal
+import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import FrameType
+from typing import IO
+
+from gitsleep.errors import BackendError
 
 MARKER_ENV = "GITSLEEP_AGENT_RUN"
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 POLL_SECONDS = 0.02
+STDERR_TAIL_BYTES = 4096  # the tail of a run's stderr that is kept
 KILL_WAIT = 2.0  # seconds to wait for SIGKILLed processes to be gone
 _PROC = "/proc"
 
@@ -240,3 +247,131 @@ def install_signal_handlers() -> None:
         with contextlib.suppress(ValueError, OSError):
             if signal.getsignal(signum) is default:
                 signal.signal(signum, _on_signal)
+
+
+# --- running one program ------------------------------------------------------------------
+
+
+@dataclass
+class _Capture:
+    """Drains one pipe on a thread: keeps its head (stdout) or its tail (stderr)."""
+
+    stream: IO[bytes]
+    limit: int
+    tail: bool = False
+    overflow: threading.Event = field(default_factory=threading.Event)
+    data: bytearray = field(default_factory=bytearray)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._drain, daemon=True)
+        thread.start()
+        return thread
+
+    def _drain(self) -> None:
+        fd = self.stream.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            if self.tail:
+                self.data += chunk
+                del self.data[: max(0, len(self.data) - self.limit)]
+            elif len(self.data) <= self.limit:
+                self.data += chunk
+                if len(self.data) > self.limit:
+                    self.overflow.set()  # keep draining so the agent never blocks on a pipe
+
+
+def _exited(pid: int) -> bool:
+    """Whether the process has exited, without reaping it: its pid, and so its process
+    group id, stay reserved until we have killed what is left of the group."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _wait_until(pid: int, deadline: float, stop: threading.Event | None = None) -> bool:
+    while not _exited(pid):
+        if (time.monotonic() >= deadline or (stop is not None and stop.is_set())
+                or stopping()):
+            return False
+        time.sleep(POLL_SECONDS)
+    return True
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    stdin: bytes | None,
+    timeout: float,
+    max_output_bytes: int,
+    kill_grace: float = KILL_GRACE,
+    live: Callable[[str, int, bool], None] | None = None,
+) -> tuple[int, bool, bool, bytes, bytes, float]:
+    """Run argv in its own session; at the deadline, and in any case when it ends, kill
+    every process it started (its group, its descendants, whatever carries its marker:
+    see agent_procs), so a setsid() daemon dies with the run too.
+
+    Returns (exit code, timed out, output over the cap, stdout head, stderr tail, seconds).
+    Raises OSError when the program cannot be started, BackendError when gitsleep is
+    stopping on a signal. `live(marker, pid, running)` is told when the run starts and
+    ends, so an owner can kill it early.
+    """
+    if stopping():
+        raise BackendError("gitsleep is stopping (a signal): no agent is started")
+    started = time.monotonic()
+    marker = new_marker()
+    proc = subprocess.Popen(  # noqa: S603 - argv from the config, never a shell
+        list(argv), cwd=cwd, env={**env, MARKER_ENV: marker},
+        start_new_session=True,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out = _Capture(proc.stdout, max_output_bytes)
+    err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True)
+    threads: list[threading.Thread] = []
+    finished = False
+    try:  # from here on, whatever happens (Ctrl-C included), the run is killed and reaped
+        register(marker, proc.pid)
+        if live is not None:
+            live(marker, proc.pid, True)
+        threads += [out.start(), err.start()]
+        if stdin is not None:
+            threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin),
+                                            daemon=True))
+            threads[-1].start()
+        finished = _wait_until(proc.pid, started + timeout, out.overflow)
+        if not finished:
+            terminate_runs({marker: proc.pid}, kill_grace)
+    finally:
+        # What ignores SIGTERM, what outlived the agent, what moved to its own session:
+        # before the agent is reaped, so its pid (and group id) cannot have been reused.
+        kill_run(marker, proc.pid)
+        unregister(marker)
+        if live is not None:
+            live(marker, proc.pid, False)
+        code = proc.wait()
+        for thread in threads:
+            thread.join(timeout=5)
+        proc.stdout.close()
+        proc.stderr.close()
+    seconds = time.monotonic() - started
+    overflow = out.overflow.is_set()
+    timed_out = not finished and not overflow
+    return code, timed_out, overflow, bytes(out.data), bytes(err.data), seconds
+
+
+def _feed(stream: IO[bytes] | None, data: bytes) -> None:
+    if stream is None:
+        return
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError):
+        pass  # the agent did not read its stdin: that is its business
+    finally:
+        with contextlib.suppress(OSError):
+            stream.close()

@@ -22,35 +22,32 @@ POSIX only: process groups and `waitid` are what make the kill reliable.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import posixpath
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO
 
 from gitsleep import workspace as task_workspace
 from gitsleep.backends import agent_procs
+from gitsleep.backends.agent_procs import STDERR_TAIL_BYTES
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.presets import ANSWER_FILE
+from gitsleep.core import sandbox
 from gitsleep.core.markdown import clip, one_line
 from gitsleep.core.models import Answer
 from gitsleep.errors import BackendError, UsageError
+from gitsleep.git_forge import task_trees
 from gitsleep.redact import Redactor, without_forge_tokens
 
-STDERR_TAIL_BYTES = 4096
 MESSAGE_MAX_CHARS = 500
 VERSION_TIMEOUT = 30.0
-POLL_SECONDS = 0.02
 
 # (pattern, fix): checked, case-insensitively, in the stderr and stdout tails of a run
 # that exited non-zero. A match stops the epoch: retrying cannot log anyone in.
@@ -120,131 +117,6 @@ class AgentRun:
     checks: tuple[tuple[int, bool, str], ...] | None = None
     changed: list[str] = field(default_factory=list)
     diff: str | None = None  # the agent's change, redacted and clipped (for reflection)
-
-
-@dataclass
-class _Capture:
-    """Drains one pipe on a thread: keeps its head (stdout) or its tail (stderr)."""
-
-    stream: IO[bytes]
-    limit: int
-    tail: bool = False
-    overflow: threading.Event = field(default_factory=threading.Event)
-    data: bytearray = field(default_factory=bytearray)
-
-    def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self._drain, daemon=True)
-        thread.start()
-        return thread
-
-    def _drain(self) -> None:
-        fd = self.stream.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            if self.tail:
-                self.data += chunk
-                del self.data[: max(0, len(self.data) - self.limit)]
-            elif len(self.data) <= self.limit:
-                self.data += chunk
-                if len(self.data) > self.limit:
-                    self.overflow.set()  # keep draining so the agent never blocks on a pipe
-
-
-def _exited(pid: int) -> bool:
-    """Whether the process has exited, without reaping it: its pid, and so its process
-    group id, stay reserved until we have killed what is left of the group."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-
-
-def _wait_until(pid: int, deadline: float, stop: threading.Event | None = None) -> bool:
-    while not _exited(pid):
-        if (time.monotonic() >= deadline or (stop is not None and stop.is_set())
-                or agent_procs.stopping()):
-            return False
-        time.sleep(POLL_SECONDS)
-    return True
-
-
-def run_process(
-    argv: Sequence[str],
-    *,
-    cwd: str,
-    env: Mapping[str, str],
-    stdin: bytes | None,
-    timeout: float,
-    max_output_bytes: int,
-    kill_grace: float = agent_procs.KILL_GRACE,
-    live: Callable[[str, int, bool], None] | None = None,
-) -> tuple[int, bool, bool, bytes, bytes, float]:
-    """Run argv in its own session; at the deadline, and in any case when it ends, kill
-    every process it started (its group, its descendants, whatever carries its marker:
-    see agent_procs), so a setsid() daemon dies with the run too.
-
-    Returns (exit code, timed out, output over the cap, stdout head, stderr tail, seconds).
-    Raises OSError when the program cannot be started, BackendError when gitsleep is
-    stopping on a signal. `live(marker, pid, running)` is told when the run starts and
-    ends, so an owner can kill it early.
-    """
-    if agent_procs.stopping():
-        raise BackendError("gitsleep is stopping (a signal): no agent is started")
-    started = time.monotonic()
-    marker = agent_procs.new_marker()
-    proc = subprocess.Popen(  # noqa: S603 - argv from the config, never a shell
-        list(argv), cwd=cwd, env={**env, agent_procs.MARKER_ENV: marker},
-        start_new_session=True,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    out = _Capture(proc.stdout, max_output_bytes)
-    err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True)
-    threads: list[threading.Thread] = []
-    finished = False
-    try:  # from here on, whatever happens (Ctrl-C included), the run is killed and reaped
-        agent_procs.register(marker, proc.pid)
-        if live is not None:
-            live(marker, proc.pid, True)
-        threads += [out.start(), err.start()]
-        if stdin is not None:
-            threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin),
-                                            daemon=True))
-            threads[-1].start()
-        finished = _wait_until(proc.pid, started + timeout, out.overflow)
-        if not finished:
-            agent_procs.terminate_runs({marker: proc.pid}, kill_grace)
-    finally:
-        # What ignores SIGTERM, what outlived the agent, what moved to its own session:
-        # before the agent is reaped, so its pid (and group id) cannot have been reused.
-        agent_procs.kill_run(marker, proc.pid)
-        agent_procs.unregister(marker)
-        if live is not None:
-            live(marker, proc.pid, False)
-        code = proc.wait()
-        for thread in threads:
-            thread.join(timeout=5)
-        proc.stdout.close()
-        proc.stderr.close()
-    seconds = time.monotonic() - started
-    overflow = out.overflow.is_set()
-    timed_out = not finished and not overflow
-    return code, timed_out, overflow, bytes(out.data), bytes(err.data), seconds
-
-
-def _feed(stream: IO[bytes] | None, data: bytes) -> None:
-    if stream is None:
-        return
-    try:
-        stream.write(data)
-    except (BrokenPipeError, OSError):
-        pass  # the agent did not read its stdin: that is its business
-    finally:
-        with contextlib.suppress(OSError):
-            stream.close()
 
 
 def _inside(root: Path, relative: str) -> Path:
@@ -334,7 +206,7 @@ class CommandBackend(Backend):
         self._running: dict[str, int] = {}  # marker -> root pid of the calls under way
         self._running_lock = threading.Lock()
         self._interrupted = threading.Event()
-        self._workspaces = task_workspace.WorkspaceCache()  # each folder read once a run
+        self._workspaces = task_trees.WorkspaceCache()  # each folder read once a run
 
     def _track(self, marker: str, pid: int, running: bool) -> None:
         with self._running_lock:
@@ -372,7 +244,7 @@ class CommandBackend(Backend):
         program = self.spec.command[0]
         with tempfile.TemporaryDirectory(prefix="gitsleep-agent-") as cwd:
             try:
-                code, timed_out, _, out, err, _ = run_process(
+                code, timed_out, _, out, err, _ = agent_procs.run_process(
                     [program, "--version"], cwd=cwd, env=self.env, stdin=None,
                     timeout=VERSION_TIMEOUT, max_output_bytes=65536,
                     kill_grace=self.spec.kill_grace,
@@ -459,7 +331,7 @@ class CommandBackend(Backend):
                 "the task contains a NUL character, which no program argument can hold; "
                 "set agent.prompt: stdin or remove the NUL from the task"))
         workspace = Path(tempfile.mkdtemp(prefix="gitsleep-agent-"))
-        tree: task_workspace.Tree | None = None
+        tree: task_trees.Tree | None = None
         try:
             if task_folder is not None:  # the task's folder as committed, then the skill
                 tree = self._workspaces.prepare_tree(
@@ -476,10 +348,10 @@ class CommandBackend(Backend):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
             run = AgentRun(argv=argv, files=sorted(installed), workspace=str(workspace))
-            before = task_workspace.snapshot(workspace) if task_folder is not None else None
+            before = sandbox.snapshot(workspace) if task_folder is not None else None
             try:
                 (run.exit_code, run.timed_out, run.overflow, run.stdout, run.stderr_tail,
-                 run.seconds) = run_process(
+                 run.seconds) = agent_procs.run_process(
                     argv, cwd=str(workspace), env=self.env,
                     stdin=prompt.encode("utf-8") if spec.prompt == "stdin" else None,
                     timeout=spec.timeout, max_output_bytes=spec.max_output_bytes,
@@ -555,8 +427,8 @@ class CommandBackend(Backend):
                       completion_tokens=completion_tokens, tokens_known=tokens is not None,
                       checks=run.checks, diff=run.diff), False
 
-    def _judge_workspace(self, run: AgentRun, workspace: Path, before: task_workspace.Snapshot,
-                         task_folder: Mapping[str, object], tree: task_workspace.Tree,
+    def _judge_workspace(self, run: AgentRun, workspace: Path, before: sandbox.Snapshot,
+                         task_folder: Mapping[str, object], tree: task_trees.Tree,
                          given: tuple[Mapping[str, bytes], Mapping[str, str]]) -> None:
         """After a run that can become an answer: what the agent changed and its diff (the
         package and the documents in `given` over the fixture are what it got), then the
@@ -571,8 +443,8 @@ class CommandBackend(Backend):
         if text is None or not text.strip():
             return
         answer_file = self.spec.answer_file
-        after = task_workspace.snapshot(workspace)
-        run.changed = [p for p in task_workspace.changed_files(before, after)
+        after = sandbox.snapshot(workspace)
+        run.changed = [p for p in sandbox.changed_files(before, after)
                        if answer_file is None or workspace_path(p) != workspace_path(answer_file)]
         # the diff before the checks: they put back the fixture files they name
         run.diff = task_workspace.agent_diff(tree, workspace, run.changed, *given,

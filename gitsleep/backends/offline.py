@@ -28,9 +28,11 @@ from typing import Any
 
 from gitsleep import workspace as task_workspace
 from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.core import sandbox
 from gitsleep.core.models import Answer
 from gitsleep.core.numbers import whole_number
 from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
+from gitsleep.git_forge import task_trees
 from gitsleep.redact import Redactor
 
 _Q = r"[\"'](.+?)[\"']"
@@ -359,7 +361,7 @@ class OfflineBackend(Backend):
     workspaces = True  # simulates an agent in a copy of a workspace task's folder
 
     def __init__(self, check_pass_env: Sequence[str] = ()) -> None:
-        self._workspaces = task_workspace.WorkspaceCache()  # each folder read once a run
+        self._workspaces = task_trees.WorkspaceCache()  # each folder read once a run
         self.check_pass_env = tuple(check_pass_env)  # what checks see beyond the minimum
         self._redactor: Redactor | None = None
 
@@ -408,9 +410,9 @@ class OfflineBackend(Backend):
                                                        AGENT_FILE))
             installed = {AGENT_FILE: "\n\n".join(documents)}
             (folder / AGENT_FILE).write_text(installed[AGENT_FILE], encoding="utf-8")
-            before = task_workspace.snapshot(folder)
+            before = sandbox.snapshot(folder)
             simulate_work(folder, documents)
-            changed = task_workspace.changed_files(before, task_workspace.snapshot(folder))
+            changed = sandbox.changed_files(before, sandbox.snapshot(folder))
             # the diff before the checks: they put back the fixture files they name
             diff = task_workspace.agent_diff(tree, folder, changed, packaged, installed,
                                              redact=self._redactor.redact)

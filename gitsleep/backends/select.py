@@ -7,11 +7,11 @@ sees one `Backend`, which sends each call to the one its purpose names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitsleep.backends import create_backend
+from gitsleep.backends import BACKENDS
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.core.models import Answer
 from gitsleep.errors import BackendError, UsageError
@@ -121,3 +121,34 @@ def backend_from_settings(
     if len(built) == 1 and len(by_purpose) == len(PURPOSE_ORDER):
         return next(iter(built.values()))
     return RoutedBackend(by_purpose)
+
+
+def create_backend(
+    name: str,
+    *,
+    env: Mapping[str, str],
+    api_key_env: str = "OPENAI_API_KEY",
+    base_url: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 4,
+    azure: Mapping[str, Any] | None = None,
+    check_pass_env: Sequence[str] = (),
+) -> Backend:
+    """The backend a name stands for. An unknown name is an error, never a silent fallback.
+    `check_pass_env`: what the checks a backend runs in a workspace see beyond the minimum."""
+    if name == "offline":
+        from gitsleep.backends.offline import OfflineBackend
+
+        return OfflineBackend(check_pass_env)
+    if name == "openai":
+        from gitsleep.backends.openai_compat import create_openai_backend
+
+        return create_openai_backend(
+            api_key_env=api_key_env,
+            env=env,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            azure=dict(azure) if azure else None,
+        )
+    raise UsageError(f"unknown backend {name!r}: use one of {', '.join(BACKENDS)}")

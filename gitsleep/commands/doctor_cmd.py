@@ -11,7 +11,8 @@ from __future__ import annotations
 import click
 
 from gitsleep import workspace as task_workspace
-from gitsleep.backends.command import STDERR_TAIL_BYTES, CommandBackend
+from gitsleep.backends.agent_procs import STDERR_TAIL_BYTES
+from gitsleep.backends.command import CommandBackend
 from gitsleep.backends.select import RoutedBackend
 from gitsleep.commands.common import end_progress, only_skill, setup_from
 from gitsleep.core import judges

@@ -35,6 +35,7 @@ from gitsleep.config import (
 from gitsleep.core.documents import block_problems, imports
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
+from gitsleep.core.sandbox import backend_problem as workspace_backend_problem
 from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from gitsleep.problems import (
     ERROR,
@@ -48,7 +49,6 @@ from gitsleep.problems import (
 from gitsleep.redact import Redactor
 from gitsleep.report import SMALL_SPLIT, small_splits
 from gitsleep.tasks import check_skill_tasks, skill_problems
-from gitsleep.workspace import backend_problem as workspace_backend_problem
 
 FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DEFAULT_BLOCK_LIMITS = (40, 4000)  # max_lines, max_chars when there is no config

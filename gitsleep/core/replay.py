@@ -14,10 +14,9 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from gitsleep import workspace as workspaces
 from gitsleep.backends.base import ModelCall
 from gitsleep.core import documents as docs
-from gitsleep.core import honesty, judges
+from gitsleep.core import honesty, judges, sandbox
 from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import (
     Answer,
@@ -71,7 +70,7 @@ def answer_call(
         # named too, so an agent CLI can install each document where its agent reads it
         context={"documents": docs, "skill": documents.get("skill"),
                  "memory": documents.get("memory"),
-                 **workspaces.call_context(task)},  # a workspace task: its folder, checks
+                 **sandbox.call_context(task)},  # a workspace task: its folder, checks
     )
 
 
@@ -143,7 +142,7 @@ def score_split(
     """
     for task in tasks:  # before any call: only an agent CLI can work in a folder
         if task.workspace and not runner.backend.workspaces:
-            raise UsageError(workspaces.backend_problem(task, runner.backend.name))
+            raise UsageError(sandbox.backend_problem(task, runner.backend.name))
     started = time.perf_counter()
     step = len(tasks) if stop is None or chunk <= 0 else chunk
     results: list[TaskResult] = []

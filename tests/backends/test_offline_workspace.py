@@ -15,7 +15,7 @@ import pytest
 
 from gitsleep.backends.base import ModelCall
 from gitsleep.backends.offline import OfflineBackend, directive_for, simulate_answer
-from gitsleep.workspace import tree_id
+from gitsleep.git_forge.task_trees import tree_id
 from tests.support.cli import run_cli
 from tests.support.gitrepo import isolate_git, make_repo
 from tests.support.skills import CHANGELOG_SKILL

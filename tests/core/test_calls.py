@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends import create_backend
 from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.backends.select import create_backend
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import Answer
