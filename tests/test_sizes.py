@@ -26,12 +26,13 @@ def oversized() -> list[str]:
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            limit = (MAX_CLASS if isinstance(node, ast.ClassDef) else
-                     MAX_FUNCTION if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     else None)
-            if limit is None or node.end_lineno is None:
+            if isinstance(node, ast.ClassDef):
+                limit = MAX_CLASS
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                limit = MAX_FUNCTION
+            else:
                 continue
-            lines = node.end_lineno - node.lineno + 1
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
             if lines > limit:
                 found.append(f"{path.relative_to(PACKAGE)}:{node.name} ({lines})")
     return found
