@@ -413,8 +413,34 @@ def _task_from_record(
         judge = parse_judge(record.get("judge"), name, report)
     ok = ok and judge is not None
 
-    label = record.get("split")
+    split, split_ok = _split_of(record.get("split"), file_split, name, report)
+    system, tags, review, extras_ok = _extras_of(record, name, report)
+    workspace, workspace_ok = _workspace_of(
+        record.get("workspace") if fmt == "gitsleep" else None, judge, name, report)
+    ok = ok and split_ok and extras_ok and workspace_ok
+
+    if not ok or judge is None:
+        return None
+    return Task(
+        id=task_id,
+        prompt=str(prompt),  # a str here: checked above (ok)
+        split=split or split_for(task_id),
+        judge=judge,
+        system=system or None,
+        tags=tuple(tags),
+        source=source,
+        line=line,
+        review=review,
+        workspace=workspace,
+    )
+
+
+def _split_of(label: Any, file_split: Split | Literal["auto"], name: str,
+              report: Reporter) -> tuple[Split | None, bool]:
+    """The task's split (the file's, else its own label, else None) and whether the
+    label was valid."""
     split: Split | None = None
+    ok = True
     if label not in (None, ""):
         normal = label.strip().lower() if isinstance(label, str) else None
         named = LEGACY_SPLITS.get(normal or "", normal)
@@ -426,7 +452,13 @@ def _task_from_record(
             ok = False
     if file_split != "auto":
         split = file_split
+    return split, ok
 
+
+def _extras_of(record: dict[str, Any], name: str, report: Reporter
+               ) -> tuple[str | None, list[str], Any, bool]:
+    """(system, tags, review mark, ok): the optional fields beside id, prompt and judge."""
+    ok = True
     system = record.get("system")
     if system is not None and not isinstance(system, str):
         report(ERROR, "GS118", f"{name}: 'system' must be a string")
@@ -437,7 +469,6 @@ def _task_from_record(
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         report(ERROR, "GS118", f"{name}: 'tags' must be a list of strings")
         ok = False
-
     review = record.get("review")
     if review is not None and review not in REVIEW_MARKS:
         report(ERROR, "GS119",
@@ -448,9 +479,15 @@ def _task_from_record(
         report(ERROR, "GS118", f"{name}: 'source' must be an object like "
                '{"tool": ..., "session": ..., "time": ...}')
         ok = False
+    return system, tags, review, ok
 
+
+def _workspace_of(raw_workspace: Any, judge: Judge | None, name: str,
+                  report: Reporter) -> tuple[str | None, bool]:
+    """The task's workspace folder (normalised) and whether it, and the checks that need
+    one, are valid."""
     workspace: str | None = None
-    raw_workspace = record.get("workspace") if fmt == "gitsleep" else None
+    ok = True
     if raw_workspace is not None:
         if not isinstance(raw_workspace, str):
             report(ERROR, "GS130",
@@ -470,21 +507,7 @@ def _task_from_record(
                        'the agent ran, and the task has none: add "workspace": "<folder>" '
                        "or remove the check")
                 ok = False
-
-    if not ok or judge is None:
-        return None
-    return Task(
-        id=task_id,
-        prompt=str(prompt),  # a str here: checked above (ok)
-        split=split or split_for(task_id),
-        judge=judge,
-        system=system or None,
-        tags=tuple(tags),
-        source=source,
-        line=line,
-        review=review,
-        workspace=workspace,
-    )
+    return workspace, ok
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
