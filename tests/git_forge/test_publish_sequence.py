@@ -9,7 +9,6 @@ import pytest
 
 from gitsleep.errors import LockHeld, UsageError
 from gitsleep.git_forge import publish_sequence as sequence
-from gitsleep.git_forge.gitrun import ref_sha
 from gitsleep.git_forge.lock import RepoLock
 from tests.support.gitrepo import git, isolate_git, make_repo
 
@@ -43,7 +42,7 @@ def test_the_checkout_is_refused_before_the_claim(work: Path) -> None:
     with pytest.raises(UsageError, match="checked out"), \
             sequence.publishing(work, "main", "x", refuse_checkout="main is checked out"):
         pass
-    assert ref_sha(sequence.gitops.open_repo(work), "refs/heads/main") is not None
+    assert git(work, "branch", "--show-current") == "main"
 
 
 def test_files_at_reads_a_ref_in_a_detached_tree(work: Path) -> None:
