@@ -26,10 +26,11 @@ from pydantic import (
     model_validator,
 )
 
+from gitsleep.backends.presets import PRESETS, preset_command, write_command
 from gitsleep.core.models import EpochSettings, GateSettings
 from gitsleep.errors import UsageError
 from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
-from gitsleep.redact import FORGE_TOKEN_RE
+from gitsleep.redact import FORGE_TOKEN_RE, Redactor, is_secret_name
 
 if TYPE_CHECKING:  # the agent's spec lives with the command backend, imported when used
     from gitsleep.backends.command import AgentSpec
@@ -299,8 +300,6 @@ class AgentConfig(_Section):
     @field_validator("env")
     @classmethod
     def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
-        from gitsleep.redact import Redactor, is_secret_name
-
         for name, text in value.items():
             if not ENV_NAME_RE.match(name):
                 raise ValueError(f"{name!r} is not an environment variable name")
@@ -336,8 +335,6 @@ class AgentConfig(_Section):
 
     def filled(self, model: str | None = None) -> dict[str, Any]:
         """The keys with the preset's values where this section left them unset."""
-        from gitsleep.backends.presets import PRESETS, preset_command, write_command
-
         base: dict[str, Any] = {"prompt": "stdin", "install": "AGENTS.md",
                                 "memory_install": None, "answer": "stdout"}
         if self.preset:

@@ -30,6 +30,7 @@ from gitsleep.problems import MAX_FILE_BYTES
 from gitsleep.redact import Redactor
 from gitsleep.tasks import load_skill_tasks
 from gitsleep.terminal import visible
+from gitsleep.validation import frontmatter_problems
 
 if TYPE_CHECKING:
     from gitsleep.backends.base import Backend
@@ -156,7 +157,6 @@ def read_documents(root: Path, skill: SkillConfig, say: ProgressLines | None = N
     # a skill document `validate` refuses (frontmatter that does not parse) stops every
     # command that uses it, before any model call; its warnings (a name or description
     # outside the Agent Skills limits) do not: gitsleep never edits that text
-    from gitsleep.commands.validate_cmd import frontmatter_problems
 
     for problem in frontmatter_problems(documents["skill"] or "", skill.skill):
         if not problem.is_error:

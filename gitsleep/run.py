@@ -1,7 +1,8 @@
 """One skill, end to end: lock -> worktree -> epoch -> commit -> note -> push -> PR.
 
-The git steps (claim the branch, commit with its note, push, the forge client) are
-`gitsleep.git_forge.publish_sequence`, which `harvest --branch` uses too. The epoch itself
+The order of the git steps (open, base, remote, lock, claim, worktree, commit with its
+note, push, the forge client) is `gitsleep.git_forge.publish_sequence`, which
+`harvest --branch` uses too. The epoch itself
 is pure (`gitsleep.core.epoch`); git and the forge are thin edges around it; what a command
 needs before it runs (config, inputs, backend, cache) is `gitsleep.prepare`, what a commit
 records is `gitsleep.git_forge.record`, and what this run must do (a new epoch, finish an
@@ -14,21 +15,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+import git
 
 from gitsleep import __version__, repo_paths, report
 from gitsleep.config import SkillConfig
 from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
-from gitsleep.core.models import EpochResult, Task
+from gitsleep.core.models import EpochResult, SplitSummary, Task
 from gitsleep.errors import UsageError
+from gitsleep.git_forge import forge, gitops, history, record
+from gitsleep.git_forge import publish_sequence as sequence
 from gitsleep.git_forge.gitrun import run_git
-from gitsleep.git_forge.record import NOTES_REF, Digests
-from gitsleep.git_forge.recovery import GitOptions, plan_recovery, up_to_date
-from gitsleep.outcome import PrResult, SkillSummary, opens_pr
+from gitsleep.git_forge.publish_sequence import Claimed, forge_call
+from gitsleep.git_forge.record import Digests
+from gitsleep.git_forge.recovery import GitOptions, plan_recovery
+from gitsleep.outcome import Edits, PrResult, SkillSummary, opens_pr, section
 from gitsleep.prepare import Setup, make_backend, make_cache, read_inputs
-
-if TYPE_CHECKING:
-    import git
 
 __all__ = ["GitOptions", "SkillOutcome", "consolidate", "dry_run", "read_inputs",
            "rerun_command"]  # read_inputs: the benchmarks read a skill's inputs from here
@@ -119,14 +121,8 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None,
 def _dry_run_at(setup: Setup, skill: SkillConfig, ref: str) -> EpochResult:
     """The epoch on the files at `ref`, read in a private detached worktree (the user's
     tree, index and branches untouched); a ref that is no commit is exit 2."""
-    from gitsleep.git_forge import gitops
-    from gitsleep.git_forge.lock import RepoLock
-
-    repo = gitops.open_repo(setup.repo)
-    base = gitops.resolve_base(repo, ref)
-    with RepoLock(repo, skill.name), \
-            gitops.temporary_worktree(repo, f"dry-run/{skill.name}", base.sha) as tree:
-        tasks, documents = read_inputs(Path(tree), skill, setup.say)
+    with sequence.files_at(setup.repo, ref, skill.name, f"dry-run/{skill.name}") as tree:
+        tasks, documents = read_inputs(tree, skill, setup.say)
         return epoch_for(setup, skill, tasks, documents)
 
 
@@ -140,79 +136,114 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
     If an earlier run was killed after its commit but before its push or its pull request,
     the epoch is replayed from the response cache (no model call) to finish that work.
     """
-    from gitsleep.git_forge import gitops
-    from gitsleep.git_forge import publish_sequence as sequence
-    from gitsleep.git_forge.lock import RepoLock
-
-    repo = gitops.open_repo(setup.repo)
-    base = gitops.resolve_base(repo, options.base)
     branch = sequence.skill_branch(setup.config.branch_prefix, skill.name)
-    remote = base.remote or gitops.default_remote(repo, base.branch)
-    with RepoLock(repo, skill.name):
-        # the name, proof that gitsleep made the branch, and no commit of anyone else's
-        state = sequence.claim(repo, branch, base, remote)
+    # the name, proof that gitsleep made the branch, and no commit of anyone else's
+    with sequence.publishing(setup.repo, branch, skill.name, base_ref=options.base) as claimed:
+        base, state = claimed.base, claimed.state
         for relative in filter(None, (skill.skill, skill.memory)):
-            require_tracked(repo, base.sha, relative)
+            require_tracked(claimed.repo, base.sha, relative)
         # Every epoch starts from the base: an earlier gitsleep commit on the branch is
         # superseded, so the branch is always the base plus one reviewable commit.
-        with gitops.temporary_worktree(repo, branch, base.sha) as tree:
+        with claimed.worktree(base.sha) as tree:
             tree = Path(tree)
             tasks, documents = read_inputs(tree, skill, setup.say)
             digests = Digests.of(setup.config, skill, tree, documents, base.sha)
-            plan = plan_recovery(setup, repo, state, digests, remote, branch, options)
-            if plan.push_note and remote:
-                error = gitops.push_notes(repo, remote, NOTES_REF)
+            plan = plan_recovery(claimed, digests, options, env=setup.env,
+                                 min_delta=setup.config.gate.min_delta)
+            if plan.push_note:
+                error = claimed.push_notes()
                 setup.say(f"{skill.name}: pushed the diagnostics note left behind"
                           if error is None else f"{skill.name}: notes push failed: {error}")
             if plan.action == "up to date":
-                return SkillOutcome(skill.name,
-                                    up_to_date(setup, skill, branch, state, tasks, repo))
+                return SkillOutcome(skill.name, up_to_date(setup, skill, claimed, tasks))
             if plan.action == "finish":
                 setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
                           "request); replaying the epoch from the cache")
             result = epoch_for(setup, skill, tasks, documents)
-            extra = {"base": base.sha, "branch": branch, **digests.trailers()}
+            # the pull-request decision is recorded as data, for a run finishing this one
+            extra = {"base": base.sha, "branch": branch, **digests.trailers(),
+                     **record.pr_field(opens_pr(result))}
             diagnostics = write_report(setup, result, options.output_dir, extra)
             message = report.commit_message(result, digests.trailers(), setup.redactor)
             if plan.action == "finish":
                 commit = state.last_gitsleep_commit
                 if plan.add_note and commit:
-                    sequence.attach_note(repo, commit, branch, diagnostics)
+                    claimed.attach_note(commit, diagnostics)
                     setup.say(f"{skill.name}: attached the diagnostics note missing from "
                               f"{commit[:12]}")
             else:
-                commit = _commit(setup, repo, tree, skill, branch, result, message,
-                                 diagnostics)
+                commit = _commit(setup, claimed, tree, skill, result, message, diagnostics)
         pushed = False
-        if remote and plan.push and (commit and plan.action == "epoch" or plan.push_branch):
-            sequence.push(repo, remote, branch, state)
+        if claimed.remote and plan.push and (commit and plan.action == "epoch"
+                                             or plan.push_branch):
+            claimed.push()
             pushed = True
-            setup.say(f"{skill.name}: pushed {branch} to {remote}")
-        elif remote and plan.push and plan.add_note:
-            error = gitops.push_notes(repo, remote, NOTES_REF)
+            setup.say(f"{skill.name}: pushed {branch} to {claimed.remote}")
+        elif claimed.remote and plan.push and plan.add_note:
+            error = claimed.push_notes()
             if error is not None:
                 setup.say(f"{skill.name}: notes push failed: {error}")
-        pr, body = _sync_pr(setup, skill, result, branch, base.branch or base.name, remote,
-                            repo, options, pushed=pushed)
+        pr, body = _sync_pr(setup, skill, result, claimed, options, pushed=pushed)
     summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
                                   diagnostics_path=diagnostics.path, redactor=setup.redactor)
     return SkillOutcome(skill.name, summary, result.abort_code, result,
                         commit_message=message, pr_body=body)
 
 
-def _commit(setup: Setup, repo: git.Repo, tree: Path, skill: SkillConfig, branch: str,
+def _commit(setup: Setup, claimed: Claimed, tree: Path, skill: SkillConfig,
             result: EpochResult, message: str, note: report.Diagnostics) -> str | None:
     """Write the accepted documents into the worktree, commit them, attach the note."""
-    from gitsleep.git_forge.publish_sequence import commit_with_note
-
     if result.decision != "accepted" or not result.changed:
         return None
     for target, (_, after) in result.documents.items():
         (tree / skill.documents()[target]).write_bytes(after.encode("utf-8"))
     paths = [p for p in (skill.skill, skill.memory) if p]
-    commit = commit_with_note(repo, tree, branch, paths, message, note)
-    setup.say(f"{skill.name}: committed {commit[:12]} on {branch}")
+    commit = claimed.commit(tree, paths, message, note)
+    setup.say(f"{skill.name}: committed {commit[:12]} on {claimed.branch}")
     return commit
+
+
+# -- a branch that already records this epoch ----------------------------------------------
+
+
+def recorded_edits(repo: git.Repo, commit: str | None) -> Edits:
+    """The edits the epoch at `commit` recorded in its diagnostics note; none when the note
+    is missing or unreadable (a note is untrusted input: wrong shapes read as nothing)."""
+    note = record.note_data(gitops.read_note(repo, commit) if commit else None)
+    return Edits.from_json(section(note, "edits"))
+
+
+def up_to_date(setup: Setup, skill: SkillConfig, claimed: Claimed,
+               tasks: list[Task]) -> SkillSummary:
+    """The summary of an epoch the branch already records, read from its trailers and
+    its note's edits."""
+    state, branch = claimed.state, claimed.branch
+    trailers = state.last_trailers
+
+    def recorded(key: str, split: str) -> SplitSummary:
+        before, after = record.scores(trailers, key)
+        return SplitSummary(before, after, sum(1 for t in tasks if t.split == split))
+
+    agent, optimizer, judge = setup.config.models()
+    recorded_result = EpochResult(
+        skill=skill.name,
+        decision=record.recorded_decision(trailers),
+        reason=(f"{branch} already records this base, these tasks and these documents; "
+                "nothing to do"),
+        metric=trailers.get(record.METRIC, setup.config.gate.metric),
+        backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,
+        judge_model=judge, train=SplitSummary(None, None, 0),
+        val=recorded(record.VAL, "val"), test=recorded(record.TEST, "test"),
+        documents={},
+    )
+    summary = report.json_summary(recorded_result, branch=branch,
+                                  commit=state.last_gitsleep_commit,
+                                  pr=PrResult(reason="up to date: its pull request, if one "
+                                              "was opened, is unchanged"),
+                                  diagnostics_path=None, redactor=setup.redactor)
+    # This run decided nothing: it says so and repeats the recorded decision with the
+    # recorded edits, never "accepted" beside empty edit lists.
+    return summary.as_up_to_date(recorded_edits(claimed.repo, state.last_gitsleep_commit))
 
 
 def require_tracked(repo: git.Repo, base_sha: str, relative: str) -> None:
@@ -225,16 +256,13 @@ def require_tracked(repo: git.Repo, base_sha: str, relative: str) -> None:
 def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
                    metric: str) -> str:
     """The held-out-per-epoch chart for the PR body, from the skill's recorded epochs."""
-    from gitsleep.git_forge import history
-
     epochs = history.read_epochs(setup.repo, base=base, branch_refs=[f"refs/heads/{branch}"],
                                  skills=[skill.name], details=False)  # trailers, not notes
     return report.held_out_chart(history.held_out_points(epochs), metric)
 
 
-def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
-             base_name: str, remote: str | None, repo: git.Repo, options: GitOptions, *,
-             pushed: bool) -> tuple[PrResult, str | None]:
+def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, claimed: Claimed,
+             options: GitOptions, *, pushed: bool) -> tuple[PrResult, str | None]:
     """Create, update or close the skill's PR per the rules; never without a push.
     Returns what was done and the body it was given (None when none was rendered)."""
     if options.pr is False or options.push is False:
@@ -242,17 +270,15 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, branch: str,
         return PrResult(reason=reason), None
     if result.decision == "aborted":
         return PrResult(), None
-    if remote is None:
+    if claimed.remote is None:
         return PrResult(reason="the repository has no remote to push to"), None
-    from gitsleep.git_forge import forge
-    from gitsleep.git_forge.publish_sequence import forge_call, forge_for
-
-    hub, why_not = forge_for(setup.env, repo, remote)
+    hub, why_not = claimed.forge(setup.env)
     if hub is None:
         if options.pr:
             raise UsageError(f"--pr cannot open a pull request: {why_not}")
         setup.say(f"{skill.name}: no pull request: {why_not}")
         return PrResult(reason=why_not), None
+    branch, base_name = claimed.branch, claimed.base_name
     body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor,
                           chart=_history_chart(setup, skill, branch, base_name, result.metric))
     pr_cfg = setup.config.pr

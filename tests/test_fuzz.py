@@ -182,7 +182,7 @@ def test_load_config_raises_only_usage_errors(tmp_path: Path, text: str) -> None
 @fuzz(200)
 @given(front=st.one_of(YAMLISH, config_text()), rest=TEXT)
 def test_frontmatter_checks_never_raise(front: str, rest: str) -> None:
-    from gitsleep.commands.validate_cmd import frontmatter_problems
+    from gitsleep.validation import frontmatter_problems
 
     for problem in frontmatter_problems(f"---\n{front}\n---\n{rest}", "SKILL.md"):
         assert problem.code in CODES and "\n" not in problem.message

@@ -47,4 +47,4 @@ def test_the_core_has_no_exception() -> None:
 def test_every_known_exception_is_still_oversized() -> None:
     """The list only shrinks: an entry whose unit was split must go."""
     names = {f.split(" (")[0] for f in oversized()}
-    assert KNOWN <= names, KNOWN - names
+    assert names >= KNOWN, KNOWN - names

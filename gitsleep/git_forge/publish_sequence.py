@@ -1,7 +1,12 @@
-"""The one order for putting gitsleep's work on a branch: claim -> commit -> note -> push -> PR.
+"""The one order for putting gitsleep's work on a branch: open -> base -> remote -> lock ->
+claim -> worktree -> commit -> note -> push -> notes -> PR.
 
 `consolidate` (`run.py`) and `harvest --branch` (`harvest/publish.py`) both go through
-here, so neither has a git safety rule the other lacks:
+here, so neither writes out the order of git steps itself, nor has a git safety rule the
+other lacks. `publishing` opens the repository, resolves the base and its remote, takes
+the branch's lock and claims the branch; the `Claimed` it yields, valid while the lock is
+held, is the only way on to the worktree, the commit with its note, the push and the forge:
+
 
 - **claim**: the name is one gitsleep may move (not the base, the checkout, the remote's
   default branch, no ref-path clash); the branch is gitsleep's by proof (its note or this
@@ -25,22 +30,23 @@ nor sits in a folder of one (git could not hold both refs), for any skill or pre
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from gitsleep.errors import GitError, GitsleepError
-from gitsleep.git_forge import gitops
+from gitsleep.errors import GitError, GitsleepError, UsageError
+from gitsleep.git_forge import forge, gitops
+from gitsleep.git_forge.gitops import BaseRef, BranchState, PushResult
 from gitsleep.git_forge.gitrun import is_ancestor, ref_sha, try_git
+from gitsleep.git_forge.lock import RepoLock
 from gitsleep.git_forge.record import NOTES_REF, with_proof
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import git
 
     from gitsleep.git_forge.forge import GitHubForge
-    from gitsleep.git_forge.gitops import BaseRef, BranchState, PushResult
 
 T = TypeVar("T")
 HARVEST_NOTES_REF = "refs/notes/gitsleep-harvest"  # apart from the epochs' diagnostics notes
@@ -252,10 +258,94 @@ def forge_for(env: Mapping[str, str], repo: git.Repo, remote: str
               ) -> tuple[GitHubForge | None, str]:
     """The GitHub client for this remote (the caller closes it), or None and the reason
     there is none."""
-    from gitsleep.git_forge import forge
-
     remote_url = repo.remotes[remote].url if remote in [r.name for r in repo.remotes] else None
     settings, why_not = forge.settings_from_env(env, remote_url)
     if settings is None:
         return None, why_not
     return forge.forge_from_env(env, remote_url), ""
+
+
+# -- the whole order -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A branch proven gitsleep's to move, with the lock on it held: the steps after the
+    claim (worktree, commit and note, push, notes, forge) are its methods, so no caller
+    reaches them without the steps before."""
+
+    repo: git.Repo
+    base: BaseRef
+    branch: str
+    remote: str | None
+    state: BranchState
+    notes_ref: str = NOTES_REF
+
+    @property
+    def base_name(self) -> str:
+        """The base as a pull request names it: its branch, else what was asked for."""
+        return self.base.branch or self.base.name
+
+    def worktree(self, start: str) -> AbstractContextManager[Path]:
+        """A private worktree of the branch at `start` (the user's checkout is untouched)."""
+        return gitops.temporary_worktree(self.repo, self.branch, start)
+
+    def append_start(self) -> str:
+        """Where an appending run (harvest) starts: see `append_start`."""
+        return append_start(self.repo, self.state, self.base.sha)
+
+    def commit(self, tree: Path, paths: list[str], message: str, note: Note) -> str:
+        return commit_with_note(self.repo, tree, self.branch, paths, message, note,
+                                notes_ref=self.notes_ref)
+
+    def attach_note(self, sha: str, note: Note) -> None:
+        attach_note(self.repo, sha, self.branch, note, notes_ref=self.notes_ref)
+
+    def push(self, *, fast_forward: bool = False) -> PushResult:
+        """Push the branch and its notes to the remote (the caller checked there is one)."""
+        if self.remote is None:
+            raise GitError(f"{self.branch}: no remote to push to")
+        return push(self.repo, self.remote, self.branch, self.state,
+                    notes_ref=self.notes_ref, fast_forward=fast_forward)
+
+    def push_notes(self) -> str | None:
+        """Push the notes alone; None when done, else the one-line reason it failed."""
+        if self.remote is None:
+            return "no remote"
+        return gitops.push_notes(self.repo, self.remote, self.notes_ref)
+
+    def forge(self, env: Mapping[str, str]) -> tuple[GitHubForge | None, str]:
+        """The forge client for the remote (the caller closes it), or None and why not."""
+        if self.remote is None:
+            return None, "the repository has no remote to push to"
+        return forge_for(env, self.repo, self.remote)
+
+
+@contextmanager
+def publishing(path: Path, branch: str, lock_name: str, *, base_ref: str | None = None,
+               notes_ref: str = NOTES_REF, keep_reviews: bool = False,
+               refuse_checkout: str | None = None) -> Iterator[Claimed]:
+    """open -> base -> remote -> lock -> claim, in this order, for one branch.
+
+    `refuse_checkout`, when given, is the one-line error (exit 2) for a branch that is the
+    checkout itself (said before the claim, whose own advice would not fit).
+    """
+    repo = gitops.open_repo(path)
+    base = gitops.resolve_base(repo, base_ref)
+    remote = base.remote or gitops.default_remote(repo, base.branch)
+    if refuse_checkout is not None and base.branch == branch:
+        raise UsageError(refuse_checkout)
+    with RepoLock(repo, lock_name):
+        state = claim(repo, branch, base, remote, notes_ref=notes_ref,
+                      keep_reviews=keep_reviews)
+        yield Claimed(repo, base, branch, remote, state, notes_ref)
+
+
+@contextmanager
+def files_at(path: Path, ref: str, lock_name: str, label: str) -> Iterator[Path]:
+    """The files committed at `ref`, in a private detached worktree named `label`, under
+    the lock `lock_name` (a dry run at a base: nothing is committed or pushed)."""
+    repo = gitops.open_repo(path)
+    base = gitops.resolve_base(repo, ref)
+    with RepoLock(repo, lock_name), gitops.temporary_worktree(repo, label, base.sha) as tree:
+        yield Path(tree)

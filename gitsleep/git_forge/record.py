@@ -44,6 +44,11 @@ TASKS = "Gitsleep-Tasks"
 MODEL = "Gitsleep-Model"
 INPUTS = "Gitsleep-Inputs"
 TRAILER_KEYS = (SKILL, DECISION, METRIC, VAL, TEST, BASE, TASKS, MODEL, INPUTS)
+# The note's `extra.pull_request`: whether the epoch asked for a pull request, recorded as
+# the value the run acted on, so a later run finishing its work reads the decision instead
+# of re-deriving it from the 3-decimal trailer text.
+PR_FIELD = "pull_request"
+PR_OPEN, PR_SKIP = "open", "skip"
 _DECISIONS: tuple[Decision, ...] = get_args(Decision)
 _TRAILER_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\Z")
 
@@ -141,6 +146,32 @@ def deciding_scores(trailers: Mapping[str, str]) -> tuple[float, float] | None:
         if before is not None and after is not None:
             return before, after
     return None
+
+
+def pr_field(opens: bool) -> dict[str, str]:
+    """What the note records about the pull request: `{"pull_request": "open" | "skip"}`."""
+    return {PR_FIELD: PR_OPEN if opens else PR_SKIP}
+
+
+def note_data(text: str | None) -> dict[str, object]:
+    """A note's JSON object; empty when missing or unreadable (a note is untrusted input:
+    wrong shapes read as nothing)."""
+    try:
+        data = json.loads(text) if text else None
+    except (ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recorded_pr(note_text: str | None, trailers: Mapping[str, str], min_delta: float) -> bool:
+    """Whether the recorded epoch asked for a pull request: the decision its note records
+    (`extra.pull_request`); a note without it (written before gitsleep recorded it, or
+    missing: a run stopped between commit and note) falls back to the trailers' scores."""
+    extra = note_data(note_text).get("extra")
+    value = extra.get(PR_FIELD) if isinstance(extra, dict) else None
+    if value in (PR_OPEN, PR_SKIP):
+        return bool(value == PR_OPEN)
+    return recorded_improvement(trailers, min_delta)
 
 
 def recorded_improvement(trailers: Mapping[str, str], min_delta: float) -> bool:

@@ -4,25 +4,23 @@ A branch that already records these inputs is up to date (no model call, no comm
 whose earlier run was killed after its commit but before its note, its push or its pull
 request is finished (the epoch replayed from the response cache); anything else runs a new
 epoch. `run.consolidate` asks `plan_recovery` and does what it says.
+
+Whether the recorded epoch asked for a pull request is read as data, the note's
+`extra.pull_request` (`open` or `skip`, `record.recorded_pr`); a branch written before
+gitsleep recorded it falls back to the trailers' scores. This module imports nothing above
+`git_forge`: the run's summary of an up-to-date branch is built in `run.py`.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import git
-
-from gitsleep import report
-from gitsleep.config import SkillConfig
-from gitsleep.core.models import EpochResult, SplitSummary, Task
 from gitsleep.git_forge import gitops, record
-from gitsleep.git_forge.gitops import BranchState
+from gitsleep.git_forge.publish_sequence import Claimed
 from gitsleep.git_forge.record import NOTES_REF, Digests
-from gitsleep.outcome import Edits, PrResult, SkillSummary, section
-from gitsleep.prepare import Setup
 
 
 @dataclass
@@ -55,80 +53,43 @@ class Recovery:
     push_note: bool  # its note is only local (a run killed while pushing notes)
 
 
-def plan_recovery(setup: Setup, repo: git.Repo, state: BranchState, digests: Digests,
-                  remote: str | None, branch: str, options: GitOptions) -> Recovery:
-    """The one place that reads the branch's state to decide what this run does."""
+def plan_recovery(claimed: Claimed, digests: Digests, options: GitOptions, *,
+                  env: Mapping[str, str], min_delta: float) -> Recovery:
+    """The one place that reads the branch's state to decide what this run does.
+
+    `env` finds the forge client (is the pull request open?); `min_delta` is the gate's,
+    for a branch whose note records no pull-request decision (`record.recorded_pr`).
+    """
+    repo, state, remote = claimed.repo, claimed.state, claimed.remote
     push = bool(remote and options.push is not False)
     recorded = digests.recorded_in(state.last_trailers)
     commit = state.last_gitsleep_commit
     push_branch = bool(push and state.local_tip and state.local_tip != state.remote_tip)
     add_note = bool(recorded and commit and not state.noted)
+    note = gitops.read_note(repo, commit, NOTES_REF) if recorded and commit else None
     # the branch is on the remote here (not push_branch), so claim's inspect_branch has
     # fetched its notes already: read them, without a second fetch
-    push_note = bool(remote is not None and recorded and not push_branch and push and commit
-                     and gitops.read_note(repo, commit, NOTES_REF)
+    push_note = bool(remote is not None and note and not push_branch and push and commit
                      and not gitops.remote_has_note(repo, remote, commit, fetch=False))
     action: Action = "epoch"
     if recorded:
-        unfinished = push_branch or add_note or push_note or pr_missing(
-            setup, repo, remote, branch, state, options)
+        asked = record.recorded_pr(note, state.last_trailers, min_delta)
+        unfinished = push_branch or add_note or push_note or (
+            asked and pr_missing(claimed, options, env))
         action = "finish" if unfinished else "up to date"
     return Recovery(action, push, push_branch, add_note, push_note)
 
 
-def pr_missing(setup: Setup, repo: git.Repo, remote: str | None, branch: str,
-               state: BranchState, options: GitOptions) -> bool:
-    """An improving recorded epoch whose PR was never opened (a run killed before it)."""
-    if options.pr is False or options.push is False or remote is None:
+def pr_missing(claimed: Claimed, options: GitOptions, env: Mapping[str, str]) -> bool:
+    """A pull request the recorded epoch asked for was never opened (a run killed before
+    it): none open and none closed for the branch."""
+    if options.pr is False or options.push is False or claimed.remote is None:
         return False
-    if not record.recorded_improvement(state.last_trailers, setup.config.gate.min_delta):
-        return False
-    from gitsleep.git_forge.publish_sequence import forge_for
-
-    hub, _ = forge_for(setup.env, repo, remote)
+    hub, _ = claimed.forge(env)
     if hub is None:
         return False
-    return hub.find_open_pr(branch) is None and hub.find_closed_pr(branch) is None
-
-
-def recorded_edits(repo: git.Repo, commit: str | None) -> Edits:
-    """The edits the epoch at `commit` recorded in its diagnostics note; none when the note
-    is missing or unreadable (a note is untrusted input: wrong shapes read as nothing)."""
-    text = gitops.read_note(repo, commit) if commit else None
     try:
-        note = json.loads(text) if text else None
-    except (ValueError, RecursionError):
-        return Edits()
-    return Edits.from_json(section(note, "edits")) if isinstance(note, dict) else Edits()
-
-
-def up_to_date(setup: Setup, skill: SkillConfig, branch: str, state: BranchState,
-               tasks: list[Task], repo: git.Repo) -> SkillSummary:
-    """The summary of an epoch the branch already records, read from its trailers and
-    its note's edits."""
-    trailers = state.last_trailers
-
-    def recorded(key: str, split: str) -> SplitSummary:
-        before, after = record.scores(trailers, key)
-        return SplitSummary(before, after, sum(1 for t in tasks if t.split == split))
-
-    agent, optimizer, judge = setup.config.models()
-    recorded_result = EpochResult(
-        skill=skill.name,
-        decision=record.recorded_decision(trailers),
-        reason=(f"{branch} already records this base, these tasks and these documents; "
-                "nothing to do"),
-        metric=trailers.get(record.METRIC, setup.config.gate.metric),
-        backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,
-        judge_model=judge, train=SplitSummary(None, None, 0),
-        val=recorded(record.VAL, "val"), test=recorded(record.TEST, "test"),
-        documents={},
-    )
-    summary = report.json_summary(recorded_result, branch=branch,
-                                  commit=state.last_gitsleep_commit,
-                                  pr=PrResult(reason="up to date: its pull request, if one "
-                                              "was opened, is unchanged"),
-                                  diagnostics_path=None, redactor=setup.redactor)
-    # This run decided nothing: it says so and repeats the recorded decision with the
-    # recorded edits, never "accepted" beside empty edit lists.
-    return summary.as_up_to_date(recorded_edits(repo, state.last_gitsleep_commit))
+        return hub.find_open_pr(claimed.branch) is None and \
+            hub.find_closed_pr(claimed.branch) is None
+    finally:
+        hub.close()

@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gitsleep.errors import UsageError
+from gitsleep.git_forge import publish_sequence as sequence
+from gitsleep.git_forge.publish_sequence import Claimed, forge_call
 from gitsleep.harvest.mine import prompt_key
 from gitsleep.harvest.pipeline import append_to, jsonl_target, plain_target, render
 from gitsleep.harvest.select import harvested_before
@@ -24,34 +25,25 @@ from gitsleep.tasks import parse_task_file
 
 
 def branch_name(setup: Setup, skill: str) -> str:
-    from gitsleep.git_forge.publish_sequence import harvest_branch
-
-    return harvest_branch(setup.config.branch_prefix, skill)
+    return sequence.harvest_branch(setup.config.branch_prefix, skill)
 
 
 def commit_on_branch(setup: Setup, skill: str, relative: str,
                      records: list[dict[str, Any]]) -> dict[str, Any]:
     """Commit the new records on the harvest branch; push and open a PR when possible."""
-    from gitsleep.git_forge import gitops
-    from gitsleep.git_forge import publish_sequence as sequence
-    from gitsleep.git_forge.lock import RepoLock
-
-    repo = gitops.open_repo(setup.repo)
-    base = gitops.resolve_base(repo, None)
     branch = branch_name(setup, skill)
-    remote = base.remote or gitops.default_remote(repo, base.branch)
-    notes = sequence.HARVEST_NOTES_REF
-    if base.branch == branch:  # the checkout: `claim`'s advice (another prefix) would not help
-        raise UsageError(
-            f"harvest --branch commits on {branch}, which is the branch checked out here, and "
-            "never moves the checkout's own branch: check out another branch (e.g. main) "
-            "with `git switch main`, and re-run")
+    # the checkout: `claim`'s advice (another prefix) would not help
+    checkout = (f"harvest --branch commits on {branch}, which is the branch checked out here, "
+                "and never moves the checkout's own branch: check out another branch (e.g. "
+                "main) with `git switch main`, and re-run")
     done: dict[str, Any] = {"branch": branch, "commit": None, "pushed": False, "pr_url": None,
                             "duplicates": 0, "deleted": 0}
-    with RepoLock(repo, sequence.harvest_lock(skill)):
-        state = sequence.claim(repo, branch, base, remote, notes_ref=notes, keep_reviews=True)
-        start = sequence.append_start(repo, state, base.sha)
-        with gitops.temporary_worktree(repo, branch, start) as tree:
+    with sequence.publishing(setup.repo, branch, sequence.harvest_lock(skill),
+                             notes_ref=sequence.HARVEST_NOTES_REF, keep_reviews=True,
+                             refuse_checkout=checkout) as claimed:
+        state = claimed.state
+        start = claimed.append_start()
+        with claimed.worktree(start) as tree:
             target = jsonl_target(Path(tree), relative, f" on {branch}")
             fresh = _not_in(target, relative, records)
             before = harvested_before(setup.repo, [start], [relative])
@@ -59,22 +51,19 @@ def commit_on_branch(setup: Setup, skill: str, relative: str,
             done["duplicates"] = len(records) - len(fresh)
             done["deleted"] = len(fresh) - len(new)
             if new:
-                _append_and_commit(setup, repo, Path(tree), branch, skill, relative, new, done)
+                _append_and_commit(setup, claimed, Path(tree), skill, relative, new, done)
         # an earlier run's commit whose push failed: push it now, even with nothing new
         unpushed = start == state.local_tip and state.local_tip != state.remote_tip
-        if remote and (done["commit"] or unpushed):
-            sequence.push(repo, remote, branch, state, notes_ref=notes, fast_forward=True)
+        if claimed.remote and (done["commit"] or unpushed):
+            claimed.push(fast_forward=True)
             done["pushed"] = True
-            done["pr_url"] = _open_pr(setup, repo, remote, branch, base.branch or base.name,
-                                      skill, len(new))
+            done["pr_url"] = _open_pr(setup, claimed, skill, len(new))
     return done
 
 
-def _append_and_commit(setup: Setup, repo: Any, tree: Path, branch: str, skill: str,
+def _append_and_commit(setup: Setup, claimed: Claimed, tree: Path, skill: str,
                        relative: str, new: list[dict[str, Any]], done: dict[str, Any]) -> None:
     """Append the new tasks in the worktree and commit them with harvest's note."""
-    from gitsleep.git_forge import publish_sequence as sequence
-
     append_to(plain_target(tree, relative), render(new))
     message = (f"gitsleep: harvest {len(new)} task(s) for {skill} (review pending)\n\n"
                f"Mined from local agent sessions by `gitsleep harvest` and masked "
@@ -83,9 +72,7 @@ def _append_and_commit(setup: Setup, repo: Any, tree: Path, branch: str, skill: 
                f"delete it.")
     note = sequence.JsonNote({"kind": "harvest", "skill": skill,
                               "tasks": [r["id"] for r in new]})
-    done["commit"] = sequence.commit_with_note(
-        repo, tree, branch, [relative], setup.redactor.redact(message), note,
-        notes_ref=sequence.HARVEST_NOTES_REF)
+    done["commit"] = claimed.commit(tree, [relative], setup.redactor.redact(message), note)
     done["tasks"] = len(new)
 
 
@@ -99,11 +86,9 @@ def _not_in(target: Path, relative: str, records: list[dict[str, Any]]) -> list[
     return [r for r in records if r["id"] not in ids and prompt_key(r["prompt"]) not in prompts]
 
 
-def _open_pr(setup: Setup, repo: Any, remote: str, branch: str, base: str, skill: str,
-             count: int) -> str | None:
-    from gitsleep.git_forge.publish_sequence import forge_call, forge_for
-
-    hub, why_not = forge_for(setup.env, repo, remote)
+def _open_pr(setup: Setup, claimed: Claimed, skill: str, count: int) -> str | None:
+    branch, base = claimed.branch, claimed.base_name
+    hub, why_not = claimed.forge(setup.env)
     if hub is None:
         setup.say(f"harvest: no pull request: {why_not}")
         return None

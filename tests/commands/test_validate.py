@@ -432,7 +432,7 @@ def test_many_skills_naming_one_document_parse_the_config_once(
     config again, so n skills sharing one document cost n parses of an O(n) file. The
     config is composed a bounded number of times, whatever the number of skills."""
     from gitsleep import config as config_module
-    from gitsleep.commands import validate_cmd
+    from gitsleep import validation
 
     parses: list[int] = []
     compose = config_module.compose_yaml
@@ -442,14 +442,14 @@ def test_many_skills_naming_one_document_parse_the_config_once(
         return compose(text)
 
     task_parses: list[str] = []
-    check_tasks = validate_cmd.check_skill_tasks
+    check_tasks = validation.check_skill_tasks
 
     def counted_tasks(root: Path, skill):  # noqa: ANN001, ANN202
         task_parses.append(skill.name)
         return check_tasks(root, skill)
 
     monkeypatch.setattr(config_module, "compose_yaml", counted)
-    monkeypatch.setattr(validate_cmd, "check_skill_tasks", counted_tasks)
+    monkeypatch.setattr(validation, "check_skill_tasks", counted_tasks)
     for n in (20, 80):
         task_parses.clear()
         skills = "".join(f"  - name: s{i}\n    skill: {SKILL}\n    tasks: [{TASKS}]\n"
@@ -457,7 +457,7 @@ def test_many_skills_naming_one_document_parse_the_config_once(
         (repo / ".gitsleep.yml").write_text(f"version: 1\nbackend: offline\nskills:\n{skills}")
         parses.clear()
         config = config_module.load_config(repo / ".gitsleep.yml")
-        report = validate_cmd.validate_repo(repo, config, {}, repo / ".gitsleep.yml")
+        report = validation.validate_repo(repo, config, {}, repo / ".gitsleep.yml")
         shared = [p for p in report.problems if p.code == "GS002"]
         assert len(shared) == n - 1 and all(p.line for p in shared)
         assert shared[-1].line == 5 + 3 * (n - 1)  # skills[n-1].skill, still exact
@@ -544,7 +544,7 @@ def test_no_held_out_tasks_is_a_warning_that_says_val_decides(
 def test_skills_sharing_task_files_each_get_their_own_skill_problems(repo: Path) -> None:
     """The shared parse (issue 24 class 10) must not hand one skill's own problems to
     another: each skill is named in its split-size line, and each package is checked."""
-    from gitsleep.commands import validate_cmd
+    from gitsleep import validation
     from gitsleep.config import load_config
 
     (repo / TASKS).write_text(record("t1", "train") + record("t2", "train"))  # no val task
@@ -552,7 +552,7 @@ def test_skills_sharing_task_files_each_get_their_own_skill_problems(repo: Path)
                      for name, extra in (("first", ""), ("second", "    package: missing\n")))
     (repo / ".gitsleep.yml").write_text(f"version: 1\nbackend: offline\nskills:\n{skills}")
     config = load_config(repo / ".gitsleep.yml")
-    report = validate_cmd.validate_repo(repo, config, {}, repo / ".gitsleep.yml")
+    report = validation.validate_repo(repo, config, {}, repo / ".gitsleep.yml")
     messages = [p.message for p in report.problems]
     assert any("skill 'first' has no val tasks" in m for m in messages), messages
     assert any("skill 'second' has no val tasks" in m for m in messages), messages

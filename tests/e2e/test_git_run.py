@@ -356,6 +356,25 @@ def test_run_stopped_before_the_pull_request_is_finished_by_the_next(
         assert again.get("up_to_date") and len(fake.writes) == writes
 
 
+
+def test_finishing_reads_the_recorded_pull_request_decision_not_the_scores(
+    repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note records `extra.pull_request`; a run finishing the epoch acts on that value
+    (here rewritten to `skip`), though the trailers' scores read as an improvement."""
+    work, _ = repo
+    code, first = consolidate(capsys, work)  # pushed, but no token: no PR yet
+    commit = first["commit"]
+    note = json.loads(git(work, "notes", "--ref=gitsleep", "show", commit))
+    assert code == 0 and note["extra"]["pull_request"] == "open"
+    note["extra"]["pull_request"] = "skip"
+    git(work, "notes", "--ref=gitsleep", "add", "-f", "-m", json.dumps(note), commit)
+    with FakeGitHub() as fake:
+        for key, value in fake.env().items():
+            monkeypatch.setenv(key, value)
+        code, data = consolidate(capsys, work)
+        assert code == 0 and data.get("up_to_date") and fake.writes == []
+
 # -- processes: killed runs and concurrent skills -----------------------------------------
 
 
