@@ -30,12 +30,12 @@ from typing import Any
 from benchmarks import generate
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend
+from gitsleep.bundled import examples_dir
 from gitsleep.config import load_config
 from gitsleep.core import reflect
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import Answer, EpochResult, EpochSettings, Task
-from gitsleep.paths import examples_dir
 from gitsleep.tasks import load_skill_tasks
 
 OFFLINE = "offline"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep import paths
+from gitsleep import bundled
 from gitsleep.errors import EXIT_REGRESSION
 from tests.support.cli import run_cli
 from tests.test_action import ACTION, STUB, action_step, read_outputs
@@ -114,7 +114,7 @@ def test_example_review_workflow_runs_on_pull_requests_with_least_privilege():
 
 
 def test_init_offers_the_review_workflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    if not (paths.examples_dir() / "workflows" / "gitsleep-review.yml").is_file():
+    if not (bundled.examples_dir() / "workflows" / "gitsleep-review.yml").is_file():
         pytest.skip("the bundled examples are not in this install")
     result = run_cli(capsys, "--repo", str(tmp_path), "init")
     assert result.code == 0, result.err
