@@ -692,7 +692,8 @@ def _template_problem(
     bare = honesty.bare_labels(content)
     if bare:
         return edit, (f"template line {bare[0]!r} is a bare label: give it a slot the answer "
-                      f"fills ({bare[0]} <low|medium|high> or {bare[0]} <how, and why>); "
+                      f"fills, naming what belongs there ({bare[0]} <...>: the values the "
+                      "check allows, or what to write); "
                       "an answer copies a bare label empty")
     if len(content) > max_chars:
         return edit, f"template is {len(content)} characters, over the limit of {max_chars}"
