@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from gitsleep import command_check
 from gitsleep.backends.presets import PRESETS, preset_command, write_command
 from gitsleep.core.models import EpochSettings, GateSettings
 from gitsleep.errors import UsageError
@@ -610,6 +611,7 @@ class Config(_Section):
             block_max_chars=self.learned_block.max_chars,
             rollouts=self.rollouts,
             check_pass_env=tuple(self.checks.pass_env),
+            check_program=command_check.check_answer,
             **self._thrifty_settings(agent, optimizer, judge),
         )
 
