@@ -28,14 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import generate
+from gitsleep import command_check
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend
+from gitsleep.bundled import examples_dir
 from gitsleep.config import load_config
 from gitsleep.core import reflect
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import Answer, EpochResult, EpochSettings, Task
-from gitsleep.paths import examples_dir
 from gitsleep.tasks import load_skill_tasks
 
 OFFLINE = "offline"
@@ -262,7 +263,8 @@ def example_workload(name: str, title: str | None = None) -> Workload:
 
 def offline_settings(**changes: Any) -> EpochSettings:
     """The defaults of `.gitsleep.yml` (rounds 2, proposals 3, edit_budget 4, workers 4)."""
-    base = EpochSettings(model=OFFLINE, optimizer_model=OFFLINE, judge_model=OFFLINE)
+    base = EpochSettings(model=OFFLINE, optimizer_model=OFFLINE, judge_model=OFFLINE,
+                         check_program=command_check.check_answer)
     return dataclasses.replace(base, **changes)
 
 

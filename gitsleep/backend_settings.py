@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from gitsleep.agent_settings import env_reference
 from gitsleep.backends.presets import preset_env
 from gitsleep.backends.select import (
     PURPOSE_ORDER,
@@ -18,7 +19,6 @@ from gitsleep.backends.select import (
     backend_from_settings,
     needs_agent,
 )
-from gitsleep.config import env_reference
 from gitsleep.errors import UsageError
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -26,19 +26,19 @@ from pydantic import (
     model_validator,
 )
 
+from gitsleep import agent_settings, command_check
+from gitsleep.agent_settings import ENV_NAME_RE, env_names, env_reference
+from gitsleep.backends.command import AgentSpec
 from gitsleep.backends.presets import PRESETS, preset_command, write_command
 from gitsleep.core.models import EpochSettings, GateSettings
+from gitsleep.core.sandbox import folder_problem, normal_folder
 from gitsleep.errors import UsageError
 from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
-from gitsleep.redact import FORGE_TOKEN_RE, Redactor, is_secret_name
-
-if TYPE_CHECKING:  # the agent's spec lives with the command backend, imported when used
-    from gitsleep.backends.command import AgentSpec
+from gitsleep.redact import FORGE_TOKEN_RE
 
 CONFIG_NAME = ".gitsleep.yml"
 BACKENDS = ("openai", "offline", "command")
 SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # GitHub Models takes the workflow's GITHUB_TOKEN: there the token goes back to GitHub.
 GITHUB_MODELS_HOSTS = ("models.github.ai", "models.inference.ai.azure.com")
 ENV_OVERRIDES = {
@@ -118,8 +118,6 @@ class SkillConfig(_Section):
     @field_validator("package")
     @classmethod
     def _check_package(cls, value: str | None) -> str | None:
-        from gitsleep.core.sandbox import folder_problem, normal_folder
-
         if value is None:
             return None
         problem = folder_problem(value)
@@ -205,31 +203,13 @@ class LearnedBlockConfig(_Section):
     max_chars: Annotated[int, Field(ge=1)] = EpochSettings.block_max_chars
 
 
-def _env_names(value: list[str]) -> list[str]:
-    """A list of environment variable names (`pass_env`), never values."""
-    for index, name in enumerate(value):
-        if not ENV_NAME_RE.match(name):  # never echoed: a pasted token would be shown
-            raise ValueError(f"entry {index + 1} is not an environment variable name: "
-                             "list names, e.g. [GH_TOKEN], never values")
-    return value
-
-
 class ChecksConfig(_Section):
     """`checks:`: how `command` checks run. A check gets a minimal environment (no model
     key, no cloud or forge tokens); `pass_env` names the variables it needs beyond it."""
 
     pass_env: list[str] = Field(default_factory=list)
 
-    _check_pass_env = field_validator("pass_env")(_env_names)
-
-
-_ENV_REF = re.compile(r"^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$")
-
-
-def env_reference(value: str) -> str | None:
-    """`$NAME` or `${NAME}` -> NAME; None for a literal value."""
-    match = _ENV_REF.match(value)
-    return (match.group(1) or match.group(2)) if match else None
+    _check_pass_env = field_validator("pass_env")(env_names)
 
 
 class AgentConfig(_Section):
@@ -254,83 +234,17 @@ class AgentConfig(_Section):
     pass_env: list[str] = Field(default_factory=list)
     fatal_patterns: list[str] = Field(default_factory=list)
 
-    @field_validator("command")
-    @classmethod
-    def _check_command(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None and (not value or not all(part.strip() for part in value)):
-            raise ValueError("must be a non-empty list of arguments (argv, never a shell "
-                             "string), e.g. [codex, exec, -]")
-        if value is not None and any("\0" in part for part in value):
-            raise ValueError("must not contain NUL characters")
-        return value
-
-    @field_validator("prompt")
-    @classmethod
-    def _check_prompt(cls, value: str | None) -> str | None:
-        from gitsleep.backends.command import prompt_mode_problem
-
-        problem = None if value is None else prompt_mode_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
-    @field_validator("install", "memory_install")
-    @classmethod
-    def _check_install(cls, value: str | None) -> str | None:
-        from gitsleep.backends.command import install_path_problem
-
-        problem = None if value is None else install_path_problem(value)
-        if problem:
-            raise ValueError(f"{problem} (got {value!r})")
-        return value
-
-    @field_validator("answer")
-    @classmethod
-    def _check_answer(cls, value: str | None) -> str | None:
-        from gitsleep.backends.command import install_path_problem
-
-        if value is None or value == "stdout":
-            return value
-        path = value.removeprefix("file:")
-        if not value.startswith("file:") or install_path_problem(path):
-            raise ValueError(f"must be `stdout` or `file:<path inside the workspace>` "
-                             f"(got {value!r})")
-        return value
-
-    @field_validator("env")
-    @classmethod
-    def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, text in value.items():
-            if not ENV_NAME_RE.match(name):
-                raise ValueError(f"{name!r} is not an environment variable name")
-            if env_reference(text) is None and (
-                is_secret_name(name) or Redactor().redact(text) != text
-            ):
-                raise ValueError(f"{name}: never write a secret here; name the variable that "
-                                 f"holds it instead (e.g. {name}: $MY_{name.upper()})")
-        return value
-
-    _check_pass_env = field_validator("pass_env")(_env_names)
-
-    @field_validator("fatal_patterns")
-    @classmethod
-    def _check_patterns(cls, value: list[str]) -> list[str]:
-        if not all(p.strip() for p in value):
-            raise ValueError("must be non-empty text (matched case-insensitively in stderr)")
-        return value
+    _check_command = field_validator("command")(agent_settings.command)
+    _check_prompt = field_validator("prompt")(agent_settings.prompt_mode)
+    _check_install = field_validator("install", "memory_install")(agent_settings.install_path)
+    _check_answer = field_validator("answer")(agent_settings.answer_source)
+    _check_env = field_validator("env")(agent_settings.env_values)
+    _check_pass_env = field_validator("pass_env")(env_names)
+    _check_patterns = field_validator("fatal_patterns")(agent_settings.fatal_patterns)
 
     @model_validator(mode="after")
     def _complete(self) -> AgentConfig:
-        filled = self.filled()
-        if not filled.get("command"):
-            raise ValueError("agent: set `command` (an argv list) or `preset` "
-                             "(codex, claude, gemini, opencode, llm or aider)")
-        from gitsleep.backends.command import agent_path_conflict
-
-        conflict = agent_path_conflict(filled["install"], filled.get("memory_install"),
-                                       filled["answer"])
-        if conflict:
-            raise ValueError(conflict)
+        agent_settings.complete(self.filled())
         return self
 
     def filled(self, model: str | None = None) -> dict[str, Any]:
@@ -561,8 +475,6 @@ class Config(_Section):
 
     def agent_spec(self, skill: str) -> AgentSpec:
         """How to run the agent CLI for `skill` (env values not yet resolved)."""
-        from gitsleep.backends.command import AgentSpec
-
         if self.agent is None:
             raise UsageError(f"no `agent:` section in {self._source or CONFIG_NAME}: add "
                              "`agent: codex` (a preset) or `agent: {command: [...]}`")
@@ -610,6 +522,7 @@ class Config(_Section):
             block_max_chars=self.learned_block.max_chars,
             rollouts=self.rollouts,
             check_pass_env=tuple(self.checks.pass_env),
+            check_program=command_check.check_answer,
             **self._thrifty_settings(agent, optimizer, judge),
         )
 

@@ -166,6 +166,9 @@ def test_checks_pass_env_holds_names_only() -> None:
             "skills": [{"name": "a", "skill": "S.md", "tasks": ["evals/a.jsonl"]}]}
     assert Config.model_validate({**base, "checks": {"pass_env": ["DATABASE_URL"]}}
                                  ).epoch_settings().check_pass_env == ("DATABASE_URL",)
+    # the configured run is what runs a text task's check, through command_check
+    settings = Config.model_validate(base).epoch_settings()
+    assert settings.check_program is command_check.check_answer
     with pytest.raises(ValidationError, match="not an environment variable name"):
         Config.model_validate({**base, "checks": {"pass_env": ["sk-abc def"]}})
 
@@ -240,7 +243,8 @@ def test_text_task_checks_run_in_parallel_with_workers(tmp_path: Path) -> None:
             "    time.sleep(0.01)\n")
     tasks = text_tasks({"a": [PY, "-c", meet, str(tmp_path), "a", "b"],
                         "b": [PY, "-c", meet, str(tmp_path), "b", "a"]})
-    settings = EpochSettings("offline", "offline", "offline", workers=2)
+    settings = EpochSettings("offline", "offline", "offline", workers=2,
+                             check_program=command_check.check_answer)
     runner = CallRunner.for_settings(OfflineBackend(), settings)
     result = score_split(runner, tasks, {"skill": "# S\n"}, settings, label="current",
                          split="val")
@@ -257,7 +261,8 @@ def test_text_task_check_time_counts_against_max_agent_minutes(tmp_path: Path) -
 
     slow = [PY, "-c", "import time; time.sleep(0.5)"]
     settings = EpochSettings("offline", "offline", "offline", workers=1,
-                             max_agent_minutes=0.005)  # 0.3 s
+                             max_agent_minutes=0.005,
+                             check_program=command_check.check_answer)  # 0.3 s
     runner = CallRunner.for_settings(OfflineBackend(), settings)
     score_split(runner, text_tasks({"a": slow}), {"skill": "# S\n"}, settings,
                 label="current", split="val")
@@ -303,7 +308,8 @@ def test_rollout_check_time_counts_against_max_agent_minutes(tmp_path: Path) -> 
     from gitsleep.core.models import EpochSettings
 
     slow = [PY, "-c", "import time; time.sleep(0.5)"]
-    settings = EpochSettings("offline", "offline", "offline", workers=1, rollouts=2)
+    settings = EpochSettings("offline", "offline", "offline", workers=1, rollouts=2,
+                             check_program=command_check.check_answer)
     runner = CallRunner.for_settings(OfflineBackend(), settings)
     sampled = rollouts.sample(runner, text_tasks({"a": slow}), {"skill": "# S\n"}, settings)
     assert [s.score.hard for s in sampled["a"] if s.score] == [1.0]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
+import gitsleep.config
+from gitsleep import command_check
 from gitsleep.config import Config, apply_overrides, config_path, load_config
 from gitsleep.core.models import EpochSettings, GateSettings
 from gitsleep.errors import UsageError
@@ -107,7 +110,8 @@ learned_block: {max_lines: 10, max_chars: 900}
         gate=GateSettings(metric="hard", mixed_weight=0.3, min_delta=0.05,
                           no_regression=True, repeats=3),
         edit_budget=2, rounds=1, proposals=2, workers=8, max_calls=100, max_tokens=5000,
-        max_error_rate=0.5, block_max_lines=10, block_max_chars=900)
+        max_error_rate=0.5, block_max_lines=10, block_max_chars=900,
+        check_program=command_check.check_answer)
 
 
 def test_task_file_shorthand_and_path_normalisation(tmp_path: Path) -> None:
@@ -386,3 +390,12 @@ def test_rollouts_defaults_to_off_and_reaches_the_epoch(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, base + "rollouts: 3\n")).epoch_settings().rollouts == 3
     with pytest.raises(UsageError, match="rollouts"):
         load_config(write(tmp_path, base + "rollouts: 0\n"))
+
+
+def test_config_imports_everything_at_the_top() -> None:
+    """No import inside a function: nothing forces one (no cycle, no forbidden reach)."""
+    tree = ast.parse(Path(gitsleep.config.__file__).read_text(encoding="utf-8"))
+    inside = [node.lineno for func in ast.walk(tree)
+              if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for node in ast.walk(func) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert inside == []

@@ -26,12 +26,6 @@ FORBIDDEN = {
     "git_forge": ("click", "gitsleep.commands", "gitsleep.cli", "gitsleep.harvest"),
 }
 
-# Edges issue 39 has not moved yet, each allowed by name until it is: the core's `command`
-# check on a text answer still runs its program through `gitsleep.command_check`, and
-# recovery still imports up into `prepare` (the publish-sequence step moves it). An entry
-# that no longer exists fails `test_every_pending_edge_still_exists`: remove it then.
-PENDING = {("gitsleep.core.judges", "gitsleep.command_check")}
-
 Graph = dict[str, set[str]]  # module -> what it imports (gitsleep modules and outside ones)
 
 
@@ -95,11 +89,6 @@ def import_graph(root: Path = PACKAGE, *, with_type_only: bool = True,
                       if target in modules for end in range(1, target.count(".") + 1)}
         graph[name] = found - {name}
     return graph
-
-
-def without_pending(graph: Graph) -> Graph:
-    return {name: {t for t in targets if (name, t) not in PENDING}
-            for name, targets in graph.items()}
 
 
 def reachable(graph: Graph, start: str) -> dict[str, list[str]]:
@@ -170,12 +159,7 @@ def forbidden_reached(graph: Graph, layer: str) -> list[str]:
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_a_layer_reaches_nothing_outside_its_arrows(layer: str) -> None:
-    assert forbidden_reached(without_pending(import_graph()), layer) == []
-
-
-def test_every_pending_edge_still_exists() -> None:
-    graph = import_graph()
-    assert [edge for edge in sorted(PENDING) if edge[1] not in graph[edge[0]]] == []
+    assert forbidden_reached(import_graph(), layer) == []
 
 
 def test_no_gitsleep_module_imports_itself_back() -> None:

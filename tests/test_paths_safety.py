@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep import paths
+from gitsleep import bundled
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.models import Answer
 from tests.support.cli import CliResult, run_cli
@@ -357,7 +357,7 @@ def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "bundled-examples"
     (folder / "workflows").mkdir(parents=True)
     (folder / "workflows" / "gitsleep-nightly.yml").write_bytes(b"name: nightly\n")
-    monkeypatch.setattr(paths, "examples_dir", lambda: folder)
+    monkeypatch.setattr(bundled, "examples_dir", lambda: folder)
     return folder
 
 

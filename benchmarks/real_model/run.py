@@ -35,6 +35,7 @@ from typing import Any
 from gitsleep import report
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
+from gitsleep.bundled import examples_dir
 from gitsleep.config import Config, load_config
 from gitsleep.core import documents as docs
 from gitsleep.core import groups, honesty, reflect, replay, worked
@@ -42,7 +43,6 @@ from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import Answer, EpochResult, Task
-from gitsleep.paths import examples_dir
 from gitsleep.run import read_inputs
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"

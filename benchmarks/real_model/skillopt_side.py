@@ -50,10 +50,10 @@ from benchmarks.real_model.run import (
     parse_args as run_args,
 )
 from gitsleep.backends.openai_compat import OpenAIBackend
+from gitsleep.bundled import examples_dir
 from gitsleep.core import replay
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
-from gitsleep.paths import examples_dir
 from gitsleep.run import read_inputs
 
 

@@ -17,11 +17,11 @@ import click
 import git
 
 from gitsleep import report, run
+from gitsleep.bundled import examples_dir
 from gitsleep.commands.common import print_json
 from gitsleep.core.scores import fmt_change
 from gitsleep.git_forge.gitrun import run_git
 from gitsleep.outcome import Scores, opens_pr
-from gitsleep.paths import examples_dir
 from gitsleep.prepare import Setup
 
 EXAMPLE = "brief-writer"

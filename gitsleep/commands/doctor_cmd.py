@@ -63,7 +63,8 @@ def command(ctx: click.Context, skill_name: str | None, task_id: str | None, bac
         show("answer", setup.redactor.clip(answer.text or "", SHOWN_CHARS), block=True)
         score = judges.score_local(task.judge, answer.text or "",
                                    judges.workspace_outcomes(answer, task.workspace is not None),
-                                   pass_env=settings.check_pass_env)
+                                   pass_env=settings.check_pass_env,
+                                   program=settings.check_program)
         if score is None:  # a rubric: ask the judge backend
             reply = chosen.complete(judges.rubric_call(
                 settings.judge_model, task.prompt, task.judge.rubric or "",

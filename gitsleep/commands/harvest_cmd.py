@@ -12,6 +12,7 @@ from gitsleep.commands.common import end_progress, print_json, setup_from
 from gitsleep.config import SkillConfig
 from gitsleep.errors import BackendError, UsageError
 from gitsleep.harvest import pipeline
+from gitsleep.harvest.branch import commit_on_branch
 from gitsleep.harvest.privacy import Masker
 from gitsleep.harvest.select import harvested_before, parse_since
 from gitsleep.prepare import Setup, make_backend, make_cache, read_document
@@ -87,9 +88,7 @@ def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path,
     text = pipeline.render(result.records)
     branch: dict[str, Any] | None = None
     if on_branch and result.records:
-        from gitsleep.harvest import publish
-
-        branch = publish.commit_on_branch(setup, skill_name, relative, result.records)
+        branch = commit_on_branch(setup, skill_name, relative, result.records)
     elif result.records:
         pipeline.append_to(target, text)
     if as_json:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from gitsleep import paths, repo_paths
+from gitsleep import bundled, repo_paths
 from gitsleep.config import config_path
 from gitsleep.errors import UsageError
 from gitsleep.git_forge.gitrun import git_out
@@ -35,7 +35,7 @@ def template(name: str) -> bytes:
 def workflow_template(name: str = "gitsleep-nightly.yml") -> bytes | None:
     """The nightly workflow shipped with the examples, or None if this install lacks it."""
     try:
-        source = paths.examples_dir() / "workflows" / name
+        source = bundled.examples_dir() / "workflows" / name
         return source.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return None

@@ -7,10 +7,10 @@ import json
 
 import click
 
-from gitsleep import review, review_run
 from gitsleep.commands.common import end_progress, exit_with, setup_from
 from gitsleep.errors import EXIT_REGRESSION, EXIT_UNSCORED
 from gitsleep.prepare import Setup
+from gitsleep.review import edges, verdict
 from gitsleep.terminal import visible
 
 
@@ -43,15 +43,15 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
             backend: str | None, model: str | None, as_json: bool) -> None:
     """Score the base and head documents of each changed skill on the base's tasks."""
     setup = setup_from(ctx, backend=backend, model=model)
-    options = review_run.ReviewOptions(base=base, skills=skills, comment=comment,
+    options = edges.ReviewOptions(base=base, skills=skills, comment=comment,
                                        fail_on_regression=fail_on_regression, pr=pr,
                                        trust_head=trust_head, allow_unscored=allow_unscored,
                                        backend=backend, model=model)
-    outcome = review_run.run_review(setup, options)
+    outcome = edges.run_review(setup, options)
     end_progress(setup)
     if as_json:
         # ASCII only: JSON escapes C0 controls itself, not C1 or bidi ones (a task id's)
-        click.echo(json.dumps(setup.redactor.redact_obj(review_run.to_json(outcome, options)),
+        click.echo(json.dumps(setup.redactor.redact_obj(edges.to_json(outcome, options)),
                               indent=2, ensure_ascii=True))
         _say_error(setup, outcome)
         exit_with(outcome.exit_code)
@@ -59,16 +59,16 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
     metric = outcome.metric
 
     def say(line: str, err: bool = False) -> None:
-        click.echo(review.one_line(setup.redactor.redact(line)), err=err)
+        click.echo(verdict.one_line(setup.redactor.redact(line)), err=err)
 
     for note in outcome.notes:
         say(f"note: {note}")
     for item in outcome.reviews:
-        for line in review.terminal_lines(item, metric, setup.redactor,
-                                          trusted_head=outcome.trusted_head):
+        for line in verdict.terminal_lines(item, metric, setup.redactor,
+                                           trusted_head=outcome.trusted_head):
             click.echo(line)
-    verdict = "not run" if outcome.not_run else review.overall(outcome.reviews)
-    say(f"review: {verdict} (base {outcome.base_label}, head {outcome.head_label})")
+    overall = "not run" if outcome.not_run else verdict.overall(outcome.reviews)
+    say(f"review: {overall} (base {outcome.base_label}, head {outcome.head_label})")
     shown = outcome.comment
     if shown.error:
         say(f"gitsleep: error: comment: {shown.error}", err=True)
@@ -83,7 +83,7 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
     exit_with(outcome.exit_code)
 
 
-def _say_error(setup: Setup, outcome: review_run.ReviewOutcome) -> None:
+def _say_error(setup: Setup, outcome: edges.ReviewOutcome) -> None:
     """Why no verdict was reached (a budget, exit 6; no score, exit 8): one line on stderr."""
     if outcome.error:
         click.echo(f"gitsleep: error: {visible(setup.redactor.redact(outcome.error))}",
@@ -91,5 +91,5 @@ def _say_error(setup: Setup, outcome: review_run.ReviewOutcome) -> None:
     if outcome.exit_code == EXIT_UNSCORED:
         why = "; ".join(outcome.unscored)
         click.echo(f"gitsleep: error: no verdict (--fail-on-regression fails a change that "
-                   f"could not be scored: exit 8): {review.one_line(setup.redactor.redact(why))}"
+                   f"could not be scored: exit 8): {verdict.one_line(setup.redactor.redact(why))}"
                    "; fix the cause, or pass --allow-unscored to let it pass", err=True)

@@ -123,8 +123,8 @@ def _describe_file_text(arg: str) -> str:
 
 def _runs_a_program(answer: str, arg: str) -> tuple[bool, str]:
     """`command` runs a program, which this low table does not do itself: the judge runs
-    it (`judges.check_passes` -> gitsleep.command_check). Reached directly, it is a broken
-    check, said as one, never a silent pass."""
+    it (`judges.check_passes`, through the program runner the edge gives it). Reached
+    directly, it is a broken check, said as one, never a silent pass."""
     return False, "a command check is run by gitsleep.core.judges, not by the op table"
 
 

@@ -12,11 +12,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from gitsleep import command_check
 from gitsleep.backends.base import ModelCall
 from gitsleep.core import honesty
 from gitsleep.core.check_ops import OPS, command_argv
-from gitsleep.core.models import Answer, Check, Judge, SampleResult, Score
+from gitsleep.core.models import Answer, Check, CheckProgram, Judge, SampleResult, Score
 from gitsleep.core.numbers import loads_json
 from gitsleep.redact import clip
 
@@ -24,9 +23,15 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 HARD_THRESHOLD = 0.8  # a rubric score at or above this counts as a hard pass
 
 
-def check_passes(check: Check, answer: str, pass_env: Sequence[str] = ()) -> tuple[bool, str]:
+NO_CHECK_PROGRAM = ("no program runner was given to run it (EpochSettings.check_program "
+                    "is None), so it fails")
+
+
+def check_passes(check: Check, answer: str, pass_env: Sequence[str] = (),
+                 program: CheckProgram | None = None) -> tuple[bool, str]:
     """Whether one check passes, and a problem note when the check itself is broken.
-    `pass_env`: the variables a `command` check sees beyond its minimal environment."""
+    `pass_env`: the variables a `command` check sees beyond its minimal environment;
+    `program`: what runs that check (the edge's; without one it fails, saying why)."""
     spec = OPS.get(check.op)
     if spec is None:
         return False, f"unknown op {check.op!r}"
@@ -34,7 +39,9 @@ def check_passes(check: Check, answer: str, pass_env: Sequence[str] = ()) -> tup
         argv = command_argv(check.text)
         if argv is None:
             return False, "the command check's arg is not an argv list"
-        return command_check.check_answer(argv, answer, pass_env=pass_env)
+        if program is None:
+            return False, NO_CHECK_PROGRAM
+        return program(argv, answer, pass_env=pass_env)
     return spec.judge(answer, check.text)
 
 
@@ -46,7 +53,7 @@ def runs_programs(judge: Judge) -> bool:
 
 def score_rule(checks: tuple[Check, ...], answer: str,
                workspace: Mapping[int, tuple[bool, str]] | None = None, *,
-               pass_env: Sequence[str] = ()) -> Score:
+               pass_env: Sequence[str] = (), program: CheckProgram | None = None) -> Score:
     """hard = 1 iff every check passes; soft = the fraction that pass.
 
     `workspace`: for a workspace task, the outcomes of its workspace and command checks
@@ -57,7 +64,8 @@ def score_rule(checks: tuple[Check, ...], answer: str,
     notes: list[str] = []
     for index, check in enumerate(checks):
         ok, problem = (_workspace_outcome(check, index, workspace) if workspace is not None
-                       and _judged_in_workspace(check) else check_passes(check, answer, pass_env))
+                       and _judged_in_workspace(check)
+                       else check_passes(check, answer, pass_env, program))
         if not ok:
             failed.append(check)
             notes.append(check.label() + (f" [{problem}]" if problem else ""))
@@ -137,12 +145,13 @@ def integrity_failures(samples: Iterable[SampleResult]) -> int:
 
 def score_local(judge: Judge, answer: str,
                 workspace: Mapping[int, tuple[bool, str]] | None = None, *,
-                pass_env: Sequence[str] = ()) -> Score | None:
+                pass_env: Sequence[str] = (), program: CheckProgram | None = None
+                ) -> Score | None:
     """Score with a rule or exact judge; None for rubric judges (they need a model).
-    `workspace`: a workspace task's check outcomes (see `score_rule`); `pass_env`: see
-    `check_passes`."""
+    `workspace`: a workspace task's check outcomes (see `score_rule`); `pass_env` and
+    `program`: see `check_passes`."""
     if judge.kind == "rule":
-        return score_rule(judge.checks, answer, workspace, pass_env=pass_env)
+        return score_rule(judge.checks, answer, workspace, pass_env=pass_env, program=program)
     if judge.kind == "exact":
         return score_exact(judge.answer or "", answer)
     return None

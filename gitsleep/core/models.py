@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeGuard, get_args
+from typing import Any, Literal, Protocol, TypeGuard, get_args
 
 from gitsleep.core.check_ops import FORMAT_OPS, OPS, CheckOp
 
@@ -412,6 +412,15 @@ class GateSettings:
     repeats: int = 1
 
 
+class CheckProgram(Protocol):
+    """Runs a text task's `command` check: its argv on the answer, seeing `pass_env` beyond
+    a minimal environment; whether it passed, and why not. The core starts no process, so
+    the edge gives it one (`gitsleep.command_check.check_answer`, wired by the config)."""
+
+    def __call__(self, argv: Sequence[str], answer: str, *,
+                 pass_env: Sequence[str]) -> tuple[bool, str]: ...
+
+
 @dataclass(frozen=True)
 class EpochSettings:
     """What the core needs from the configuration, with nothing about files or git."""
@@ -444,3 +453,5 @@ class EpochSettings:
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # variables a `command` check sees beyond its minimal environment (`checks.pass_env`)
     check_pass_env: tuple[str, ...] = ()
+    # what runs a text task's `command` check; None: such a check fails, saying so
+    check_program: CheckProgram | None = None

@@ -264,7 +264,8 @@ def local_judging(task: Task, answer: Answer, settings: EpochSettings
             return None
         outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
         return judges.score_local(task.judge, answer.text or "", outcomes,
-                                  pass_env=settings.check_pass_env)
+                                  pass_env=settings.check_pass_env,
+                                  program=settings.check_program)
 
     programs = answer.ok and task.workspace is None and judges.runs_programs(task.judge)
     return judge, programs

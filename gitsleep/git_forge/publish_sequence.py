@@ -1,7 +1,7 @@
 """The one order for putting gitsleep's work on a branch: open -> base -> remote -> lock ->
 claim -> worktree -> commit -> note -> push -> notes -> PR.
 
-`consolidate` (`run.py`) and `harvest --branch` (`harvest/publish.py`) both go through
+`consolidate` (`run.py`) and `harvest --branch` (`harvest/branch.py`) both go through
 here, so neither writes out the order of git steps itself, nor has a git safety rule the
 other lacks. `publishing` opens the repository, resolves the base and its remote, takes
 the branch's lock and claims the branch; the `Claimed` it yields, valid while the lock is

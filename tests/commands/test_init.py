@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep import paths
+from gitsleep import bundled
 from gitsleep.commands import init_cmd
 from gitsleep.config import load_config
 from gitsleep.tasks import load_skill_tasks
@@ -23,7 +23,7 @@ def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "bundled-examples"
     (folder / "workflows").mkdir(parents=True)
     (folder / "workflows" / "gitsleep-nightly.yml").write_bytes(WORKFLOW)
-    monkeypatch.setattr(paths, "examples_dir", lambda: folder)
+    monkeypatch.setattr(bundled, "examples_dir", lambda: folder)
     return folder
 
 
@@ -154,7 +154,7 @@ def test_gitignore_is_appended_once_and_kept_byte_for_byte(
 def test_missing_workflow_template_is_skipped_not_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(paths, "examples_dir", lambda: tmp_path / "nowhere")
+    monkeypatch.setattr(bundled, "examples_dir", lambda: tmp_path / "nowhere")
     code, out, err = run(capsys, tmp_path, "init")
     assert code == 0 and "skipped .github/workflows/gitsleep.yml" in err
     assert not (tmp_path / ".github").exists()
@@ -176,7 +176,7 @@ def test_real_bundled_workflow_is_copied_when_present(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     try:
-        source = paths.examples_dir() / "workflows" / "gitsleep-nightly.yml"
+        source = bundled.examples_dir() / "workflows" / "gitsleep-nightly.yml"
     except FileNotFoundError:
         source = None
     if source is None or not source.is_file():

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 import pytest
 
 from gitsleep.core import judges, patterns
@@ -175,3 +178,30 @@ def test_regex_timeout_is_reported_as_a_problem(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(patterns, "REGEX_TIMEOUT", 0.0)
     ok, problem = patterns.search_untrusted(r"(\w+\s?)*\d", "word " * 2000 + "!")
     assert not ok and "took over" in problem
+
+
+def test_a_command_check_runs_through_the_program_the_edge_gives() -> None:
+    """The core starts no process: the check's argv, the answer and the variables it may
+    see go to the runner it was given, and the runner's verdict is the check's."""
+    seen: list[tuple[list[str], str, list[str]]] = []
+
+    def program(argv: Sequence[str], answer: str, *,
+                pass_env: Sequence[str]) -> tuple[bool, str]:
+        seen.append((list(argv), answer, list(pass_env)))
+        return answer == "ok", "" if answer == "ok" else "exit 1: wrong"
+
+    judge = Judge("rule", (Check("command", json.dumps(["verify", "-q"])),))
+    passed = judges.score_local(judge, "ok", pass_env=("DB_URL",), program=program)
+    failed = judges.score_local(judge, "bad", program=program)
+    assert passed is not None and passed.hard == 1.0
+    assert failed is not None and failed.hard == 0.0 and "exit 1: wrong" in failed.reason
+    assert seen == [(["verify", "-q"], "ok", ["DB_URL"]), (["verify", "-q"], "bad", [])]
+
+
+def test_a_command_check_without_a_program_runner_fails_saying_so() -> None:
+    """Never a silent 0: the reason names what is missing."""
+    check = Check("command", json.dumps(["verify"]))
+    assert judges.check_passes(check, "ok") == (False, judges.NO_CHECK_PROGRAM)
+    score = judges.score_local(Judge("rule", (check,)), "ok")
+    assert score is not None and score.hard == 0.0
+    assert "no program runner was given" in score.reason

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.review.test_edges import AuthoredGitHub as FakeGitHub  # comments carry their author
 from tests.support.cli import CliResult, run_cli
 from tests.support.fake_github import not_permitted
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo, snapshot
-from tests.test_review import AuthoredGitHub as FakeGitHub  # comments carry their author
 
 NOTES_MD = "skills/notes/SKILL.md"
 LEARNED = ("- Always include \"Owner:\"\n"

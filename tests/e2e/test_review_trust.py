@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep import review
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.replay import answer_call
 from gitsleep.prepare import Setup, make_backend, read_inputs
+from gitsleep.review import verdict
 from tests.e2e.test_review_run import (
     NOTES_MD,
     SKILL,
@@ -32,9 +32,9 @@ from tests.e2e.test_review_run import (
 from tests.e2e.test_review_run import (
     review as run_review,
 )
+from tests.review.test_edges import AuthoredGitHub as FakeGitHub
 from tests.support.cli import run_cli
 from tests.support.gitrepo import commit_files, example_repo, git
-from tests.test_review import AuthoredGitHub as FakeGitHub
 
 PASSING = "Owner: on call\nSeverity: high\n"  # what a forged cache entry answers
 
@@ -53,7 +53,7 @@ def forge_cache_entries(work: Path) -> list[str]:
         if item.split == "train":
             continue
         call = answer_call(documents, item, settings.model, 0, settings.max_answer_tokens)
-        key = review._cache_key(runner, call)
+        key = verdict._cache_key(runner, call)
         relative = f".gitsleep/cache/{key[:2]}/{key}.json"
         path = work / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +216,7 @@ def test_a_marked_comment_by_another_bot_is_not_ours(
     overwritten."""
     work, _ = repo
     commit_files(work, {NOTES_MD: SKILL.replace("short", "brief")}, "reword")
-    other = f"{review.MARKER}\nanother app's words\n"
+    other = f"{verdict.MARKER}\nanother app's words\n"
     with FakeGitHub() as fake:
         number = fake.add_pull("feature")
         fake.add_comment(number, other,

@@ -20,13 +20,13 @@ from tests.support.gitrepo import git, isolate_git, make_repo
 PACKAGE = Path(__file__).resolve().parents[2] / "gitsleep"
 # Where git may be started: gitrun alone (`git_run`, and `BlobReader`, the long-lived
 # `git cat-file --batch` process the workspace reader uses). No other module starts a
-# process of its own but the command backend's agents (`backends/command.py`, no git).
+# process of its own but the agent and check programs (`backends/agent_procs.py`, no git).
 OWN_PROCESS = {"gitrun.py"}
 BYPASS = re.compile(r"subprocess\.(run|Popen|check_output|call)\(\s*\[\s*\"git\"|"
                     r"\bsafe_git\(|\brepo\.git\.[a-z_]+\(|\bgit\.Repo\.init\(")
 PROCESS = re.compile(r"\bsubprocess\.(run|Popen|check_output|check_call|call)\(|"
                      r"\bos\.(system|popen|exec\w*|spawn\w*)\(")
-AGENT_PROCESS = {"backends/command.py"}  # agent CLIs from the config, never git
+AGENT_PROCESS = {"backends/agent_procs.py"}  # agents and checks from the config, never git
 
 
 def started_gits(trace: Path) -> list[list[str]]:

@@ -1,4 +1,5 @@
-"""Where bundled files live, installed or in a source checkout."""
+"""The package's own bundled files (the examples), installed or in a source checkout; where
+a repository's configured paths lead is `repo_paths.py`."""
 
 from __future__ import annotations
 

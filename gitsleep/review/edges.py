@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gitsleep import repo_paths, review
+from gitsleep import repo_paths
 from gitsleep.config import CONFIG_NAME, Config, SkillConfig, apply_overrides, load_config
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import Task
@@ -44,6 +44,7 @@ from gitsleep.git_forge.gitrun import git_out, git_run
 from gitsleep.logs import use_redactor
 from gitsleep.prepare import Setup, make_backend, make_cache, read_documents
 from gitsleep.redact import Redactor
+from gitsleep.review import verdict
 from gitsleep.tasks import check_skill_tasks, load_skill_tasks
 
 SHALLOW_FIX = ("fetch it (`git fetch origin <ref>`, or `git fetch --unshallow`; in GitHub "
@@ -128,7 +129,7 @@ class CommentResult:
 
 @dataclass
 class ReviewOutcome:
-    reviews: list[review.SkillReview]
+    reviews: list[verdict.SkillReview]
     base_sha: str
     base_label: str
     head_label: str
@@ -327,7 +328,7 @@ def sync_comment(hub: Any, number: int, body: str) -> CommentResult:
     """One comment per PR, found by the marker and written by gitsleep's own identity:
     created once, edited in place after, and not written at all when it already says
     this. A marked comment by anyone else is never edited (its author could re-edit it)."""
-    marked = [c for c in hub.list_comments(number) if c.body.lstrip().startswith(review.MARKER)]
+    marked = [c for c in hub.list_comments(number) if c.body.lstrip().startswith(verdict.MARKER)]
     me = hub.token_user() if marked else None  # asked only when there is a claim to check
     mine = [c for c in marked if is_ours(hub.comment_author(c.id), me)]
     if not mine:
@@ -420,7 +421,7 @@ class Planned:
     notes: list[str]
     runner: CallRunner
     needed: int
-    exam_changes: review.ExamChanges
+    exam_changes: verdict.ExamChanges
 
 
 @dataclass(frozen=True)
@@ -472,7 +473,7 @@ def _fixture_changed(setup: Setup, sha: str, folder: str) -> bool:
 
 
 def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
-                 settings: list[str]) -> review.ExamChanges:
+                 settings: list[str]) -> verdict.ExamChanges:
     """What the head changes in the skill's exam: val and held-out tasks added, removed or
     changed (prompt, split, judge and checks, fixture), scoring settings, the skill
     dropped."""
@@ -485,7 +486,7 @@ def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
         error = f"{first.location()}: {first.message}" if first else None
     if sides.base is not None and sides.head is not None:
         settings = settings + skill_differences(sides.base, sides.head)
-    scored = review.REVIEW_SPLITS  # train tasks are not part of a review's exam
+    scored = verdict.REVIEW_SPLITS  # train tasks are not part of a review's exam
     before = {t.id: t for t in base_tasks if t.split in scored}
     after = {t.id: t for t in head_tasks if t.split in scored}
     added: dict[str, list[str]] = {}
@@ -502,20 +503,20 @@ def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
         elif (_fingerprint(task) != _fingerprint(after[task_id])
               or (task.workspace and _fixture_changed(setup, sha, task.workspace))):
             changed.setdefault(task.split, []).append(task_id)
-    return review.ExamChanges(added, removed, changed, settings, sides.head is None, error)
+    return verdict.ExamChanges(added, removed, changed, settings, sides.head is None, error)
 
 
 def _unscored(sides: SkillSides, changed: list[str], why: str,
-              changes: review.ExamChanges) -> review.SkillReview:
-    return review.SkillReview(sides.name, "unscored", f"{why}; pass --trust-head to score it "
+              changes: verdict.ExamChanges) -> verdict.SkillReview:
+    return verdict.SkillReview(sides.name, "unscored", f"{why}; pass --trust-head to score it "
                               "with the head's tasks, judges and settings (it runs the "
                               "head's command checks and fixtures)", changed,
                               exam_changes=changes)
 
 
 def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: SkillSides,
-               force: bool, pr: PullRequestRef | None, changes: review.ExamChanges,
-               no_exam: str | None) -> review.SkillReview | Planned:
+               force: bool, pr: PullRequestRef | None, changes: verdict.ExamChanges,
+               no_exam: str | None) -> verdict.SkillReview | Planned:
     """A skipped skill's one line, or what scoring it takes; no model call is made."""
     skill, before = sides.documents, sides.base
     base_paths = {"skill": before.skill if before else skill.skill,
@@ -526,15 +527,15 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     if sides.head is None:
         changed.append(f"{setup.config_file.name} (skill {sides.name} removed from skills:)")
     if raw["skill"] is None:
-        return review.SkillReview(sides.name, "skipped", f"new at the head: "
+        return verdict.SkillReview(sides.name, "skipped", f"new at the head: "
                                   f"{base_paths['skill']} does not exist at {ref}, so there is "
                                   "nothing to compare against", changed, exam_changes=changes)
     if not changed and not force:
-        return review.SkillReview(sides.name, "skipped", f"nothing changed: its documents and "
+        return verdict.SkillReview(sides.name, "skipped", f"nothing changed: its documents and "
                                   f"task files are the same at {ref} and the head", changed,
                                   exam_changes=changes)
     if sides.head is None and read_here(setup.repo, skill.skill) is None:
-        return review.SkillReview(sides.name, "skipped", f"removed at the head: "
+        return verdict.SkillReview(sides.name, "skipped", f"removed at the head: "
                                   f"{skill.skill} and its entry in skills: are gone, so there "
                                   "is nothing to score", changed, exam_changes=changes)
     if exam is None:
@@ -565,7 +566,7 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
             raise ForkWithoutSecrets(str(exc)) from None
         raise
     runner = CallRunner.for_settings(backend, settings, cache=make_cache(setup))
-    needed = review.calls_needed(runner, tasks, base_documents, head_documents, settings)
+    needed = verdict.calls_needed(runner, tasks, base_documents, head_documents, settings)
     setup.say(f"{sides.name}: this review needs at most {needed} model calls "
               f"(budget.max_calls {settings.max_calls}; cache hits are free)")
     return Planned(exam_skill, changed, tasks, base_documents, head_documents, notes, runner,
@@ -582,7 +583,7 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
     repeats = max(1, setup.config.gate.repeats)
     needs = "; ".join(
         f"{p.skill.name}: this review needs {p.needed} model calls "
-        f"({sum(t.split in review.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
+        f"({sum(t.split in verdict.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
         f"{repeats} sample(s) x 2 sides, rubric judges included, cached answers left out)"
         for p in over)
     named = over[0].needed if len(over) == 1 else max(p.needed for p in over)
@@ -591,12 +592,12 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
             f"{named}, or review the other skills with --skill NAME")
 
 
-def score_planned(setup: Setup, plan: Planned) -> review.SkillReview:
+def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     """Score one planned skill. BudgetExhausted (max_tokens, minutes, money: what no
     count knows before) is said as one line naming the skill and the setting to raise."""
     settings = setup.config.epoch_settings()
     try:
-        splits = review.score_skill(plan.runner, plan.tasks, plan.base_documents,
+        splits = verdict.score_skill(plan.runner, plan.tasks, plan.base_documents,
                                     plan.head_documents, settings, skill=plan.skill.name,
                                     counter=setup.counter if setup.steps else None)
     except BudgetExhausted as exc:
@@ -607,15 +608,15 @@ def score_planned(setup: Setup, plan: Planned) -> review.SkillReview:
             f"({plan.runner.cost.calls} model call(s) made); no comment was written: raise "
             f"`{setting}` in {setup.config_file.name} (it caps each skill's review)"
         ) from None
-    verdict, decided_by = review.verdict_of(splits, settings.gate.min_delta)
+    judged, decided_by = verdict.verdict_of(splits, settings.gate.min_delta)
     changed = plan.changed
     reason = ("changed: " + ", ".join(changed)) if changed else "nothing changed (--skill all)"
     notes = list(plan.notes)
     if decided_by == "val":
         notes.append("no held-out task: val decides")
-    return review.SkillReview(plan.skill.name, "scored", reason, changed, splits, notes,
-                              verdict, decided_by, plan.runner.cost.calls,
-                              plan.runner.cost.cache_hits, plan.exam_changes)
+    return verdict.SkillReview(plan.skill.name, "scored", reason, changed, splits, notes,
+                               judged, decided_by, plan.runner.cost.calls,
+                               plan.runner.cost.cache_hits, plan.exam_changes)
 
 
 def _head_label(setup: Setup, paths: list[str]) -> str:
@@ -644,10 +645,10 @@ def write_step_summary(env: Mapping[str, str], text: str) -> bool:
 
 
 def _not_run(setup: Setup, sha: str, base_label: str, pr: PullRequestRef | None,
-             notes: list[str], reviews: list[review.SkillReview], why: str) -> ReviewOutcome:
+             notes: list[str], reviews: list[verdict.SkillReview], why: str) -> ReviewOutcome:
     """A review that reached no verdict for a budget: exit 6, no comment (a half-scored
     review must not read as a verdict), the reason in the step summary and in --json."""
-    body = f"{review.MARKER}\n## gitsleep review: not run\n\n{why}\n"
+    body = f"{verdict.MARKER}\n## gitsleep review: not run\n\n{why}\n"
     outcome = ReviewOutcome(reviews, sha, base_label, "the head", notes, body,
                             CommentResult.none(pr, reason="the review reached no verdict"),
                             EXIT_BUDGET, error=why)
@@ -691,9 +692,9 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
                          [s.name for s in chosen if s.head is not None], runs=False)
     pr = pull_request_from_env(setup.env, options.pr)
     base_label = options.base if options.base == sha else f"{options.base} ({sha[:12]})"
-    steps: list[review.SkillReview | Planned] = []
+    steps: list[verdict.SkillReview | Planned] = []
     paths: list[str] = []
-    reviews: list[review.SkillReview] = []
+    reviews: list[verdict.SkillReview] = []
     try:
         for sides in chosen:
             changes = exam_changes(setup, sha, base_root, sides, settings_changed)
@@ -711,8 +712,8 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
     except ForkWithoutSecrets as exc:
         note = (f"{FORK_NOTE}, so gitsleep could not reach the model ({exc}). Nothing was "
                 f"scored; a maintainer can run `{rerun_command(options)}` locally. "
-                f"{review.rerun_sentence(options.trust_head)}")
-        body = f"{review.MARKER}\n## gitsleep review: not run\n\n{note}\n"
+                f"{verdict.rerun_sentence(options.trust_head)}")
+        body = f"{verdict.MARKER}\n## gitsleep review: not run\n\n{note}\n"
         outcome = ReviewOutcome([], sha, base_label, "the head", [note], body,
                                 CommentResult.none(pr, reason=FORK_NOTE),
                                 fork_unscored=True, trusted_head=options.trust_head,
@@ -730,7 +731,7 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
         notes.append(f"{FORK_NOTE}: the report is here instead of a pull-request comment")
     head_label = _head_label(setup, list(dict.fromkeys(paths)))
     gate_cfg = exam_setup.config.gate
-    body = review.comment_markdown(
+    body = verdict.comment_markdown(
         reviews, metric=gate_cfg.metric, min_delta=gate_cfg.min_delta, base_label=base_label,
         head_label=head_label, rerun=rerun_command(options), redactor=setup.redactor,
         notes=notes, trusted_head=options.trust_head)
@@ -766,7 +767,7 @@ def to_json(outcome: ReviewOutcome, options: ReviewOptions) -> dict[str, Any]:
     return {
         "base": {"ref": options.base, "sha": outcome.base_sha},
         "head": outcome.head_label,
-        "verdict": "not run" if outcome.not_run else review.overall(outcome.reviews),
+        "verdict": "not run" if outcome.not_run else verdict.overall(outcome.reviews),
         "regression": any(r.verdict == "regressed" for r in outcome.reviews),
         "exit_code": outcome.exit_code,
         "skills": [r.to_json() for r in outcome.reviews],
