@@ -22,6 +22,8 @@ import yaml
 
 from gitsleep.action_outputs import github_output_lines, outputs_for, summary_markdown
 
+pytestmark = pytest.mark.slow  # zizmor and check-jsonschema over the Action
+
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = ROOT / "action.yml"
 CI = ROOT / ".github" / "workflows" / "ci.yml"

@@ -327,3 +327,22 @@ def test_a_simulated_night_is_pushed_to_a_remote_that_is_a_folder_here(
     assert result.code == 0, result.err
     assert "kept local" not in result.out
     assert "gitsleep/example-skill" in git(origin, "branch", "--list", "gitsleep/*")
+
+
+def test_the_demo_learns_a_verdict_that_depends_on_the_input(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 38 item 7: the demo path covers learning a judgment. On dependency-review the
+    simulator learns which verdict fits which update (a condition, never one verdict for
+    all) and held-out reaches 1.000 for both groups of tasks."""
+    isolate_git(monkeypatch, tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = run_cli(capsys, "demo", "--example", "dependency-review", "--json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert data["decision"] == "accepted"
+    assert (data["test"]["baseline"], data["test"]["candidate"]) == (0.25, 1.0)
+    rules = [e["content"] for e in data["edits"]["applied"]]
+    conditional = [r for r in rules if "Verdict: reject" in r and "Verdict: approve" in r]
+    assert conditional and conditional[0].startswith("When "), rules
+    assert run_cli(capsys, "demo", "--example", "no-such-example").code == 2

@@ -28,6 +28,8 @@ from gitsleep.config import load_config
 from gitsleep.core.models import Answer
 from gitsleep.tasks import load_skill_tasks
 
+pytestmark = pytest.mark.slow  # runs the offline benchmarks
+
 
 class GarbledFirstReply(OfflineBackend):
     """The offline optimizer, but its first reply to each proposal is prose, not JSON."""

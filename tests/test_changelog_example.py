@@ -15,6 +15,8 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.gitrepo import example_files, isolate_git, make_repo
 
+pytestmark = pytest.mark.slow  # a whole workspace example night
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "changelog-keeper"
 LEARNED = 'Always add "## [Unreleased]" to "CHANGELOG.md"'
 

@@ -24,6 +24,8 @@ from gitsleep.tasks import parse_task_file
 from tests.support.cli import run_cli
 from tests.support.gitrepo import isolate_git
 
+pytestmark = pytest.mark.slow  # mkdocs build --strict and the documented commands
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"

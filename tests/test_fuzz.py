@@ -40,6 +40,8 @@ from gitsleep.problems import CODES, Problem
 from gitsleep.redact import Redactor
 from gitsleep.tasks import parse_task_file
 
+pytestmark = pytest.mark.slow  # hypothesis over every input format
+
 LONG_RUN = int(os.environ.get("GITSLEEP_FUZZ_EXAMPLES", "0") or 0)
 
 

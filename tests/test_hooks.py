@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the real pre-commit tool installs the hooks
+
 PROJECT = Path(__file__).resolve().parents[1]
 SNAPSHOT_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".venv-aider", "venv", "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache",

@@ -24,6 +24,8 @@ import yaml
 from gitsleep.commands import init_cmd
 from tests.support.cli import run_cli
 
+pytestmark = pytest.mark.slow  # installs gitsleep with pip
+
 PROJECT = Path(__file__).resolve().parents[1]
 SNAPSHOT_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", ".venv-aider", "venv", "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache",

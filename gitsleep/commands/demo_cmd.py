@@ -1,6 +1,7 @@
 """`gitsleep demo`: the bundled example, consolidated for real with the offline simulator.
 
-It copies `examples/brief-writer` into a temporary git repository (with a bare `origin`
+It copies `examples/brief-writer` (or the example `--example` names) into a temporary git
+repository (with a bare `origin`
 beside it, so the push runs too), runs `consolidate` exactly as a user would, and prints
 the branch, the commit message and the pull-request body it would open. No key, no
 network: the simulator stands in for the model and says so.
@@ -27,10 +28,16 @@ from gitsleep.prepare import Setup
 EXAMPLE = "brief-writer"
 
 
-def make_demo_repo(where: Path) -> Path:
+def example_names() -> list[str]:
+    """The bundled examples a demo can run: each folder of `examples/` with a config (its
+    one skill is named like the folder)."""
+    return sorted(p.parent.name for p in examples_dir().glob("*/.gitsleep.yml"))
+
+
+def make_demo_repo(where: Path, example: str = EXAMPLE) -> Path:
     """A fresh repository holding the example, one commit on `main`, and a bare origin."""
     repo_dir = where / "repo"
-    shutil.copytree(examples_dir() / EXAMPLE, repo_dir)
+    shutil.copytree(examples_dir() / example, repo_dir)
     origin = where / "origin.git"
     runner = git.Git(str(repo_dir))  # every call through gitrun, with its safe settings
     run_git(runner, "init", "--quiet", "--initial-branch=main")
@@ -39,7 +46,7 @@ def make_demo_repo(where: Path) -> Path:
         run_git(runner, "config", key, value)
     run_git(runner, "add", "--all")
     run_git(runner, "commit", "--quiet", "--no-verify", "-m",
-            "Add the brief-writer skill and its tasks")
+            f"Add the {example} skill and its tasks")
     run_git(runner, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
     run_git(runner, "remote", "add", "origin", str(origin))
     run_git(runner, "push", "--quiet", "origin", "main")
@@ -49,17 +56,21 @@ def make_demo_repo(where: Path) -> Path:
 @click.command("demo")
 @click.option("--keep", is_flag=True, help="Keep the temporary repository and print its path.")
 @click.option("--json", "as_json", is_flag=True, help="Print the consolidate JSON only.")
+@click.option("--example", default=EXAMPLE, show_default=True,
+              type=click.Choice(example_names()),
+              help="The bundled example to consolidate (dependency-review learns a verdict "
+                   "that depends on the input).")
 @click.pass_context
-def command(ctx: click.Context, keep: bool, as_json: bool) -> None:
+def command(ctx: click.Context, keep: bool, as_json: bool, example: str) -> None:
     """Run a full consolidation of a bundled example with the offline simulator."""
     where = Path(tempfile.mkdtemp(prefix="gitsleep-demo-"))
     try:
-        repo_dir = make_demo_repo(where)
+        repo_dir = make_demo_repo(where, example)
         env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")}
         quiet = (ctx.obj or {}).get("verbosity", 0) < 0 or as_json
         setup = Setup.load(repo_dir, None, env=env, backend="offline",
                                progress=(lambda _l: None) if quiet else None)
-        skill = setup.config.skill(EXAMPLE)
+        skill = setup.config.skill(example)
         outcome = run.consolidate(setup, skill, run.GitOptions(pr=False,
                                   output_dir=where / "diagnostics"))
         if as_json:

@@ -24,6 +24,8 @@ from gitsleep.backends.agent_procs import KILL_GRACE
 from tests.support.fake_agents import install
 from tests.support.processes import carrying, gone, pids_in
 
+pytestmark = pytest.mark.slow  # agent processes killed on deadlines
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 
 

@@ -30,6 +30,8 @@ from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.gitrepo import isolate_git, make_repo
 from tests.support.skills import CHANGELOG_SKILL
 
+pytestmark = pytest.mark.slow  # the real aider agent
+
 
 def aider_program() -> str | None:
     named = os.environ.get("GITSLEEP_TEST_AIDER")

@@ -29,7 +29,8 @@ def llm_program() -> str | None:
     return str(beside) if beside.exists() else shutil.which("llm")
 
 
-pytestmark = pytest.mark.skipif(llm_program() is None, reason="the `llm` CLI is not installed")
+pytestmark = [pytest.mark.slow,  # the real llm CLI
+              pytest.mark.skipif(llm_program() is None, reason="the `llm` CLI is not installed")]
 
 TASK = Task(id="t1", prompt="Should we cache product pages?", split="val",
             judge=Judge(kind="rule"))

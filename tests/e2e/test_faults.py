@@ -37,6 +37,8 @@ from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.gitrepo import clone, commit_files, example_files, git, isolate_git, make_repo
 from tests.support.processes import kill_child
 
+pytestmark = pytest.mark.slow  # whole nights killed and resumed
+
 BRANCH = "gitsleep/brief-writer"
 KEY = "sk-faults-0123456789abcdefghijklmnopqrstu"
 KEY_ENV = "GITSLEEP_FAULTS_KEY"

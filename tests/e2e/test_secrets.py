@@ -34,6 +34,8 @@ from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAIServer
 from tests.support.gitrepo import commit_files, example_files, git, make_repo
 
+pytestmark = pytest.mark.slow  # whole nights with secrets in every input
+
 BRANCH = "gitsleep/brief-writer"
 TASKS = "evals/brief-writer/tasks.jsonl"
 SKILL_MD = "skills/brief-writer/SKILL.md"

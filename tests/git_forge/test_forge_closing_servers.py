@@ -22,6 +22,8 @@ from tests.support.cli import init_repo, run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.gitrepo import commit_files, git
 
+pytestmark = pytest.mark.slow  # servers that hang up mid-reply
+
 HEAD = "gitsleep/brief-writer"
 GETS = 150  # per server shape; 69 of 300 failed before the fix
 

@@ -24,6 +24,8 @@ from tests.support.cli import init_repo, run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo
 
+pytestmark = pytest.mark.slow  # whole nights against forged notes
+
 SKILL = "example-skill"
 SKILL_MD = "skills/example-skill/SKILL.md"
 BRANCH = "gitsleep/example-skill"
