@@ -31,8 +31,8 @@ from gitsleep.core.models import (
     Task,
 )
 from gitsleep.redact import Redactor
-from tests.support.cli import run_cli
-from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.support.cli import consolidate_example, run_cli
+from tests.support.gitrepo import git, isolate_git, make_repo
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEVERITY = Check("regex", r"(?i)severity\s*[:=]\s*[1-4]")
@@ -521,16 +521,8 @@ def test_a_template_with_hostile_text_is_rejected_like_a_rule(template: str, why
 def test_the_varying_example_runs_offline_and_no_accepted_block_pins_a_value(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    isolate_git(monkeypatch, tmp_path)
     example = EXAMPLES / "incident-triage"
-    files = {p.relative_to(example).as_posix(): p.read_bytes()
-             for p in example.rglob("*") if p.is_file()}
-    work, _ = make_repo(tmp_path, files)
-    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore runs")
-    assert run_cli(capsys, "--repo", str(work), "validate").code == 0
-    run = run_cli(capsys, "--repo", str(work), "consolidate", "--json", "--no-pr")
-    assert run.code == 0, run.err
-    data = json.loads(run.out)
+    work, data = consolidate_example(tmp_path, monkeypatch, capsys, example)
     assert data["decision"] == "accepted"
     assert data["test"]["candidate"] > data["test"]["baseline"]
     git(work, "checkout", "--quiet", "gitsleep/incident-triage")

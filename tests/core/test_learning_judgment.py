@@ -31,8 +31,8 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
-from tests.support.cli import run_cli
-from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
+from tests.support.cli import consolidate_example
+from tests.support.gitrepo import git
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SUMMARY = Check("section_present", "Summary")
@@ -153,16 +153,8 @@ def test_no_word_separates_the_groups_so_the_simulator_proposes_no_value() -> No
 def test_the_dependency_review_example_learns_the_condition_offline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    isolate_git(monkeypatch, tmp_path)
     example = EXAMPLES / "dependency-review"
-    files = {p.relative_to(example).as_posix(): p.read_bytes()
-             for p in example.rglob("*") if p.is_file()}
-    work, _ = make_repo(tmp_path, files)
-    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore runs")
-    assert run_cli(capsys, "--repo", str(work), "validate").code == 0
-    run = run_cli(capsys, "--repo", str(work), "consolidate", "--json", "--no-pr")
-    assert run.code == 0, run.err
-    data = json.loads(run.out)
+    work, data = consolidate_example(tmp_path, monkeypatch, capsys, example)
     assert data["decision"] == "accepted"
     assert (data["val"]["baseline"], data["val"]["candidate"]) == (0.25, 1.0)
     assert (data["test"]["baseline"], data["test"]["candidate"]) == (0.25, 1.0)

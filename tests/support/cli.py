@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gitsleep.cli import main
-from tests.support.gitrepo import HOST_ENV, git, isolate_git, make_repo
+from tests.support.gitrepo import HOST_ENV, commit_files, git, isolate_git, make_repo
 
 
 @dataclass
@@ -44,3 +46,19 @@ def init_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     git(work, "commit", "--quiet", "--no-verify", "-m", "gitsleep init")
     git(work, "push", "--quiet", "origin", "main")
     return work, origin
+
+
+def consolidate_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                        capsys: pytest.CaptureFixture[str], example: Path
+                        ) -> tuple[Path, dict[str, Any]]:
+    """A bundled example (`examples/<name>`) committed to a fresh repository, validated
+    clean, then one real `consolidate --json --no-pr`: (working repository, its JSON)."""
+    isolate_git(monkeypatch, tmp_path)
+    files: dict[str, str | bytes] = {p.relative_to(example).as_posix(): p.read_bytes()
+                                     for p in example.rglob("*") if p.is_file()}
+    work, _ = make_repo(tmp_path, files)
+    commit_files(work, {".gitignore": ".gitsleep/\n"}, "ignore runs")
+    assert run_cli(capsys, "--repo", str(work), "validate").code == 0
+    run = run_cli(capsys, "--repo", str(work), "consolidate", "--json", "--no-pr")
+    assert run.code == 0, run.err
+    return work, json.loads(run.out)
