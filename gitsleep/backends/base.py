@@ -37,23 +37,25 @@ class ModelCall:
     sample: int = 0
     max_tokens: int | None = None
     json_schema: str | None = None  # canonical JSON of the schema asked for, if any
+    # several agents (issue 40): the agent an answer call is for; the routing backend sends
+    # it to that agent's backend, and its cache entry is its own ("": one agent)
+    agent: str = ""
     context: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def cache_key(self) -> str:
-        payload = json.dumps(
-            [
-                self.purpose,
-                self.model,
-                self.messages,
-                self.temperature,
-                self.seed,
-                self.sample,
-                self.max_tokens,
-                self.json_schema,
-            ],
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        fields: list[Any] = [
+            self.purpose,
+            self.model,
+            self.messages,
+            self.temperature,
+            self.seed,
+            self.sample,
+            self.max_tokens,
+            self.json_schema,
+        ]
+        if self.agent:  # a night of one agent keeps the keys it always had
+            fields.append(self.agent)
+        payload = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

@@ -93,6 +93,14 @@ class Task:
     # the skill's package folder, pinned on load like a workspace: (folder, git tree id,
     # checkout); installed beside the skill document in the agent's folder (issue 26)
     package: tuple[str, str, str] | None = None
+    # several agents (issue 40): this task as one agent answers it; `id` is then
+    # `<task id>@<agent>` (`gitsleep.core.agents.expand`), and `base_id` the task's own id
+    agent: str | None = None
+
+    @property
+    def base_id(self) -> str:
+        """The task's id as its file wrote it (the same for every agent's copy)."""
+        return self.id.rsplit("@", 1)[0] if self.agent else self.id
 
 
 @dataclass(frozen=True)
@@ -344,6 +352,19 @@ def usd(price: Mapping[str, float] | None, prompt_tokens: float,
 
 
 @dataclass
+class AgentSummary:
+    """One agent's scores in a night of several (issue 40): baseline vs final per split,
+    each over that agent's answers only."""
+
+    name: str
+    model: str
+    backend: str
+    train: SplitSummary
+    val: SplitSummary
+    test: SplitSummary
+
+
+@dataclass
 class EpochResult:
     """Everything an epoch decided and why. The edges render only from this."""
 
@@ -379,6 +400,10 @@ class EpochResult:
     # the val and held-out tasks per group of a key whose train checks want different
     # values (group -> task ids, `gitsleep.core.groups`): scored per group for the reviewer
     groups: dict[str, list[str]] = field(default_factory=dict)
+    # several agents (issue 40): each agent's scores, in the configured order (empty for
+    # a night of one agent), and how the gate aggregates them (mean | min)
+    agents: list[AgentSummary] = field(default_factory=list)
+    agent_gate: str = "mean"
 
     @property
     def changed(self) -> bool:
@@ -410,6 +435,18 @@ class GateSettings:
     min_delta: float = 0.0
     no_regression: bool = False
     repeats: int = 1
+    # several agents: how their scores make the one the gate compares (mean | min)
+    agents: str = "mean"
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    """One of several agents, as the core knows it: a name (trailers, reports, task ids)
+    and the model its answer calls name; the edge routes its calls to its backend."""
+
+    name: str
+    model: str
+    backend: str = ""
 
 
 class CheckProgram(Protocol):
@@ -455,3 +492,12 @@ class EpochSettings:
     check_pass_env: tuple[str, ...] = ()
     # what runs a text task's `command` check; None: such a check fails, saying so
     check_program: CheckProgram | None = None
+    # several agents (issue 40): who answers each task; empty: one agent, `model`
+    agents: tuple[AgentRef, ...] = ()
+
+    def model_for(self, agent: str | None) -> str:
+        """The model an agent answers with (`model` for a night of one agent)."""
+        for ref in self.agents:
+            if ref.name == agent:
+                return ref.model
+        return self.model
