@@ -151,6 +151,30 @@ def generic_body(prompt: str) -> list[str]:
     ]
 
 
+RECENT_MODEL = re.compile(r"^offline-recent-([1-9][0-9]{0,2})$")
+
+
+def recent_only(documents: list[str], model: str) -> list[str]:
+    """The documents as the `offline-recent-N` agent reads them: only the last N directive
+    lines (an agent whose attention holds the few latest instructions: a rule appended to
+    the learned block pushes the first hand-written one out). A gitsleep addition to the
+    simulator, for nights of several agents that disagree (issue 40); any other model
+    name reads everything, as the spec's agent does."""
+    found = RECENT_MODEL.match(model)
+    if found is None:
+        return documents
+    keep = int(found.group(1))
+    lines = [(d, i) for d, doc in enumerate(documents)
+             for i, line in enumerate(doc.splitlines()) if _is_directive(line)]
+    dropped = set(lines[:-keep])
+    return ["\n".join(line for i, line in enumerate(doc.splitlines()) if (d, i) not in dropped)
+            for d, doc in enumerate(documents)]
+
+
+def _is_directive(line: str) -> bool:
+    return bool(_WHEN.search(line)) or any(p.search(line) for _, p in DIRECTIVES)
+
+
 def simulate_answer(documents: list[str], prompt: str) -> str:
     """Obey the documents' directives literally; later directives win on conflict."""
     plan = read_directives(documents)
@@ -380,7 +404,8 @@ class OfflineBackend(Backend):
             if documents is None:
                 documents = [c for role, c in call.messages if role == "system"]
             prompt = "\n".join(c for role, c in call.messages if role == "user")
-            text = simulate_answer(list(documents), prompt)
+            documents = recent_only(list(documents), call.model)
+            text = simulate_answer(documents, prompt)
             found = task_workspace.workspace_of(call.context, call.purpose)
             if found is not None:
                 return self._in_workspace(call, found, list(documents), text)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from gitsleep.core.models import AgentRef, PassResult, Task
+from gitsleep.core.models import AgentRef, AgentSummary, EpochSettings, PassResult, Task
+from gitsleep.core.scores import fmt_score
 
 SEPARATOR = "@"  # `<task id>@<agent>`; agent names never hold it
 
@@ -57,3 +58,38 @@ def unique_tasks(tasks: Sequence[Task]) -> list[Task]:
 
 def by_name(agents: Sequence[AgentRef]) -> Mapping[str, AgentRef]:
     return {agent.name: agent for agent in agents}
+
+
+def cheapest_first(settings: EpochSettings) -> list[str]:
+    """The agents' names, cheapest first: by the price of a million prompt plus a million
+    completion tokens when every agent's model has a price, else in the configured order
+    (the first listed is taken as the cheapest; `search: thrifty` screens with it)."""
+    prices = settings.prices
+    if not all(agent.model in prices for agent in settings.agents):
+        return [agent.name for agent in settings.agents]
+
+    def price(agent: AgentRef) -> float:
+        known = prices[agent.model]
+        return known.get("prompt", 0.0) + known.get("completion", 0.0)
+
+    return [agent.name for agent in sorted(settings.agents, key=price)]
+
+
+def split_effects(summaries: Sequence[AgentSummary]) -> list[str]:
+    """What a reviewer must hear of an accepted night of several agents: on val or
+    held-out, an agent whose score fell while another's rose (within the noise the gate
+    allows, or it would not be accepted), naming both; [] when none fell."""
+    said = []
+    for split, shown in (("val", "val"), ("test", "held-out")):
+        moved = [(a.name, getattr(a, split)) for a in summaries]
+        rose = [f"{name} ({shown} {fmt_score(s.baseline)} -> {fmt_score(s.candidate)})"
+                for name, s in moved if s.baseline is not None and s.candidate is not None
+                and s.candidate > s.baseline]
+        fell = [f"{name} ({shown} {fmt_score(s.baseline)} -> {fmt_score(s.candidate)})"
+                for name, s in moved if s.baseline is not None and s.candidate is not None
+                and s.candidate < s.baseline]
+        if rose and fell:
+            said.append(f"the edits help {', '.join(rose)} and hurt {', '.join(fell)}: within "
+                        "the noise the gate allows per agent, but a reader of the other agent "
+                        "may notice")
+    return said

@@ -27,10 +27,12 @@ from dataclasses import dataclass
 from typing import ParamSpec
 
 from gitsleep.backends.base import Backend
-from gitsleep.core import diagnose, gate, groups, honesty, rollouts
+from gitsleep.core import agents, diagnose, gate, groups, honesty, rollouts
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner, StepHook
 from gitsleep.core.models import (
+    SPLITS,
+    AgentSummary,
     Decision,
     EditOutcome,
     EpochResult,
@@ -52,11 +54,13 @@ __all__ = ["TRAIN_MINIBATCH", "Epoch", "Verdict", "budget_note", "call_ceiling",
 
 @dataclass(frozen=True)
 class Summaries:
-    """Baseline vs final scores of the three splits (unscored: both sides None)."""
+    """Baseline vs final scores of the three splits (unscored: both sides None), and each
+    agent's in a night of several."""
 
     train: SplitSummary
     val: SplitSummary
     test: SplitSummary
+    agents: tuple[AgentSummary, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,12 +104,18 @@ class Epoch:
         self.skill = skill
         self.backend = backend
         self.progress = progress or _quiet
+        # several agents: one copy of each task per agent, so every pass scores each agent
+        # (and the cache, the budget and the ceiling count every agent's answers)
+        tasks = agents.expand(tasks, settings.agents)
         self.tasks = {t.id: t for t in tasks}
-        self.split = {s: [t for t in tasks if t.split == s] for s in ("train", "val", "test")}
+        self.split = {s: [t for t in tasks if t.split == s] for s in SPLITS}
+        self.agent_ids = {s: agents.agent_ids(self.split[s]) for s in SPLITS}
+        self.counts = {s: len(agents.unique_tasks(self.split[s])) for s in SPLITS}
         if not self.split["val"]:
             raise UsageError(f"skill {skill}: no task is in the val split; the gate needs val "
                              "tasks (label some tasks `split: val` or use `split: auto`)")
-        keys = groups.varying_keys(self.split["train"])  # the judgment train asks for
+        # the judgment train asks for (from each task once, whoever answers it)
+        keys = groups.varying_keys(agents.unique_tasks(self.split["train"]))
         self.groups = groups.named_groups(keys, [*self.split["val"], *self.split["test"]])
         self.original = dict(documents)
         self.runner = CallRunner.for_settings(backend, settings, cache=cache,
@@ -149,7 +159,8 @@ class Epoch:
             reason=verdict.reason,
             metric=self.settings.gate.metric,
             backend=self.backend.name,
-            agent_model=self.settings.model,
+            agent_model=(", ".join(a.model for a in self.settings.agents)
+                         or self.settings.model),
             optimizer_model=self.settings.optimizer_model,
             judge_model=self.settings.judge_model,
             train=summaries.train,
@@ -171,11 +182,12 @@ class Epoch:
             diagnosis=list(verdict.diagnosis),
             warnings=list(verdict.warnings),
             groups=self.groups,
+            agents=list(summaries.agents),
+            agent_gate=self.settings.gate.agents,
         )
 
     def _unscored(self) -> Summaries:
-        train, val, test = (SplitSummary(None, None, len(self.split[s]))
-                            for s in ("train", "val", "test"))
+        train, val, test = (SplitSummary(None, None, self.counts[s]) for s in SPLITS)
         return Summaries(train, val, test)
 
     def _night(self) -> tuple[Summaries, Verdict]:
@@ -193,16 +205,18 @@ class Epoch:
             if final is not None and final.label != "baseline":
                 final.final = True
         summaries = self._summaries(base_train, end, base_test, final_test)
-        veto = (gate.held_out_integrity(base_test, final_test)
-                if base_test is not None and final_test is not None
-                and final_test is not base_test else "")
+        changed_test = (base_test is not None and final_test is not None
+                        and final_test is not base_test)
+        veto = gate.held_out_integrity(base_test, final_test) if changed_test else ""
+        held_fall = (gate.agent_fell(gate.paired(base_test, final_test), self.agent_ids["test"])
+                     if changed_test else "")
         verdict = decide(self.search.record, summaries, base_train, self.settings,
                          held_out=bool(self.split["test"]),
                          changed=self.search.current != self.original, veto=veto,
                          any_candidate=end.any_candidate,
                          val_scored=self.scorer.base_val is not None,
-                         screened=self.search.trials.screened)
-        return summaries, self._explained(verdict)
+                         screened=self.search.trials.screened, held_fall=held_fall)
+        return summaries, self._explained(verdict, summaries)
 
     def _held_out(self, base_test: PassResult | None,
                   ) -> tuple[PassResult | None, PassResult | None]:
@@ -222,34 +236,56 @@ class Epoch:
 
     def _summaries(self, base_train: PassResult, end: SearchEnd, base_test: PassResult | None,
                    final_test: PassResult | None) -> Summaries:
-        """Baseline vs final per split; a split the night did not score stays unscored."""
-        unscored = self._unscored()
+        """Baseline vs final per split (several agents: the `gate.agents` aggregate, and
+        each agent's own); a split the night did not score stays unscored."""
+        base_val = self.scorer.base_val
+        if base_val is None or end.best_val is None:
+            why = ("every proposal was screened out on train" if self.search.trials.screened
+                   else "no candidate to gate")
+            self.progress(f"{self.skill}: val not scored: {why} (search: thrifty)")
         train_now = end.train
         same_tasks = [t.task_id for t in train_now.tasks] == [t.task_id for t in base_train.tasks]
-        train = (gate.summarise(base_train, train_now, len(self.split["train"]))
-                 if end.train_current and same_tasks else  # thrifty: another sample
-                 SplitSummary(base_train.mean, None, len(self.split["train"])))
-        val, test = unscored.val, unscored.test
-        base_val = self.scorer.base_val
-        if base_val is not None and end.best_val is not None:
-            val = gate.summarise(base_val, end.best_val, len(self.split["val"]))
-        elif self.search.trials.screened:
-            self.progress(f"{self.skill}: val not scored: every proposal was screened out on "
-                          "train (search: thrifty)")
-        else:
-            self.progress(f"{self.skill}: val not scored: no candidate to gate (search: thrifty)")
-        if base_test is not None and final_test is not None:
-            test = gate.summarise(base_test, final_test, len(self.split["test"]))
-        return Summaries(train, val, test)
+        passes = {"train": (base_train, train_now if end.train_current and same_tasks else None),
+                  "val": (base_val, end.best_val), "test": (base_test, final_test)}
+        whole = self._summary(passes, None)
+        per_agent = tuple(
+            AgentSummary(ref.name, ref.model, ref.backend, *self._summary(passes, ref.name)[:3])
+            for ref in self.settings.agents)
+        return Summaries(*whole[:3], agents=per_agent)
 
-    def _explained(self, verdict: Verdict) -> Verdict:
+    def _summary(self, passes: Mapping[str, tuple[PassResult | None, PassResult | None]],
+                 agent: str | None) -> tuple[SplitSummary, SplitSummary, SplitSummary]:
+        """(train, val, test) of every answer (`agent` None: the aggregate) or one agent's.
+        Train's baseline stands alone when the final train pass scored other tasks
+        (thrifty: another sample) or none."""
+        out = []
+        for split in SPLITS:
+            before, after = passes[split]
+            ids = self.agent_ids[split]
+            if agent is not None:
+                mine = ids.get(agent, [])
+                ids = {agent: mine}
+                before = None if before is None else agents.only_agent(before, mine)
+                after = None if after is None else agents.only_agent(after, mine)
+            n = len(ids[agent]) if agent is not None else self.counts[split]
+            if before is not None and after is not None:
+                out.append(gate.summarise(before, after, n, ids, self.settings.gate.agents))
+            elif split == "train" and before is not None:
+                alone = gate.summarise(before, before, n, ids, self.settings.gate.agents)
+                out.append(SplitSummary(alone.baseline, None, n))
+            else:
+                out.append(SplitSummary(None, None, n))
+        return out[0], out[1], out[2]
+
+    def _explained(self, verdict: Verdict, summaries: Summaries) -> Verdict:
         """An accepted night's over-reach warnings; a rejected night whose every candidate
         tied, why, per failing val check."""
         record, base_val = self.search.record, self.scorer.base_val
         if verdict.decision == "accepted":
             learned = [line for o in record.applied if o.edit.op in ("add", "replace")
                        for line in o.edit.content.split("\n") if line.strip()]
-            warnings = honesty.over_reach(learned, list(self.tasks.values()))
+            warnings = honesty.over_reach(learned, agents.unique_tasks(list(self.tasks.values())))
+            warnings += agents.split_effects(summaries.agents)
             return dataclasses.replace(verdict, warnings=tuple(warnings))
         if (verdict.decision == "rejected" and base_val is not None
                 and diagnose.all_tied(record.trials)):
@@ -263,11 +299,13 @@ class Epoch:
 
 def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
            settings: EpochSettings, *, held_out: bool, changed: bool, veto: str,
-           any_candidate: bool, val_scored: bool, screened: int) -> Verdict:
+           any_candidate: bool, val_scored: bool, screened: int, held_fall: str = "",
+           ) -> Verdict:
     """What the night decided, from what the search tried and the scores. `held_out`:
     test tasks decide the PR (else val does); `changed`: the accepted edits changed the
     documents; `veto`: the held-out integrity check refused them; `val_scored`: the val
-    baseline was scored (thrifty may never score it)."""
+    baseline was scored (thrifty may never score it); `held_fall`: several agents, one
+    fell beyond noise on held-out (the gate's rule on val, applied to the PR)."""
     val, test = summaries.val, summaries.test
     if record.applied and changed and veto:
         return Verdict("rejected", veto, undo=veto)
@@ -275,8 +313,11 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
         if held_out:
             pr_eligible = (test.baseline is not None and test.candidate is not None
                            and gate.improves(test.baseline, test.candidate,
-                                             settings.gate.min_delta))
+                                             settings.gate.min_delta)
+                           and not held_fall)
             held = f"held-out {fmt_score(test.baseline)} -> {fmt_score(test.candidate)}"
+            if held_fall:
+                held += f" (held-out: {held_fall})"
         else:
             pr_eligible = True
             held = "no held-out tasks, val decides"
@@ -290,8 +331,16 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
                        "to fix); val was not scored (search: thrifty; see gate trials)")
     if any_candidate:
         more = f", {screened} more screened out on train" if screened else ""
-        return Verdict("rejected", f"{len(record.trials) - screened} candidate(s) scored on val"
-                       f"{more}; none beat {fmt_score(val.baseline)} (see gate trials)")
+        scored = f"{len(record.trials) - screened} candidate(s) scored on val{more}"
+        rose = max((t for t in record.trials if t.candidate is not None
+                    and t.baseline is not None and t.candidate > t.baseline),
+                   key=lambda t: t.candidate or 0.0, default=None)
+        if rose is not None and ", but " in rose.reason:  # refused by a rule beyond the mean
+            return Verdict("rejected", f"{scored}; none was accepted: the best rose val "
+                           f"{fmt_score(rose.baseline)} -> {fmt_score(rose.candidate)}, but "
+                           f"{rose.reason.split(', but ', 1)[1]} (see gate trials)")
+        return Verdict("rejected", f"{scored}; none beat {fmt_score(val.baseline)} "
+                       "(see gate trials)")
     failing = sum(1 for t in base_train.tasks if t.hard is not None and t.hard < 1.0)
     if not failing:
         return Verdict("no_edits", "every train task already passes: nothing to learn")
@@ -314,6 +363,8 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     and the rest only when the sample has no failure (at most train, as counted), and it
     scores val and held-out less often, never more (an upper bound for both searches).
     """
+    if not any(t.agent for t in tasks):  # several agents: every agent answers every task
+        tasks = agents.expand(tasks, settings.agents)
     per_split = {s: 0 for s in ("train", "val", "test")}
     for task in tasks:
         per_split[task.split] += 2 if task.judge.kind == "rubric" else 1

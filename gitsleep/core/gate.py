@@ -8,7 +8,7 @@ of the per-task difference is reported so a reader sees whether a gain is noise.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from gitsleep.core import judges
 from gitsleep.core.groups import group_means
@@ -62,7 +62,15 @@ def bootstrap_interval(diffs: list[float]) -> tuple[float, float] | None:
     return (means[int(0.025 * samples)], means[int(0.975 * samples) - 1])
 
 
-def summarise(baseline: PassResult, final: PassResult, n: int) -> SplitSummary:
+def summarise(baseline: PassResult, final: PassResult, n: int,
+              agents: Mapping[str, Sequence[str]] | None = None,
+              how: str = "mean") -> SplitSummary:
+    """Baseline vs final mean of a split. Several agents (`agents`: name -> its task
+    ids) with `how: min`: each side is its weakest agent's mean, and no interval (the
+    weakest agent may not be the same on both sides)."""
+    if agents and how == "min":
+        return SplitSummary(baseline=_weakest(baseline, agents), candidate=_weakest(final, agents),
+                            n=n)
     pairs = paired(baseline, final)
     interval = bootstrap_interval([a - b for _, b, a in pairs])
     return SplitSummary(
@@ -74,21 +82,82 @@ def summarise(baseline: PassResult, final: PassResult, n: int) -> SplitSummary:
     )
 
 
+def _weakest(result: PassResult, agents: Mapping[str, Sequence[str]]) -> float | None:
+    """The lowest of the agents' means in one pass (None when an agent has no score)."""
+    values = result.by_id()
+    means = []
+    for ids in agents.values():
+        scored = [v for i in ids if (t := values.get(i)) is not None and (v := t.value) is not None]
+        if not scored:
+            return None
+        means.append(sum(scored) / len(scored))
+    return min(means) if means else None
+
+
+def per_agent(pairs: Sequence[tuple[str, float, float]], agents: Mapping[str, Sequence[str]],
+              ) -> list[tuple[str, list[tuple[float, float]]]]:
+    """(agent, its (before, after) pairs) in the agents' order, over the paired tasks."""
+    by_id = {tid: (b, a) for tid, b, a in pairs}
+    return [(name, [by_id[i] for i in ids if i in by_id]) for name, ids in agents.items()]
+
+
+def aggregate(pairs: Sequence[tuple[str, float, float]],
+              agents: Mapping[str, Sequence[str]] | None, how: str) -> tuple[float, float]:
+    """(before, after): the means the gate compares. One agent, or several with `mean`:
+    the mean over every paired answer (each agent answers the same tasks, so the mean of
+    the agents' means); `min`: the lowest agent's paired means, each side."""
+    if agents and how == "min":
+        sides = [(sum(b for b, _ in two) / len(two), sum(a for _, a in two) / len(two))
+                 for _, two in per_agent(pairs, agents) if two]
+        return min(b for b, _ in sides), min(a for _, a in sides)
+    return (sum(b for _, b, _ in pairs) / len(pairs), sum(a for _, _, a in pairs) / len(pairs))
+
+
+def agent_fell(pairs: Sequence[tuple[str, float, float]],
+               agents: Mapping[str, Sequence[str]] | None) -> str:
+    """Why several agents' scores do not all allow the change: an agent whose paired
+    change has a 95% bootstrap interval wholly below zero fell beyond noise, and whoever
+    rose meanwhile is named beside it; '' when no agent fell beyond noise (issue 40)."""
+    fell, rose = [], []
+    for name, two in per_agent(pairs, agents or {}):
+        if not two:
+            continue
+        before, after = sum(b for b, _ in two) / len(two), sum(a for _, a in two) / len(two)
+        shown = f"{name} {before:.3f} -> {after:.3f}"
+        interval = bootstrap_interval([a - b for b, a in two])
+        if interval is not None and interval[1] < 0:
+            fell.append(f"{shown} on {len(two)} task(s) (95% interval of its paired change "
+                        f"{interval[0]:+.3f}..{interval[1]:+.3f}, wholly below zero)")
+        elif after > before:
+            rose.append(shown)
+    if not fell:
+        return ""
+    helped = f" while it helps {', '.join(rose)}" if rose else ""
+    return (f"it hurts agent {'; agent '.join(fell)}{helped}: a change that lifts one agent by "
+            "breaking another is not an improvement")
+
+
 def judge_trial(
     best: PassResult, candidate: PassResult, gate: GateSettings,
     named_groups: dict[str, list[str]] | None = None,
+    agents: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[bool, str, float | None, float | None]:
     """(accepted, reason, best mean, candidate mean) on the tasks both passes scored.
 
     `named_groups` (group -> val task ids, from `groups.named_groups`): the val tasks whose
     checks want different values of one line, per value. A candidate whose mean rises
-    while one group's falls lifted one group by breaking another: refused (issue 38)."""
+    while one group's falls lifted one group by breaking another: refused (issue 38).
+    `agents` (agent -> its val task ids; several agents, issue 40): the means compared are
+    the `gate.agents` aggregate, and an agent that falls beyond noise refuses the
+    candidate (`agent_fell`)."""
     pairs = paired(best, candidate)
     if not pairs:
         return False, "no val task was scored under both documents", None, None
-    before = sum(b for _, b, _ in pairs) / len(pairs)
-    after = sum(a for _, _, a in pairs) / len(pairs)
+    before, after = aggregate(pairs, agents, gate.agents)
     shown = f"val {before:.3f} -> {after:.3f} on {len(pairs)} task(s)"
+    if agents:
+        shown = (f"val {before:.3f} -> {after:.3f} ({gate.agents} of {len(agents)} "
+                 f"agent{'' if len(agents) == 1 else 's'}) on {len(pairs)} answer(s)")
     if not improves(before, after, gate.min_delta):
         if after == before:
             why = "a tie is not an improvement"
@@ -108,6 +177,9 @@ def judge_trial(
                 before,
                 after,
             )
+    fell_agent = agent_fell(pairs, agents)
+    if fell_agent:
+        return False, f"{shown}, but {fell_agent}", before, after
     values = {tid: (b, a) for tid, b, a in pairs}
     fell = [g for g in group_means(named_groups or {}, values) if g[3] < g[2]]
     if fell:

@@ -13,7 +13,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitsleep.backends.base import ModelCall
-from gitsleep.core import check_ops, check_text, groups, hygiene, proposals, skeleton, worked
+from gitsleep.core import (
+    agents,
+    check_ops,
+    check_text,
+    groups,
+    hygiene,
+    proposals,
+    skeleton,
+    worked,
+)
 from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
@@ -100,20 +109,24 @@ def program_free(text: str, checks: Iterable[Check]) -> str:
     return text
 
 
-def _task_block(result: TaskResult, prompt: str, *, with_reason: bool,
-                tasks_checks: Sequence[Check] = ()) -> list[str]:
+def _task_block(result: TaskResult, task: Task, *, with_reason: bool,
+                who: str = "") -> list[str]:
     """A task and the agent's first scored answer, fenced as data; for a failing
     workspace task also the diff the agent made (already redacted and clipped) and,
-    through the judge's reason, the failing checks' output tails (issue 26)."""
+    through the judge's reason, the failing checks' output tails (issue 26). `who`:
+    several agents, which of them failed and passed this task."""
     sample = next((s for s in result.samples if s.score is not None), None)
     answer = (sample.answer or "")[:ANSWER_HEAD] if sample else ""
-    lines = [f"<<<TASK {result.task_id}", prompt, "TASK>>>",
-             "<<<AGENT_ANSWER", answer, "AGENT_ANSWER>>>"]
+    lines = [f"<<<TASK {task.base_id}", task.prompt, "TASK>>>"]
+    if who:
+        lines.append(who)
+    lines += [f"<<<AGENT_ANSWER{f' ({task.agent})' if task.agent else ''}", answer,
+              "AGENT_ANSWER>>>"]
     if with_reason and sample is not None and sample.diff:  # a workspace task: the work
         lines += ["<<<AGENT_DIFF", sample.diff.rstrip("\n"), "AGENT_DIFF>>>"]
     if with_reason:
         reason = sample.score.reason if sample and sample.score else "no score"
-        lines.append(f"Judge: {program_free(reason, tasks_checks)}")
+        lines.append(f"Judge: {program_free(reason, task.judge.checks)}")
     return [*lines, ""]
 
 
@@ -193,22 +206,59 @@ def build_prompt(
     if contrasts:
         parts += _contrast_blocks(contrasts, tasks)
     parts += _group_blocks(train_groups(tasks), [*failures, *passes], tasks)
+    who = _who(tasks, [*failures, *passes])
+    if who:
+        parts += [f"Several agents ({', '.join(_agent_names(tasks))}) read this document and "
+                  "answer every task; each task below says which of them failed it. An edit "
+                  "is kept only when no agent gets worse: write what their failures share, "
+                  "not one model's quirk.", ""]
     parts.append("Failing tasks:")
     shown = MAX_FAILURES_WITH_CONTRASTS if contrasts else MAX_FAILURES_SHOWN
-    for result in failures[:shown]:
+    for result in _once_per_task(failures, tasks)[:shown]:
         task = tasks[result.task_id]
-        parts += _task_block(result, task.prompt, with_reason=True,
-                             tasks_checks=task.judge.checks)
+        parts += _task_block(result, task, with_reason=True, who=who.get(task.base_id, ""))
     if passes:
         parts.append("Passing tasks, for contrast:")
-        for result in passes[:MAX_PASSES_SHOWN]:
-            parts += _task_block(result, tasks[result.task_id].prompt, with_reason=False)
+        for result in _once_per_task(passes, tasks)[:MAX_PASSES_SHOWN]:
+            task = tasks[result.task_id]
+            parts += _task_block(result, task, with_reason=False, who=who.get(task.base_id, ""))
     if rejected:
         parts.append("Edits already rejected by the validation gate (do not propose again):")
         parts += [f"- {e.summary()}" for e in rejected]
         parts.append("")
     parts.append(f"Propose at most {budget} edit(s). Reply with JSON only.")
     return "\n".join(parts)
+
+
+def _agent_names(tasks: dict[str, Task]) -> list[str]:
+    return list(dict.fromkeys(t.agent for t in tasks.values() if t.agent))
+
+
+def _who(tasks: dict[str, Task], results: Sequence[TaskResult]) -> dict[str, str]:
+    """Several agents: per task (its own id), `Failed by: a, b; passed by: c` over the
+    answers shown; {} for one agent."""
+    failed: dict[str, list[str]] = {}
+    passed: dict[str, list[str]] = {}
+    for result in results:
+        task = tasks[result.task_id]
+        if task.agent and result.hard is not None:
+            side = passed if result.hard == 1.0 else failed
+            side.setdefault(task.base_id, []).append(task.agent)
+    return {base: f"Failed by: {', '.join(failed.get(base, [])) or 'none'}; passed by: "
+                  f"{', '.join(passed.get(base, [])) or 'none'}"
+            for base in {*failed, *passed}}
+
+
+def _once_per_task(results: Sequence[TaskResult], tasks: dict[str, Task]) -> list[TaskResult]:
+    """One answer per task (several agents failing one task show its text once)."""
+    seen: set[str] = set()
+    out = []
+    for result in results:
+        base = tasks[result.task_id].base_id
+        if base not in seen:
+            seen.add(base)
+            out.append(result)
+    return out
 
 
 def _shared_shape(example: str | None, others: Iterable[str | None]) -> str | None:
@@ -223,7 +273,8 @@ def _shared_shape(example: str | None, others: Iterable[str | None]) -> str | No
 
 def train_groups(tasks: dict[str, Task]) -> list[groups.VaryingKey]:
     """The keys the train tasks' checks want different values of; never val or test."""
-    return groups.varying_keys(t for t in tasks.values() if t.split == "train")
+    return groups.varying_keys(t for t in agents.unique_tasks(list(tasks.values()))
+                               if t.split == "train")
 
 
 def _group_blocks(keys: Sequence[groups.VaryingKey], results: Sequence[TaskResult],
@@ -249,7 +300,8 @@ def _group_blocks(keys: Sequence[groups.VaryingKey], results: Sequence[TaskResul
             lines.append(f"Group {number} ({len(group.task_ids)} train task(s)): {wants}")
             shown = sorted(group.task_ids, key=lambda i: i not in answers)[:MAX_PER_GROUP]
             for task_id in shown:
-                lines += [f"<<<TASK {task_id}", md.clip(tasks[task_id].prompt, GROUP_EXCERPT),
+                lines += [f"<<<TASK {tasks[task_id].base_id}",
+                          md.clip(tasks[task_id].prompt, GROUP_EXCERPT),
                           "TASK>>>"]
                 if task_id in answers:
                     lines += ["<<<AGENT_ANSWER", md.clip(answers[task_id], GROUP_EXCERPT),

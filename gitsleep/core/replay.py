@@ -67,6 +67,7 @@ def answer_call(
         seed=sample,
         sample=sample,
         max_tokens=max_tokens,
+        agent=task.agent or "",  # several agents: whose answer, routed to its backend
         # named too, so an agent CLI can install each document where its agent reads it
         context={"documents": docs, "skill": documents.get("skill"),
                  "memory": documents.get("memory"),
@@ -209,7 +210,8 @@ def _score_tasks(
     """The tasks' results, the answers that made them and the number of judge calls."""
     repeats = max(1, settings.gate.repeats)
     jobs = [(task, s) for task in tasks for s in range(repeats)]
-    answers = runner.map([answer_call(documents, t, settings.model, s, settings.max_answer_tokens)
+    answers = runner.map([answer_call(documents, t, settings.model_for(t.agent), s,
+                                      settings.max_answer_tokens)
                           for t, s in jobs], on_answer)
     samples: list[SampleResult] = []
     rubric_jobs: list[int] = []

@@ -56,7 +56,7 @@ def sample(
     jobs = [(task, k) for task in chosen for k in range(1, settings.rollouts)]
     if not jobs:
         return {}
-    calls = [replace(replay.answer_call(documents, task, settings.model, 0),
+    calls = [replace(replay.answer_call(documents, task, settings.model_for(task.agent), 0),
                      temperature=TEMPERATURE, seed=SEED_BASE + k, sample=SEED_BASE + k)
              for task, k in jobs]
     out: dict[str, list[SampleResult]] = {t.id: [] for t in chosen}

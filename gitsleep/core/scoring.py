@@ -54,7 +54,10 @@ class Scorer:
             self.progress(f"{self.skill}: scoring {split} ({label}, {count} "
                           f"task{'' if count == 1 else 's'})")
         stop = None
-        if against is not None and self.settings.early_stop:
+        # several agents gated on their weakest (`gate.agents: min`): the stop rule bounds
+        # the mean of every answer, not the weakest agent's, so such a pass is not stopped
+        weakest = bool(self.settings.agents) and self.settings.gate.agents == "min"
+        if against is not None and self.settings.early_stop and not weakest:
             def stop(done: list[TaskResult], rest: list[str]) -> bool:
                 return gate.cannot_win(against, done, rest, self.settings.gate) or (
                     bar is not None

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from gitsleep.backends.base import ModelCall
+from gitsleep.core import agents, gate, honesty, judges, reflect, rollouts
 from gitsleep.core import documents as docs
-from gitsleep.core import gate, honesty, judges, reflect, rollouts
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import (
     Edit,
@@ -120,6 +120,7 @@ class Trials:
         self.progress = progress
         self.redact = redact
         self.val_groups = val_groups
+        self.val_agents = agents.agent_ids(scorer.split["val"])  # several agents: theirs
         self.rejected: list[Edit] = []  # fed back to the optimizer as rejected
         self.screened = 0  # proposals `search: thrifty` kept off val
         self.passes: list[PassResult] = []  # each candidate's val pass, in trial order
@@ -223,7 +224,7 @@ class Trials:
     def judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
         """Fill in the gate's verdict on a fully scored candidate."""
         accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate,
-                                                        self.val_groups)
+                                                        self.val_groups, self.val_agents)
         pairs = gate.paired(best_val, val)
         trial.baseline, trial.candidate, trial.accepted, trial.reason = before, after, accepted, why
         trial.interval = gate.bootstrap_interval([a - b for _, b, a in pairs])
@@ -409,8 +410,9 @@ class Search:
             leader = _leader(rnd.candidates)
             screen = None
             if self.settings.search == "thrifty":
-                screen = screening_tasks(reflect.slice_failures(failures, index, count),
-                                         passes, index)
+                shown, passing = self._cheapest_agent(
+                    reflect.slice_failures(failures, index, count), passes)
+                screen = screening_tasks(shown, passing, index)
             cand = self.trials.attempt(rnd, index, proposal.edits, label,
                                        bar=None if leader is None else leader.trial.candidate,
                                        near=None if leader is None else leader.val,
@@ -422,6 +424,16 @@ class Search:
             # every optimizer call failed: a silent "no edits" night would hide it
             raise BackendError(f"the optimizer model failed on all {count} call(s) of {target} "
                                f"round {round_no}; first error: {failed_calls[0].error}")
+
+    def _cheapest_agent(self, failures: list[TaskResult], passes: list[TaskResult],
+                        ) -> tuple[list[TaskResult], list[TaskResult]]:
+        """Several agents: the failures and passes of the cheapest agent that failed any
+        (a thrifty screen answers with it alone; val gates every agent); one agent: all."""
+        for name in agents.cheapest_first(self.settings):
+            mine = [t for t in failures if self.tasks[t.task_id].agent == name]
+            if mine:
+                return mine, [t for t in passes if self.tasks[t.task_id].agent == name]
+        return failures, passes
 
     def _split_best_loser(self, rnd: Round) -> None:
         """No candidate passed: each edit of the best bundle is gated alone."""

@@ -1,0 +1,210 @@
+"""Several agents per night (issue 40): every pass scores each agent, and the gate refuses
+an edit that lifts one agent by breaking another.
+
+The two simulated agents disagree by design: `offline` reads every directive, while
+`offline-recent-3` (a gitsleep addition to the simulator) keeps only the last three, so a
+rule appended to the learned block pushes the first hand-written one out of its reach.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.backends.offline import OfflineBackend, recent_only
+from gitsleep.core import agents, gate, reflect
+from gitsleep.core.epoch import call_ceiling, run_epoch
+from gitsleep.core.models import (
+    AgentRef,
+    Answer,
+    Check,
+    EpochSettings,
+    GateSettings,
+    Judge,
+    PassResult,
+    Task,
+    TaskResult,
+)
+
+# Hand-written: three directives; the first gives two of the checks (heading and its text).
+SKILL = ('# Release notes\n\nUse the heading "## Decision"\nAlways include "Owner:"\n'
+         'Always include "Deadline:"\n')
+CHECKS = (Check("section_present", "Decision"), Check("contains", "## Decision"),
+          Check("contains", "Owner:"), Check("contains", "Deadline:"), Check("contains", "Risk:"))
+BOTH = (AgentRef("full", "offline", "offline"), AgentRef("short", "offline-recent-3", "offline"))
+
+
+def tasks() -> list[Task]:
+    splits = ["train"] * 4 + ["val"] * 4 + ["test"] * 4
+    return [Task(f"t{i}", f"Write the note for change number {i}.", split,
+                 Judge("rule", CHECKS)) for i, split in enumerate(splits)]
+
+
+def settings(*refs: AgentRef, how: str = "mean", **more: object) -> EpochSettings:
+    base = EpochSettings(model=refs[0].model if refs else "offline", optimizer_model="offline",
+                         judge_model="offline", agents=tuple(refs),
+                         gate=GateSettings(agents=how), rounds=1, proposals=1)
+    return replace(base, **more)
+
+
+class Spy(Backend):
+    """The offline simulator, recording every call."""
+
+    name = "offline"
+    simulated = True
+
+    def __init__(self) -> None:
+        self.inner = OfflineBackend()
+        self.calls: list[ModelCall] = []
+        self._lock = threading.Lock()
+
+    def complete(self, call: ModelCall) -> Answer:
+        with self._lock:
+            self.calls.append(call)
+        return self.inner.complete(call)
+
+
+def night(*refs: AgentRef, how: str = "mean", **more: object):  # type: ignore[no-untyped-def]
+    backend = Spy()
+    result = run_epoch(tasks(), {"skill": SKILL, "memory": None}, settings(*refs, how=how, **more),
+                       backend, skill="notes")
+    return result, backend
+
+
+def test_the_recent_agent_keeps_only_the_last_directives() -> None:
+    doc = SKILL + '\n- Always include "Risk: none"\n'
+    kept = recent_only([doc], "offline-recent-3")[0]
+    assert '## Decision' not in kept and 'Always include "Risk: none"' in kept
+    assert recent_only([doc], "offline") == [doc]
+
+
+def test_one_agent_alone_accepts_the_edit_the_other_agent_regresses_on() -> None:
+    alone, _ = night(BOTH[0])
+    assert alone.decision == "accepted" and alone.pr_eligible
+    assert [a.name for a in alone.agents] == ["full"]
+    learned = alone.documents["skill"][1]
+    # the other agent, under the documents the one-agent gate accepted: worse on held-out
+    short = settings(BOTH[1])
+    base, final = (run_epoch_scores(doc, short) for doc in (SKILL, learned))
+    assert final < base
+
+
+def run_epoch_scores(document: str, chosen: EpochSettings) -> float:
+    """The held-out mean of one agent under `document` (a night with no train failure
+    to learn from would do too; scoring directly keeps it short)."""
+    from gitsleep.core.calls import CallRunner
+    from gitsleep.core.replay import score_split
+
+    test = agents.expand([t for t in tasks() if t.split == "test"], chosen.agents)
+    result = score_split(CallRunner(OfflineBackend()), test, {"skill": document}, chosen,
+                         label="x", split="test")
+    assert result.mean is not None
+    return result.mean
+
+
+def test_two_agents_refuse_an_edit_that_lifts_one_by_breaking_the_other() -> None:
+    result, backend = night(*BOTH)
+    assert result.decision == "rejected" and not result.changed
+    trial = next(t for t in result.trials if t.candidate is not None)
+    assert not trial.accepted
+    assert "hurts agent short" in trial.reason and "helps full" in trial.reason
+    assert "the best rose val 0.400 -> 0.650, but it hurts agent short" in result.reason
+    # the mean of the two rose: only the per-agent rule refused it
+    assert trial.baseline is not None and trial.candidate > trial.baseline
+    assert {c.agent for c in backend.calls if c.purpose == "answer"} == {"full", "short"}
+    assert {(c.agent, c.model) for c in backend.calls if c.purpose == "answer"} == {
+        ("full", "offline"), ("short", "offline-recent-3")}
+
+
+def test_min_aggregate_refuses_on_the_weakest_agent() -> None:
+    result, _ = night(*BOTH, how="min")
+    trial = next(t for t in result.trials if t.candidate is not None)
+    assert not trial.accepted and "min of 2 agents" in trial.reason
+    assert trial.candidate is not None and trial.baseline is not None
+    assert trial.candidate < trial.baseline  # the weakest agent's mean fell
+    assert result.agent_gate == "min"
+
+
+def test_each_agent_is_scored_and_summarised_on_every_split() -> None:
+    result, _ = night(*BOTH)
+    assert [(a.name, a.model) for a in result.agents] == [("full", "offline"),
+                                                         ("short", "offline-recent-3")]
+    for summary in result.agents:
+        assert summary.val.n == 4 and summary.test.n == 4
+        assert summary.val.baseline is not None and summary.test.baseline is not None
+    assert result.val.n == 4  # tasks, not answers
+    assert result.agent_model == "offline, offline-recent-3"
+    every_pass = [p for p in result.passes if p.split in ("val", "test")]
+    assert all({t.task_id.rsplit("@", 1)[1] for t in p.tasks} == {"full", "short"}
+               for p in every_pass if p.stopped_after is None)
+
+
+def test_agreeing_agents_accept_together_and_each_gains() -> None:
+    same = (AgentRef("a", "offline", "offline"), AgentRef("b", "offline", "offline"))
+    result, backend = night(*same)
+    assert result.decision == "accepted" and result.pr_eligible
+    assert all(a.test.candidate is not None and a.test.baseline is not None
+               and a.test.candidate > a.test.baseline for a in result.agents)
+    keys = {c.cache_key() for c in backend.calls if c.purpose == "answer"}
+    # the same model answers for both, but each agent's answers are its own cache entries
+    assert len(keys) == len([c for c in backend.calls if c.purpose == "answer"])
+
+
+def test_a_night_of_one_agent_is_unchanged() -> None:
+    result, backend = night()
+    assert result.agents == [] and result.agent_model == "offline"
+    assert all(c.agent == "" and "@" not in str(c.messages) for c in backend.calls)
+    assert all("@" not in t.task_id for p in result.passes for t in p.tasks)
+
+
+def test_the_call_ceiling_counts_every_agent() -> None:
+    one = call_ceiling(settings(BOTH[0]), tasks(), False)
+    two = call_ceiling(settings(*BOTH), tasks(), False)
+    reflects = 2 * 1 * 1  # each proposal's reflect call and its retry: not per agent
+    assert two - reflects == 2 * (one - reflects)
+    assert call_ceiling(settings(*BOTH), agents.expand(tasks(), BOTH), False) == two
+
+
+def _pass(values: dict[str, float]) -> PassResult:
+    return PassResult("x", "val", "v", [TaskResult(i, "val", [], value=v, hard=v, soft=v)
+                                        for i, v in values.items()])
+
+
+def test_an_agent_falling_within_noise_does_not_refuse() -> None:
+    ids = {"a": [f"t{i}@a" for i in range(6)], "b": [f"t{i}@b" for i in range(6)]}
+    before = _pass({**{i: 0.0 for i in ids["a"]}, **{i: 1.0 for i in ids["b"]}})
+    # b loses one task of six: the interval of its paired change reaches zero
+    after = _pass({**{i: 1.0 for i in ids["a"]}, **{i: 1.0 for i in ids["b"][1:]},
+                   ids["b"][0]: 0.0})
+    accepted, why, _, _ = gate.judge_trial(before, after, GateSettings(), None, ids)
+    assert accepted, why
+    assert gate.agent_fell(gate.paired(before, after), ids) == ""
+    # b loses every task: beyond noise, refused, naming both
+    worse = _pass({**{i: 1.0 for i in ids["a"]}, **{i: 0.5 for i in ids["b"]}})
+    accepted, why, _, _ = gate.judge_trial(before, worse, GateSettings(), None, ids)
+    assert not accepted and "hurts agent b 1.000 -> 0.500" in why and "helps a" in why
+
+
+def test_reflection_says_which_agent_failed_which_task() -> None:
+    both = agents.expand(tasks(), BOTH)
+    by_id = {t.id: t for t in both}
+    failed = TaskResult("t0@short", "train", [], hard=0.0, soft=0.5, value=0.25)
+    passed = TaskResult("t0@full", "train", [], hard=1.0, soft=1.0, value=1.0)
+    prompt = reflect.build_prompt(reflect.Evidence("skill", SKILL, [failed], [passed], by_id, []),
+                                  2)
+    assert "Failed by: short; passed by: full" in prompt
+    assert "<<<TASK t0\n" in prompt and "t0@" not in prompt
+
+
+def test_thrifty_screens_with_the_cheapest_agent_first() -> None:
+    priced = settings(*BOTH, search="thrifty",
+                      prices={"offline": {"prompt": 5.0, "completion": 5.0},
+                              "offline-recent-3": {"prompt": 0.1, "completion": 0.1}})
+    assert agents.cheapest_first(priced) == ["short", "full"]
+    assert agents.cheapest_first(settings(*BOTH)) == ["full", "short"]
+    backend = Spy()
+    run_epoch(tasks(), {"skill": SKILL, "memory": None}, priced, backend, skill="notes")
+    answers = [c for c in backend.calls if c.purpose == "answer"]
+    first_candidate = next(i for i, c in enumerate(answers) if "Risk" in str(c.messages))
+    assert answers[first_candidate].agent == "short"  # the screen, before any val pass
