@@ -12,6 +12,8 @@ writes everything to `benchmarks/results/latest.json`:
 6. retries after timeouts against a loopback server with one slot, with and without the
    pause after a timeout.
 7. `gitsleep harvest` reading 100 and 1,000 generated Claude Code sessions and one huge one.
+8. several agents (issue 40): two simulated agents that disagree, gated on one of them, on
+   both (mean) and on the weaker (min).
 
 `--quick` runs tiny sizes in a few seconds (for the smoke test); its timings mean nothing.
 """
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import (
+    bench_agents,
     bench_calls,
     bench_harvest,
     bench_overhead,
@@ -42,7 +45,7 @@ from gitsleep.core.epoch import call_ceiling
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 SECTIONS = ("calls", "thrifty", "rerun", "parallel", "overhead", "validate", "timeouts",
-            "harvest")
+            "harvest", "agents")
 
 # What the README promises, checked on every run.
 FLOOR_RATIO = 1.0
@@ -392,6 +395,35 @@ def run_timeouts(report: Report, quick: bool) -> None:
                   f">= {first.answered}", paused.answered >= first.answered, timing=True)
 
 
+def run_agents(report: Report, quick: bool) -> None:
+    """Issue 40: the one-agent gate accepts what the two-agent gate refuses."""
+    rows = bench_agents.agents_section()
+    report.sections["agents"] = [r.as_dict() for r in rows]
+
+    def shown(scores: tuple[float | None, ...], at: int) -> str:
+        return f"{_score(scores[at])} -> {_score(scores[at + 1])}"
+
+    report.section(
+        "8. Several agents: `full` reads every directive, `short` only the last three "
+        "(offline simulator; 6/6/6 tasks)",
+        table(["gated on", "decision", "accepted edits", "agent", "val", "held-out", "calls",
+               "ceiling"],
+              [[r.gate, r.decision, "; ".join(r.accepted) or "none", name, shown(s, 0),
+                shown(s, 2), r.calls, r.ceiling]
+               for r in rows for name, s in r.scores.items()]),
+    )
+    alone, _, mean, weakest = rows
+    other = alone.scores["short (not gated)"]
+    shipped = (alone.decision == "accepted" and other[2] is not None and other[3] is not None
+               and other[3] < other[2])
+    report.target("one-agent gate accepts an edit the other agent falls on (held-out)",
+                  other[3], f"< {_score(other[2])}", shipped)
+    refused = mean.decision != "accepted" and weakest.decision != "accepted"
+    report.target("two-agent gate (mean and min) refuses it", int(refused), "1", refused)
+    within = all(r.calls <= r.ceiling for r in rows)
+    report.target("calls within the ceiling that counts every agent", int(within), "1", within)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
@@ -434,6 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_timeouts(report, args.quick)
     if "harvest" in chosen:
         run_harvest(report, args.quick)
+    if "agents" in chosen:
+        run_agents(report, args.quick)
     seconds = time.perf_counter() - started
     report.section("Targets", table(["measure", "value", "target", "met"],
                                     [[t["name"], t["value"], t["target"], t["met"]]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import (
+    bench_agents,
     bench_calls,
     bench_harvest,
     bench_overhead,
@@ -186,12 +187,23 @@ def test_harvest_reads_every_generated_session() -> None:
     assert rows[1].lines == (60 + 12) * 2 + 6
 
 
+def test_the_agents_section_shows_a_one_agent_gate_shipping_what_hurts_the_other() -> None:
+    alone, _, mean, weakest = bench_agents.agents_section()
+    assert alone.decision == "accepted"
+    before, after = alone.scores["short (not gated)"][2:]
+    assert before is not None and after is not None and after < before
+    assert mean.decision == weakest.decision == "rejected"
+    assert "hurts agent short" in mean.reason
+    assert mean.ceiling > alone.ceiling and mean.calls <= mean.ceiling
+
+
 def test_quick_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "latest.json"
     assert run.main(["--quick", "--output", str(out)]) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["sections"]) == {"calls", "formula", "thrifty", "rerun", "parallel",
-                                     "overhead", "validate", "timeouts", "harvest"}
+                                     "overhead", "validate", "timeouts", "harvest",
+                                     "agents"}
     assert all(row["calls_over_floor"] == 1.0 for row in data["sections"]["calls"])
     assert all(row["same_decision"] for row in data["sections"]["thrifty"])
     assert all(t["met"] for t in data["targets"] if not t["timing"])

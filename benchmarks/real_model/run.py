@@ -42,7 +42,7 @@ from gitsleep.core import groups, honesty, reflect, replay, worked
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import run_epoch
-from gitsleep.core.models import Answer, EpochResult, Task
+from gitsleep.core.models import AgentRef, Answer, EpochResult, EpochSettings, Task
 from gitsleep.run import read_inputs
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"
@@ -99,7 +99,10 @@ class SeededBackend(Backend):
 
     def _reply_record(self, call: ModelCall, answer: Answer) -> dict[str, Any]:
         context = dict(call.context or {})
-        shown = [f["task_id"] for f in context.get("failures", [])]
+        # several agents: a failure's id is `<task id>@<agent>`
+        shown = [str(f["task_id"]).rsplit("@", 1)[0] if "@" in str(f["task_id"])
+                 and str(f["task_id"]) not in self.tasks else f["task_id"]
+                 for f in context.get("failures", [])]
         return {
             "model": call.model,
             "seed": call.seed,
@@ -132,6 +135,51 @@ def bench_config(example: str, args: argparse.Namespace, url: str) -> Config:
     return Config.model_validate(data)
 
 
+def night_settings(config: Config, args: argparse.Namespace) -> EpochSettings:
+    """The config's settings, with `--agents` (several agents, issue 40) when given."""
+    settings = config.epoch_settings()
+    if not args.agents:
+        return settings
+    refs = tuple(AgentRef(name, model, "openai") for name, model in args.agents)
+    return replace(settings, agents=refs, model=refs[0].model,
+                   gate=replace(settings.gate, agents=args.agent_gate))
+
+
+def per_agent(result: EpochResult) -> list[dict[str, Any]]:
+    """Each agent's val and held-out, before and after."""
+    return [{"name": a.name, "model": a.model,
+             "val": {"baseline": a.val.baseline, "candidate": a.val.candidate, "n": a.val.n},
+             "test": {"baseline": a.test.baseline, "candidate": a.test.candidate,
+                      "n": a.test.n}} for a in result.agents]
+
+
+def one_agent_gates(result: EpochResult, settings: EpochSettings) -> list[str]:
+    """Issue 40's question, per candidate scored in full on val: would a gate on one agent
+    alone have accepted it while another agent's val fell? Each such candidate, said."""
+    said = []
+    for trial in result.trials:
+        if trial.candidate is None or trial.stopped_after is not None:
+            continue
+        means: dict[str, tuple[float, float]] = {}
+        for name in (a.name for a in settings.agents):
+            pairs = [(d.before, d.after) for d in trial.deltas
+                     if d.task_id.endswith(f"@{name}") and d.before is not None
+                     and d.after is not None]
+            if pairs:
+                means[name] = (sum(b for b, _ in pairs) / len(pairs),
+                               sum(a for _, a in pairs) / len(pairs))
+        for name, (b, a) in means.items():
+            others = [(o, ob, oa) for o, (ob, oa) in means.items() if o != name and oa < ob]
+            if a > b + settings.gate.min_delta and others:
+                o, ob, oa = others[0]
+                edits = "; ".join(e.summary() for e in trial.applied)
+                said.append(f"{trial.target} round {trial.round} proposal {trial.proposal + 1}"
+                            f" ({edits}): {name} alone {b:.3f} -> {a:.3f} would pass, {o} "
+                            f"{ob:.3f} -> {oa:.3f}; two-agent gate: "
+                            f"{'accepted' if trial.accepted else 'refused'}")
+    return said
+
+
 def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: Backend,
             log: ServerLog) -> tuple[dict[str, Any], EpochResult]:
     config = bench_config(example, args, url)
@@ -142,7 +190,8 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
     log.replies = []
     started = time.monotonic()
     cache = ResponseCache()  # gitsleep's own cache, kept for the night after a merge
-    result = run_epoch(tasks, documents, config.epoch_settings(), backend, skill=skill.name,
+    result = run_epoch(tasks, documents, night_settings(config, args), backend,
+                       skill=skill.name,
                        cache=cache,
                        progress=lambda line: print(f"  [{example} seed {seed}] {line}",
                                                    flush=True))
@@ -170,6 +219,8 @@ def one_run(example: str, seed: int, args: argparse.Namespace, url: str, inner: 
         "errors": result.errors[:10],
         "warnings": list(result.warnings),
         "integrity_failures": report.integrity_counts(result),
+        "agents": per_agent(result),
+        "one_agent_gates": one_agent_gates(result, night_settings(config, args)),
     }
     save_replies(args.out / "raw", example, seed, log.replies)
     if args.merged_night and result.decision == "accepted":
@@ -346,6 +397,19 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines += [f"- warning: {w}" for w in r.get("warnings", [])]
         lines += [f"- integrity failures: {k} {v}"
                   for k, v in r.get("integrity_failures", {}).items()]
+    several = [r for r in rows if r.get("agents")]
+    if several:
+        lines += ["", f"Per agent (gate.agents: {meta.get('agent_gate', 'mean')}):", "",
+                  "| example | seed | agent | model | val before -> after "
+                  "| held-out before -> after |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['example']} | {r['seed']} | {a['name']} | {a['model']} "
+                  f"| {_score(a['val']['baseline'])} -> {_score(a['val']['candidate'])} "
+                  f"| {_score(a['test']['baseline'])} -> {_score(a['test']['candidate'])} |"
+                  for r in several for a in r["agents"]]
+        lines += ["", "Candidates a gate on one agent alone would have passed while another "
+                  "agent's val fell:", ""]
+        lines += [f"- {r['example']} seed {r['seed']}: {s}" for r in several
+                  for s in r.get("one_agent_gates", [])] or ["- none"]
     grouped = [r for r in rows if r.get("group_scores")]
     if grouped:
         lines += ["", "Per group of a varying key (tasks whose checks want different values):", "",
@@ -357,6 +421,12 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _agents(text: str) -> list[tuple[str, str]]:
+    """`small=qwen0.5b,large=qwen1.5b` -> [(small, qwen0.5b), (large, qwen1.5b)]."""
+    return [(name.strip(), model.strip()) for name, model in
+            (pair.split("=", 1) for pair in text.split(",") if pair.strip())]
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", nargs="+", default=list(EXAMPLES), choices=EXAMPLES)
@@ -365,6 +435,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                                                 "qwen0.5b"))
     parser.add_argument("--optimizer-model", default=os.environ.get(
         "GITSLEEP_TEST_LLM_OPTIMIZER", "qwen1.5b"))
+    parser.add_argument("--agents", type=_agents, default=[],
+                        help="several agents (issue 40): name=model,name=model (the first is "
+                        "also --agent-model's place)")
+    parser.add_argument("--agent-gate", choices=["mean", "min"], default="mean")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--proposals", type=int, default=3)  # gitsleep's own default
     parser.add_argument("--edit-budget", type=int, default=4)
@@ -413,6 +487,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_calls": args.max_calls, "answer_max_tokens": args.answer_max_tokens,
         "rollouts": args.rollouts, "search": args.search or "the example's",
         "seeds": args.seeds, "skipped": [],
+        "agents": [f"{name}={model}" for name, model in args.agents],
+        "agent_gate": args.agent_gate,
     }
     rows: list[dict[str, Any]] = []
     started = time.monotonic()
