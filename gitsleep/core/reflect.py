@@ -421,7 +421,8 @@ def propose(
             task_checks=train_checks,
             simulated_optimizer=runner.backend.simulates("propose"),
             varying=varying,
-            train_tasks=[t for t in tasks.values() if t.split == "train"],
+            train_tasks=[t for t in agents.unique_tasks(list(tasks.values()))
+                         if t.split == "train"],
         )
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]

@@ -8,12 +8,14 @@ rule appended to the learned block pushes the first hand-written one out of its 
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend, recent_only
 from gitsleep.core import agents, gate, reflect
+from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import call_ceiling, run_epoch
 from gitsleep.core.models import (
     AgentRef,
@@ -26,6 +28,8 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
+from gitsleep.core.replay import score_split
+from tests.core.test_learning_judgment import DOC, PROMPTS, TASKS, example
 
 # Hand-written: three directives; the first gives two of the checks (heading and its text).
 SKILL = ('# Release notes\n\nUse the heading "## Decision"\nAlways include "Owner:"\n'
@@ -93,9 +97,6 @@ def test_one_agent_alone_accepts_the_edit_the_other_agent_regresses_on() -> None
 def run_epoch_scores(document: str, chosen: EpochSettings) -> float:
     """The held-out mean of one agent under `document` (a night with no train failure
     to learn from would do too; scoring directly keeps it short)."""
-    from gitsleep.core.calls import CallRunner
-    from gitsleep.core.replay import score_split
-
     test = agents.expand([t for t in tasks() if t.split == "test"], chosen.agents)
     result = score_split(CallRunner(OfflineBackend()), test, {"skill": document}, chosen,
                          label="x", split="test")
@@ -208,3 +209,27 @@ def test_thrifty_screens_with_the_cheapest_agent_first() -> None:
     answers = [c for c in backend.calls if c.purpose == "answer"]
     first_candidate = next(i for i, c in enumerate(answers) if "Risk" in str(c.messages))
     assert answers[first_candidate].agent == "short"  # the screen, before any val pass
+
+
+class Scripted(Backend):
+    """An optimizer that always replies with the same edits."""
+
+    name = "scripted"
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+
+    def complete(self, call: ModelCall) -> Answer:
+        return Answer(self.reply)
+
+
+def test_a_worked_example_from_a_train_task_is_kept_when_several_agents_answer_it() -> None:
+    both = agents.expand(list(TASKS.values()), BOTH)
+    line = example(PROMPTS["t1"], "Verdict: reject")
+    reply = json.dumps({"edits": [{"op": "add", "content": line, "rationale": "a case"}]})
+    failing = [TaskResult(f"t1@{a.name}", "train", [], hard=0.0, soft=0.5, value=0.25)
+               for a in BOTH]
+    evidence = reflect.Evidence("skill", DOC, failing, [], {t.id: t for t in both}, [])
+    proposal = reflect.propose(CallRunner(Scripted(reply)), settings(*BOTH), evidence,
+                               round_no=1, index=0)
+    assert [e.content for e in proposal.edits] == [line], proposal.dropped
