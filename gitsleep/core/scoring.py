@@ -51,8 +51,8 @@ class Scorer:
             tick = self.steps(f"{self.skill}: scoring {split} ({label})",
                               count * max(1, self.settings.gate.repeats))
         else:
-            self.progress(f"{self.skill}: scoring {split} ({label}, {count} "
-                          f"task{'' if count == 1 else 's'})")
+            self.progress(f"{self.skill}: scoring {split} ({label}, "
+                          f"{_how_many(self.split[split] if only is None else only)})")
         stop = None
         # several agents gated on their weakest (`gate.agents: min`): the stop rule bounds
         # the mean of every answer, not the weakest agent's, so such a pass is not stopped
@@ -166,6 +166,14 @@ class Scorer:
                           prompt_tokens=val.prompt_tokens + more.prompt_tokens,
                           completion_tokens=val.completion_tokens + more.completion_tokens,
                           planned=len(self.split["val"]))
+
+
+def _how_many(tasks: Sequence[Task]) -> str:
+    """`6 tasks`, or with several agents `6 tasks x 2 agents` (of the copies scored)."""
+    names = {t.agent for t in tasks if t.agent}
+    count = len({t.base_id for t in tasks}) if names else len(tasks)
+    said = f"{count} task{'' if count == 1 else 's'}"
+    return f"{said} x {len(names)} agent{'' if len(names) == 1 else 's'}" if names else said
 
 
 def integrity_note(result: PassResult) -> str:

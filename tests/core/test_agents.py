@@ -233,3 +233,10 @@ def test_a_worked_example_from_a_train_task_is_kept_when_several_agents_answer_i
     proposal = reflect.propose(CallRunner(Scripted(reply)), settings(*BOTH), evidence,
                                round_no=1, index=0)
     assert [e.content for e in proposal.edits] == [line], proposal.dropped
+
+
+def test_progress_counts_tasks_and_agents() -> None:
+    lines: list[str] = []
+    run_epoch(tasks(), {"skill": SKILL, "memory": None}, settings(*BOTH), OfflineBackend(),
+              skill="notes", progress=lines.append)
+    assert "notes: scoring val (baseline, 4 tasks x 2 agents)" in lines
