@@ -77,8 +77,8 @@ def cheapest_first(settings: EpochSettings) -> list[str]:
 
 def split_effects(summaries: Sequence[AgentSummary]) -> list[str]:
     """What a reviewer must hear of an accepted night of several agents: on val or
-    held-out, an agent whose score fell while another's rose (within the noise the gate
-    allows, or it would not be accepted), naming both; [] when none fell."""
+    held-out, an agent whose score fell while another's rose, naming both (on val within
+    the noise the gate allows, or the night would not be accepted); [] when none fell."""
     said = []
     for split, shown in (("val", "val"), ("test", "held-out")):
         moved = [(a.name, getattr(a, split)) for a in summaries]
@@ -89,7 +89,7 @@ def split_effects(summaries: Sequence[AgentSummary]) -> list[str]:
                 for name, s in moved if s.baseline is not None and s.candidate is not None
                 and s.candidate < s.baseline]
         if rose and fell:
-            said.append(f"the edits help {', '.join(rose)} and hurt {', '.join(fell)}: within "
-                        "the noise the gate allows per agent, but a reader of the other agent "
-                        "may notice")
+            said.append(f"the edits help {', '.join(rose)} and hurt {', '.join(fell)}"
+                        + (": within the noise the gate allows per agent, but the other "
+                           "agent's users may notice" if split == "val" else ""))
     return said

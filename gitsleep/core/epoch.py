@@ -205,11 +205,11 @@ class Epoch:
             if final is not None and final.label != "baseline":
                 final.final = True
         summaries = self._summaries(base_train, end, base_test, final_test)
-        changed_test = (base_test is not None and final_test is not None
-                        and final_test is not base_test)
-        veto = gate.held_out_integrity(base_test, final_test) if changed_test else ""
-        held_fall = (gate.agent_fell(gate.paired(base_test, final_test), self.agent_ids["test"])
-                     if changed_test else "")
+        veto = held_fall = ""
+        if base_test is not None and final_test is not None and final_test is not base_test:
+            veto = gate.held_out_integrity(base_test, final_test)
+            held_fall = gate.agent_fell(gate.paired(base_test, final_test),
+                                        self.agent_ids["test"])
         verdict = decide(self.search.record, summaries, base_train, self.settings,
                          held_out=bool(self.split["test"]),
                          changed=self.search.current != self.original, veto=veto,
@@ -321,9 +321,11 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
         else:
             pr_eligible = True
             held = "no held-out tasks, val decides"
+        why_not = ("an agent fell beyond noise on held-out" if held_fall
+                   else "held-out did not improve")
         reason = (f"{len(record.applied)} edit(s) accepted: val {fmt_score(val.baseline)} -> "
                   f"{fmt_score(val.candidate)}, {held}"
-                  + ("" if pr_eligible else "; held-out did not improve, so no PR"))
+                  + ("" if pr_eligible else f"; {why_not}, so no PR"))
         return Verdict("accepted", reason, pr_eligible=pr_eligible)
     if any_candidate and not val_scored:  # thrifty: no candidate reached val
         return Verdict("rejected", f"every proposal was screened out on train ({screened} of "

@@ -240,3 +240,23 @@ def test_progress_counts_tasks_and_agents() -> None:
     run_epoch(tasks(), {"skill": SKILL, "memory": None}, settings(*BOTH), OfflineBackend(),
               skill="notes", progress=lines.append)
     assert "notes: scoring val (baseline, 4 tasks x 2 agents)" in lines
+
+
+def test_no_pull_request_when_an_agent_falls_beyond_noise_on_held_out() -> None:
+    """Val does not check the heading the short agent loses; held-out does: val accepts,
+    held-out's aggregate rises, but one agent fell there, so no PR opens."""
+    loose = (Check("contains", "Owner:"), Check("contains", "Risk:"))
+    mixed = [replace(t, judge=Judge("rule", loose)) if t.split != "test" else t for t in tasks()]
+    result = run_epoch(mixed, {"skill": SKILL, "memory": None}, settings(*BOTH), Spy(),
+                       skill="notes")
+    assert result.decision == "accepted"
+    assert result.test.baseline is not None and result.test.candidate is not None
+    assert result.test.candidate > result.test.baseline  # the mean of both rose
+    assert not result.pr_eligible
+    assert "held-out: it hurts agent short" in result.reason
+    assert result.reason.endswith("; an agent fell beyond noise on held-out, so no PR")
+    assert result.warnings == ["the edits help full (held-out 0.400 -> 1.000) and hurt short "
+                               "(held-out 0.400 -> 0.300)"]
+    short = next(a for a in result.agents if a.name == "short")
+    assert short.test.candidate is not None and short.test.baseline is not None
+    assert short.test.candidate < short.test.baseline
