@@ -19,12 +19,14 @@ from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import call_ceiling, run_epoch
 from gitsleep.core.models import (
     AgentRef,
+    AgentSummary,
     Answer,
     Check,
     EpochSettings,
     GateSettings,
     Judge,
     PassResult,
+    SplitSummary,
     Task,
     TaskResult,
 )
@@ -260,3 +262,15 @@ def test_no_pull_request_when_an_agent_falls_beyond_noise_on_held_out() -> None:
     short = next(a for a in result.agents if a.name == "short")
     assert short.test.candidate is not None and short.test.baseline is not None
     assert short.test.candidate < short.test.baseline
+
+
+def test_a_trade_off_on_val_within_noise_is_said_naming_both() -> None:
+    def summary(name: str, val: tuple[float, float]) -> AgentSummary:
+        return AgentSummary(name, "m", "openai", SplitSummary(None, None, 0),
+                            SplitSummary(*val, n=6), SplitSummary(None, None, 0))
+
+    said = agents.split_effects([summary("a", (0.5, 0.9)), summary("b", (0.8, 0.7))])
+    assert said == ["the edits help a (val 0.500 -> 0.900) and hurt b (val 0.800 -> 0.700): "
+                    "within the noise the gate allows per agent, but the other agent's users "
+                    "may notice"]
+    assert agents.split_effects([summary("a", (0.5, 0.9)), summary("b", (0.8, 0.8))]) == []
