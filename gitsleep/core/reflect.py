@@ -386,9 +386,9 @@ def propose(
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     proposal = Proposal(target=target, round=round_no, index=index, raw=None,
                         contrasts=len(evidence.contrasts))
-    train_prompts = [t.prompt for t in tasks.values() if t.split == "train"]
-    train_checks = list(dict.fromkeys(c for t in tasks.values() if t.split == "train"
-                                      for c in t.judge.checks))
+    # each train task once, whoever answered it (several agents: one copy per agent)
+    train = [t for t in agents.unique_tasks(list(tasks.values())) if t.split == "train"]
+    train_checks = list(dict.fromkeys(c for t in train for c in t.judge.checks))
     raws: list[str] = []
     seed = SEEDS_PER_ROUND * round_no + index
     for _attempt in range(2):
@@ -414,15 +414,14 @@ def propose(
             parsed.edits,
             failing_checks=list(counts),
             contradiction_checks=common,
-            task_prompts=train_prompts,
+            task_prompts=[t.prompt for t in train],
             current_rules=rules,
             max_chars=min(MAX_EDIT_CHARS, settings.block_max_chars),
             current_template=docs.learned_template(document),
             task_checks=train_checks,
             simulated_optimizer=runner.backend.simulates("propose"),
             varying=varying,
-            train_tasks=[t for t in agents.unique_tasks(list(tasks.values()))
-                         if t.split == "train"],
+            train_tasks=train,
         )
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]
