@@ -15,7 +15,6 @@ processes (`git log`, `git notes list`, `git cat-file --batch`), not one per epo
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -170,11 +169,6 @@ def _label(value: object, default: str) -> str:
     return md.clip(text, _MAX_LABEL) if text else default
 
 
-def _finite(pair: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
-    return (pair[0] if pair[0] is None or math.isfinite(pair[0]) else None,
-            pair[1] if pair[1] is None or math.isfinite(pair[1]) else None)
-
-
 # -- the history --------------------------------------------------------------------------
 
 
@@ -306,8 +300,9 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
     field checked: a note is JSON anyone could have pushed). The commit message's prose is
     never read: an epoch without a readable note shows its edit count as unknown."""
     facts = note or NoteFacts()
-    val = _finite(record.scores(trailers, record.VAL)) if record.VAL in trailers else facts.val
-    test = (_finite(record.scores(trailers, record.TEST)) if record.TEST in trailers
+    val = (record.finite_pair(record.scores(trailers, record.VAL)) if record.VAL in trailers
+           else facts.val)
+    test = (record.finite_pair(record.scores(trailers, record.TEST)) if record.TEST in trailers
             else facts.test)
     return RecordedEpoch(
         skill=skill, commit=sha, date=date, where=where,
