@@ -25,7 +25,6 @@ from gitsleep.config import SKILL_NAME_RE
 from gitsleep.core import markdown as md
 from gitsleep.core.hostile_text import INVISIBLE
 from gitsleep.core.numbers import loads_json
-from gitsleep.core.scores import rounded
 from gitsleep.git_forge import record
 from gitsleep.git_forge.gitrun import git_bytes as _git_bytes
 from gitsleep.git_forge.gitrun import git_out, read_blobs
@@ -54,17 +53,20 @@ class RecordedEpoch:
     usd: float | None = None
     cache_hits: int | None = None
     trailers: dict[str, str] = field(default_factory=dict)
+    # several agents: each one's scores, from its Gitsleep-Val-<name> / -Test-<name> trailers
+    agents: list[record.RecordedAgent] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        def pair(scores: tuple[float | None, float | None]) -> dict[str, float | None]:
-            return {"baseline": rounded(scores[0]), "candidate": rounded(scores[1])}
-
-        return {"skill": self.skill, "commit": self.commit, "date": self.date or None,
-                "where": self.where, "decision": self.decision, "metric": self.metric,
-                "val": pair(self.val), "test": pair(self.test),
-                "edits_applied": self.applied,
-                "cost": {"calls": self.calls, "cache_hits": self.cache_hits,
-                         "estimated_usd": self.usd}}
+        data: dict[str, Any] = {
+            "skill": self.skill, "commit": self.commit, "date": self.date or None,
+            "where": self.where, "decision": self.decision, "metric": self.metric,
+            "val": record.score_pair(self.val), "test": record.score_pair(self.test),
+            "edits_applied": self.applied,
+            "cost": {"calls": self.calls, "cache_hits": self.cache_hits,
+                     "estimated_usd": self.usd}}
+        if self.agents:  # a night of one agent keeps its shape
+            data["agents"] = [agent.to_json() for agent in self.agents]
+        return data
 
 
 def utc_minute(date: str) -> str:
@@ -309,5 +311,5 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
         decision=_label(trailers.get(record.DECISION) or facts.decision, "?"),
         metric=_label(trailers.get(record.METRIC) or facts.metric, ""),
         val=val, test=test, applied=facts.applied, calls=facts.calls, usd=facts.usd,
-        cache_hits=facts.cache_hits, trailers=trailers,
+        cache_hits=facts.cache_hits, trailers=trailers, agents=record.agent_scores(trailers),
     )

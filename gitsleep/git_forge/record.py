@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from gitsleep.core import gate
 from gitsleep.core import markdown as md
 from gitsleep.core.models import AgentSummary, Decision, EpochResult
-from gitsleep.core.scores import fmt_change, parse_change
+from gitsleep.core.scores import fmt_change, parse_change, rounded
 from gitsleep.git_forge.gitrun import run_git
 from gitsleep.tasks import task_files_digest
 
@@ -172,6 +172,18 @@ class RecordedAgent:
     name: str
     val: tuple[float | None, float | None]
     test: tuple[float | None, float | None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "val": score_pair(self.val), "test": score_pair(self.test)}
+
+    def line(self) -> str:
+        """`agent small: val 0.250 -> 0.500, held-out 0.000 -> 1.000` (log, status)."""
+        return f"agent {self.name}: val {fmt_change(*self.val)}, held-out {fmt_change(*self.test)}"
+
+
+def score_pair(scores: tuple[float | None, float | None]) -> dict[str, float | None]:
+    """`{"baseline": 0.25, "candidate": 0.5}`, rounded to 3 decimals, for --json."""
+    return {"baseline": rounded(scores[0]), "candidate": rounded(scores[1])}
 
 
 def agent_scores(trailers: Mapping[str, str]) -> list[RecordedAgent]:
