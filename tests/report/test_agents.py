@@ -128,3 +128,8 @@ def test_consolidate_json_lists_each_agent() -> None:
                          "val": {"baseline": 0.25, "candidate": 0.5, "n": 3},
                          "test": {"baseline": 0.0, "candidate": 1.0, "n": 2}}
     assert SkillSummary.from_json(summary.to_json()) == summary
+
+
+def test_without_a_recorded_model_line_the_model_trailer_names_every_agents_model() -> None:
+    assert record.trailer_values(two_agents(), {})[record.MODEL] == "qwen0.5b, qwen1.5b / gpt-4.1"
+    assert record.trailer_values(make_result(), {})[record.MODEL] == "gpt-4.1-mini / gpt-4.1"
