@@ -38,7 +38,7 @@ from gitsleep.outcome import PrResult, Scores, SkillSummary
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 OUTPUT_NAMES = (
     "decision", "val-baseline", "val-candidate", "test-baseline", "test-candidate",
-    "pr-operation", "pr-number", "pr-url", "commit",
+    "pr-operation", "pr-number", "pr-url", "commit", "agents",
 )
 EXIT_MEANINGS = {
     EXIT_PROBLEMS: "problems found",
@@ -135,6 +135,9 @@ def outputs_for(results: Sequence[SkillSummary],
         "pr-number": _score(first.pr.number),
         "pr-url": first.pr.url or "",
         "commit": first.commit or "",
+        # several agents: the first skill's per-agent scores ([] for a night of one agent)
+        "agents": json.dumps([_rounded(a.to_json()) for a in first.agents],
+                             separators=(",", ":")),
         "results": json.dumps([_rounded(r) for r in saved], separators=(",", ":")),
     }
     return outputs
@@ -232,6 +235,7 @@ def summary_markdown(results: Sequence[SkillSummary], exit_code: int,
             f"| {_pr_cell(result.pr)} | {f'`{_cell(commit[:12])}`' if commit else '—'} |"
         )
     lines.append("")
+    lines += _agent_rows(results)
     for result in results:
         skill = f"**{_cell(result.skill)}**"
         if result.reason:
@@ -245,6 +249,17 @@ def summary_markdown(results: Sequence[SkillSummary], exit_code: int,
                   "offline simulator (`backend: offline`), not a real model: their scores say "
                   "nothing about a real model."]
     return "\n".join(lines) + "\n"
+
+
+def _agent_rows(results: Sequence[SkillSummary]) -> list[str]:
+    """Several agents: one table row per skill and agent (nothing for nights of one)."""
+    rows = [f"| {_cell(r.skill)} | {_cell(a.name)} | {_cell(a.model) or '—'} "
+            f"| {_split_cell(a.val)} | {_split_cell(a.test)} |"
+            for r in results for a in r.agents]
+    if not rows:
+        return []
+    return ["| Skill | Agent | Model | Validation | Held-out |",
+            "| --- | --- | --- | --- | --- |", *rows, ""]
 
 
 def _append(path: str | None, text: str) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gitsleep.core.scores import rounded
 
 if TYPE_CHECKING:
-    from gitsleep.core.models import EditOutcome, EpochResult, SplitSummary
+    from gitsleep.core.models import AgentSummary, EditOutcome, EpochResult, SplitSummary
     from gitsleep.redact import Redactor
 
 PR_BODY_LIMIT = 65_536  # GitHub's limit on a pull request's body, in characters
@@ -90,6 +90,34 @@ class Scores:
     def from_json(cls, data: Mapping[str, Any]) -> Scores:
         return cls(number(data.get("baseline")), number(data.get("candidate")),
                    count(data.get("n")) or 0)
+
+
+@dataclass(frozen=True)
+class AgentScores:
+    """One agent's scores in a night of several: its name, model and backend, and its val
+    and held-out before and after (issue 40)."""
+
+    name: str
+    model: str = ""
+    backend: str = ""
+    val: Scores = Scores()
+    test: Scores = Scores()
+
+    @classmethod
+    def of(cls, agent: AgentSummary) -> AgentScores:
+        return cls(agent.name, agent.model, agent.backend, Scores.of(agent.val),
+                   Scores.of(agent.test))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "model": self.model, "backend": self.backend,
+                "val": self.val.to_json(), "test": self.test.to_json()}
+
+    @classmethod
+    def from_json(cls, data: object) -> AgentScores:
+        found = data if isinstance(data, Mapping) else {}
+        return cls(_text(found.get("name"), "?"), _text(found.get("model")),
+                   _text(found.get("backend")), Scores.from_json(section(found, "val")),
+                   Scores.from_json(section(found, "test")))
 
 
 @dataclass(frozen=True)
@@ -206,8 +234,9 @@ class SkillSummary:
     """One skill's night as `consolidate --json` prints it (the interface contract).
 
     `simulated` (offline simulator), `up_to_date` with `recorded_decision` (the branch
-    already held this result) and `uncommitted` (documents or task files with changes
-    git has not committed) appear in the JSON only when set.
+    already held this result), `uncommitted` (documents or task files with changes
+    git has not committed) and `agents` (each agent's scores in a night of several)
+    appear in the JSON only when set.
     """
 
     skill: str
@@ -226,6 +255,7 @@ class SkillSummary:
     up_to_date: bool = False
     recorded_decision: str | None = None
     uncommitted: tuple[str, ...] = ()
+    agents: tuple[AgentScores, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -242,12 +272,14 @@ class SkillSummary:
             data["up_to_date"] = True
         if self.uncommitted:
             data["uncommitted"] = list(self.uncommitted)
+        if self.agents:
+            data["agents"] = [agent.to_json() for agent in self.agents]
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SkillSummary:
         """A summary from JSON anyone could have written: a wrong field reads as unknown."""
-        uncommitted = data.get("uncommitted")
+        uncommitted, agents = data.get("uncommitted"), data.get("agents")
         return cls(
             skill=_text(data.get("skill"), "?"), decision=_text(data.get("decision"), "?"),
             reason=_text(data.get("reason")), metric=_text(data.get("metric")),
@@ -262,6 +294,8 @@ class SkillSummary:
             recorded_decision=_opt_text(data.get("recorded_decision")),
             uncommitted=tuple(p for p in uncommitted if isinstance(p, str))
             if isinstance(uncommitted, list) else (),
+            agents=tuple(AgentScores.from_json(a) for a in agents)
+            if isinstance(agents, list) else (),
         )
 
     def redacted(self, redactor: Redactor) -> SkillSummary:

@@ -447,3 +447,26 @@ def test_api_key_env_falls_back_on_a_broken_config(tmp_path: Path, config_text: 
          str(config)], capture_output=True, text=True, check=True, timeout=60)
     # An invalid config falls back to the default: consolidate reports the problem itself.
     assert completed.stdout.strip() == "OPENAI_API_KEY"
+
+
+def test_publish_gives_each_agents_scores_as_an_output_and_a_summary_table(tmp_path: Path):
+    """Several agents (issue 40): the aggregate stays in the scalar outputs; `agents` holds
+    each agent's scores and the summary has a row per agent. One agent: `agents` is []."""
+    agent = {"name": "small", "model": "qwen0.5b", "backend": "openai",
+             "val": {"baseline": 0.25, "candidate": 0.5000000001, "n": 3},
+             "test": {"baseline": 0.0, "candidate": 1.0, "n": 2}}
+    completed, output, summary = publish(tmp_path, [{**SAMPLE, "agents": [agent]}])
+    assert completed.returncode == 0, completed.stderr
+    outputs = read_outputs(output)
+    assert outputs["val-candidate"] == "0.917"  # the aggregate
+    assert json.loads(outputs["agents"]) == [{**agent, "val": {**agent["val"],
+                                                               "candidate": 0.5}}]
+    table = summary.read_text(encoding="utf-8").splitlines()
+    assert "| Skill | Agent | Model | Validation | Held-out |" in table
+    assert ("| brief-writer | small | qwen0.5b | 0.250 → 0.500 (n=3) | 0.000 → 1.000 (n=2) |"
+            in table)
+
+    (tmp_path / "one").mkdir()
+    _, output, summary = publish(tmp_path / "one", [SAMPLE])
+    assert read_outputs(output)["agents"] == "[]"
+    assert "| Agent |" not in summary.read_text(encoding="utf-8")

@@ -8,12 +8,20 @@ import click
 
 from gitsleep import repo_paths
 from gitsleep.commands.common import end_progress, print_json, setup_from
-from gitsleep.core import replay
+from gitsleep.core import agents, replay
 from gitsleep.core.calls import CallRunner
-from gitsleep.core.models import SPLITS
+from gitsleep.core.models import SPLITS, EpochSettings, PassResult, Task
 from gitsleep.core.scores import fmt_score, rounded
 from gitsleep.prepare import make_backend, make_cache, read_inputs
 from gitsleep.report import SMALL_SPLIT, metric_note, small_splits
+
+
+def agent_rows(result: PassResult, tasks: list[Task],
+               settings: EpochSettings) -> list[dict[str, Any]]:
+    """Several agents: each agent's score over its own answers (none for one agent)."""
+    return [{"name": name, "model": settings.model_for(name), "n": len(ids),
+             "score": rounded(agents.only_agent(result, ids).mean)}
+            for name, ids in agents.agent_ids(tasks).items()]
 
 
 @click.command("eval")
@@ -46,7 +54,8 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                                          cache=make_cache(setup))
         try:
             for name in splits:
-                in_split = [t for t in tasks if t.split == name]
+                in_split = agents.expand([t for t in tasks if t.split == name],
+                                         settings.agents)
                 if not in_split:
                     if not as_json:
                         end_progress(setup)
@@ -68,12 +77,18 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
                 }
                 if runner.backend.simulated:  # as consolidate's --json: offline scores say so
                     row["simulated"] = True
+                per_agent = agent_rows(result, in_split, settings)
+                if per_agent:
+                    row["agents"] = per_agent
                 report.append(setup.redactor.redact_obj(row))
                 end_progress(setup)
                 if not as_json:
                     score = fmt_score(result.mean)
                     click.echo(f"{skill.name} {name:5} n={len(in_split):<4} {settings.gate.metric}"
                                f"={score}  errors={result.errors}")
+                    for agent in per_agent:
+                        click.echo(f"  agent {agent['name']} ({agent['model']}) n={agent['n']} "
+                                   f"{settings.gate.metric}={fmt_score(agent['score'])}")
         finally:
             runner.backend.close()
         cost = runner.cost

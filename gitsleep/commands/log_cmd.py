@@ -44,7 +44,8 @@ def calls_cell(epoch: history.RecordedEpoch) -> str:
 
 
 def table(epochs: list[history.RecordedEpoch], prefix: str) -> list[str]:
-    """Aligned plain-text rows, a header first."""
+    """Aligned plain-text rows, a header first; an epoch of several agents is followed by
+    one indented line per agent with its own val and held-out."""
     rows = [["date (UTC)", "skill", "commit", "on", "decision", "val", "held-out", "edits",
              "calls", "cost"]]
     for e in epochs:
@@ -57,8 +58,13 @@ def table(epochs: list[history.RecordedEpoch], prefix: str) -> list[str]:
             "n/a" if e.usd is None else f"${e.usd:.2f}",
         ])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-            for row in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]
+    out = lines[:1]
+    for epoch, line in zip(epochs, lines[1:], strict=True):
+        out.append(line)
+        out += [f"    {agent.line()}" for agent in epoch.agents]
+    return out
 
 
 @click.command("log")

@@ -78,8 +78,7 @@ def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: boo
         say(f"comment: {shown.operation} {shown.url}")
     _say_error(setup, outcome)
     if outcome.exit_code == EXIT_REGRESSION:
-        click.echo("gitsleep: a held-out score regressed (--fail-on-regression): exit 7",
-                   err=True)
+        click.echo(verdict.regression_line(outcome.reviews), err=True)
     exit_with(outcome.exit_code)
 
 

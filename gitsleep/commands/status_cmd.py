@@ -42,6 +42,9 @@ def skill_status(setup: Setup, repo: Any, base: gitops.BaseRef,
     trailers = record.read_trailers(repo, tip.rev)
     row["tip"] = tip.local_sha or tip.remote_sha
     row["trailers"] = record.ours(trailers)
+    agents = record.agent_scores(trailers)
+    if agents:  # several agents: each one's scores, as its trailers record them
+        row["agents"] = [agent.to_json() for agent in agents]
     if not trailers.get(record.SKILL):
         row["note"] = "the branch tip was not made by gitsleep"
         return row
@@ -105,3 +108,5 @@ def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
         click.echo(visible(f"{row['skill']}: {row['branch']} at {row['tip'][:12]}: "
                            f"{t.get(record.DECISION, '?')}, val {t.get(record.VAL, '?')}, "
                            f"held-out {t.get(record.TEST, '?')}; base {base_sha}; {fresh}"))
+        for agent in record.agent_scores(t):  # several agents: one line each
+            click.echo(f"  {agent.line()}")

@@ -15,7 +15,6 @@ processes (`git log`, `git notes list`, `git cat-file --batch`), not one per epo
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,7 +25,6 @@ from gitsleep.config import SKILL_NAME_RE
 from gitsleep.core import markdown as md
 from gitsleep.core.hostile_text import INVISIBLE
 from gitsleep.core.numbers import loads_json
-from gitsleep.core.scores import rounded
 from gitsleep.git_forge import record
 from gitsleep.git_forge.gitrun import git_bytes as _git_bytes
 from gitsleep.git_forge.gitrun import git_out, read_blobs
@@ -55,17 +53,20 @@ class RecordedEpoch:
     usd: float | None = None
     cache_hits: int | None = None
     trailers: dict[str, str] = field(default_factory=dict)
+    # several agents: each one's scores, from its Gitsleep-Val-<name> / -Test-<name> trailers
+    agents: list[record.RecordedAgent] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        def pair(scores: tuple[float | None, float | None]) -> dict[str, float | None]:
-            return {"baseline": rounded(scores[0]), "candidate": rounded(scores[1])}
-
-        return {"skill": self.skill, "commit": self.commit, "date": self.date or None,
-                "where": self.where, "decision": self.decision, "metric": self.metric,
-                "val": pair(self.val), "test": pair(self.test),
-                "edits_applied": self.applied,
-                "cost": {"calls": self.calls, "cache_hits": self.cache_hits,
-                         "estimated_usd": self.usd}}
+        data: dict[str, Any] = {
+            "skill": self.skill, "commit": self.commit, "date": self.date or None,
+            "where": self.where, "decision": self.decision, "metric": self.metric,
+            "val": record.score_pair(self.val), "test": record.score_pair(self.test),
+            "edits_applied": self.applied,
+            "cost": {"calls": self.calls, "cache_hits": self.cache_hits,
+                     "estimated_usd": self.usd}}
+        if self.agents:  # a night of one agent keeps its shape
+            data["agents"] = [agent.to_json() for agent in self.agents]
+        return data
 
 
 def utc_minute(date: str) -> str:
@@ -168,11 +169,6 @@ def _label(value: object, default: str) -> str:
         return default
     text = " ".join(INVISIBLE.sub("", value).split())
     return md.clip(text, _MAX_LABEL) if text else default
-
-
-def _finite(pair: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
-    return (pair[0] if pair[0] is None or math.isfinite(pair[0]) else None,
-            pair[1] if pair[1] is None or math.isfinite(pair[1]) else None)
 
 
 # -- the history --------------------------------------------------------------------------
@@ -306,13 +302,14 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
     field checked: a note is JSON anyone could have pushed). The commit message's prose is
     never read: an epoch without a readable note shows its edit count as unknown."""
     facts = note or NoteFacts()
-    val = _finite(record.scores(trailers, record.VAL)) if record.VAL in trailers else facts.val
-    test = (_finite(record.scores(trailers, record.TEST)) if record.TEST in trailers
+    val = (record.finite_pair(record.scores(trailers, record.VAL)) if record.VAL in trailers
+           else facts.val)
+    test = (record.finite_pair(record.scores(trailers, record.TEST)) if record.TEST in trailers
             else facts.test)
     return RecordedEpoch(
         skill=skill, commit=sha, date=date, where=where,
         decision=_label(trailers.get(record.DECISION) or facts.decision, "?"),
         metric=_label(trailers.get(record.METRIC) or facts.metric, ""),
         val=val, test=test, applied=facts.applied, calls=facts.calls, usd=facts.usd,
-        cache_hits=facts.cache_hits, trailers=trailers,
+        cache_hits=facts.cache_hits, trailers=trailers, agents=record.agent_scores(trailers),
     )

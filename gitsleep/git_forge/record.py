@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from gitsleep.core import gate
 from gitsleep.core import markdown as md
-from gitsleep.core.models import Decision, EpochResult
-from gitsleep.core.scores import fmt_change, parse_change
+from gitsleep.core.models import AgentSummary, Decision, EpochResult
+from gitsleep.core.scores import fmt_change, parse_change, rounded
 from gitsleep.git_forge.gitrun import run_git
 from gitsleep.tasks import task_files_digest
 
@@ -51,6 +52,9 @@ PR_FIELD = "pull_request"
 PR_OPEN, PR_SKIP = "open", "skip"
 _DECISIONS: tuple[Decision, ...] = get_args(Decision)
 _TRAILER_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\Z")
+# an agent's name as the config allows it (several agents, issue 40): what a per-agent
+# trailer key may end in, written or read back
+AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}\Z")
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -60,17 +64,21 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
     """The commit's trailers in their fixed order (extra keys from `trailers` follow).
 
     Base, Tasks, Model and Inputs come from `trailers`; a missing one reads `unknown`
-    (Model defaults to `<agent> / <optimizer>`). Values are folded to one line.
+    (Model defaults to `<agent> / <optimizer>`). Values are folded to one line. A night of
+    several agents adds each agent's `Gitsleep-Val-<name>` and `Gitsleep-Test-<name>` after
+    the aggregate `Gitsleep-Test`, in the configured order.
     """
+    agents = ", ".join(a.model for a in result.agents) or result.agent_model
     values = {
         SKILL: result.skill,
         DECISION: result.decision,
         METRIC: result.metric,
         VAL: fmt_change(result.val.baseline, result.val.candidate),
         TEST: fmt_change(result.test.baseline, result.test.candidate),
+        **agent_trailers(result.agents),
         BASE: trailers.get(BASE, "unknown"),
         TASKS: trailers.get(TASKS, "unknown"),
-        MODEL: trailers.get(MODEL, f"{result.agent_model} / {result.optimizer_model}"),
+        MODEL: trailers.get(MODEL, f"{agents} / {result.optimizer_model}"),
         INPUTS: trailers.get(INPUTS, "unknown"),
     }
     for key, value in trailers.items():
@@ -81,6 +89,24 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
         values[key] = value
     # git drops or mis-reads empty and multi-line values: fold, and never leave one empty.
     return {k: " ".join(md.one_line(v).split()) or "unknown" for k, v in values.items()}
+
+
+def agent_key(split_key: str, name: str) -> str:
+    """`Gitsleep-Val-<name>` / `Gitsleep-Test-<name>`: one agent's trailer for a split."""
+    return f"{split_key}-{name}"
+
+
+def agent_trailers(agents: list[AgentSummary]) -> dict[str, str]:
+    """Each agent's val and held-out change, in the agents' order; a name that could not be
+    a trailer key (the config allows none) is left out rather than forge another key."""
+    values: dict[str, str] = {}
+    for agent in agents:
+        if AGENT_NAME.match(agent.name):
+            values[agent_key(VAL, agent.name)] = fmt_change(agent.val.baseline,
+                                                            agent.val.candidate)
+            values[agent_key(TEST, agent.name)] = fmt_change(agent.test.baseline,
+                                                             agent.test.candidate)
+    return values
 
 
 def with_proof(data: Mapping[str, Any], sha: str, branch: str) -> dict[str, Any]:
@@ -137,6 +163,47 @@ def recorded_decision(trailers: Mapping[str, str]) -> Decision:
 def scores(trailers: Mapping[str, str], key: str) -> tuple[float | None, float | None]:
     """(baseline, candidate) recorded under `key` (VAL or TEST); None where unknown."""
     return parse_change(trailers.get(key))
+
+
+@dataclass(frozen=True)
+class RecordedAgent:
+    """One agent's val and held-out (baseline, candidate) as its trailers record them."""
+
+    name: str
+    val: tuple[float | None, float | None]
+    test: tuple[float | None, float | None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "val": score_pair(self.val), "test": score_pair(self.test)}
+
+    def line(self) -> str:
+        """`agent small: val 0.250 -> 0.500, held-out 0.000 -> 1.000` (log, status)."""
+        return f"agent {self.name}: val {fmt_change(*self.val)}, held-out {fmt_change(*self.test)}"
+
+
+def score_pair(scores: tuple[float | None, float | None]) -> dict[str, float | None]:
+    """`{"baseline": 0.25, "candidate": 0.5}`, rounded to 3 decimals, for --json."""
+    return {"baseline": rounded(scores[0]), "candidate": rounded(scores[1])}
+
+
+def agent_scores(trailers: Mapping[str, str]) -> list[RecordedAgent]:
+    """Each agent's recorded scores, in the trailers' order (empty for a night of one
+    agent). A trailer is untrusted text: only a key ending in an agent name the config
+    could allow counts, and a score that is not a number reads as unknown."""
+    names: list[str] = []
+    for key in trailers:
+        for split_key in (VAL, TEST):
+            name = key.removeprefix(f"{split_key}-")
+            if name != key and AGENT_NAME.match(name) and name not in names:
+                names.append(name)
+    return [RecordedAgent(name, finite_pair(scores(trailers, agent_key(VAL, name))),
+                        finite_pair(scores(trailers, agent_key(TEST, name)))) for name in names]
+
+
+def finite_pair(pair: tuple[float | None, float | None]) -> tuple[float | None, float | None]:
+    """The pair with `nan` or `inf` (a trailer anyone could write) read as unknown."""
+    return (pair[0] if pair[0] is None or math.isfinite(pair[0]) else None,
+            pair[1] if pair[1] is None or math.isfinite(pair[1]) else None)
 
 
 def deciding_scores(trailers: Mapping[str, str]) -> tuple[float, float] | None:

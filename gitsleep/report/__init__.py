@@ -18,6 +18,7 @@ from gitsleep.report.common import (
     METRIC_NOTES,
     SMALL_SPLIT,
     SPLIT_NAMES,
+    agent_tradeoffs,
     block_diff,
     group_scores,
     integrity_counts,
@@ -54,7 +55,8 @@ from gitsleep.report.summary import json_summary, no_pr_reason, summary_line
 __all__ = [
     "ANSWER_CHARS", "ANSWER_PAIRS", "COMMIT_TASK_LINES", "DIAGNOSTICS_SCHEMA",
     "DIAGNOSTICS_VERSION", "METRIC_NOTES", "PR_BODY_LIMIT", "RESPONSE_HEAD_CHARS",
-    "SMALL_SPLIT", "SPLIT_NAMES", "Diagnostics", "ReportWriteError", "answer_pairs",
+    "SMALL_SPLIT", "SPLIT_NAMES", "Diagnostics", "ReportWriteError", "agent_tradeoffs",
+    "answer_pairs",
     "block_diff", "commit_message", "commit_subject", "diagnostics", "dumps_diagnostics",
     "group_scores", "held_out_chart", "integrity_counts", "json_summary", "metric_note",
     "model_costs", "no_pr_reason", "plural", "pr_body", "pr_title",

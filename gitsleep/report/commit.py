@@ -11,6 +11,9 @@ from gitsleep.git_forge.record import trailer_values
 from gitsleep.redact import Redactor
 from gitsleep.report.common import (
     SPLIT_NAMES,
+    agent_gate_note,
+    agent_line,
+    agent_tradeoffs,
     change,
     integrity_counts,
     simulated,
@@ -49,6 +52,10 @@ def commit_message(
                     f"{line(result.backend, 60)}), not only real models.")
     if small_sample_note(result):
         body.append(small_sample_note(result))
+    if result.agents:
+        body.append(f"Scores per agent ({agent_gate_note(result)}):")
+        body += [f"  {line(agent_line(agent))}" for agent in result.agents]
+        body += [f"  Trade-off: the change {line(text, 500)}" for text in agent_tradeoffs(result)]
     sections = (
         ("Applied edits", result.applied, "why"),
         ("Rejected by the gate", result.rejected, "gate"),

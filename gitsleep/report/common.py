@@ -8,7 +8,15 @@ from dataclasses import dataclass
 
 from gitsleep.core import documents as docs
 from gitsleep.core import gate, groups, judges
-from gitsleep.core.models import Cost, EpochResult, PassResult, Split, SplitSummary, TaskDelta
+from gitsleep.core.models import (
+    AgentSummary,
+    Cost,
+    EpochResult,
+    PassResult,
+    Split,
+    SplitSummary,
+    TaskDelta,
+)
 from gitsleep.core.scores import fmt_change
 from gitsleep.errors import UsageError
 from gitsleep.redact import Redactor
@@ -53,6 +61,57 @@ def small_sample_note(result: EpochResult) -> str:
 
 def change(summary: SplitSummary) -> str:
     return fmt_change(summary.baseline, summary.candidate)
+
+
+AGENT_GATES = {"mean": "the mean over agents", "min": "the lowest agent's score"}
+
+
+def agent_gate_how(result: EpochResult) -> str:
+    """What the aggregate of the agents' scores is, in words (`the mean over agents`)."""
+    return AGENT_GATES.get(result.agent_gate, result.agent_gate)
+
+
+def agent_gate_note(result: EpochResult) -> str:
+    """How the val and held-out scores aggregate the agents (`gate.agents: mean (...)`)."""
+    return f"gate.agents: {result.agent_gate} ({agent_gate_how(result)})"
+
+
+def agent_line(agent: AgentSummary) -> str:
+    """`small (qwen0.5b): val 0.250 -> 0.500, held-out 0.000 -> 1.000`."""
+    return (f"{agent.name} ({agent.model}): val {change(agent.val)}, "
+            f"held-out {change(agent.test)}")
+
+
+def _moved(agents: list[AgentSummary], split: Split, rose: bool) -> list[AgentSummary]:
+    """The agents whose score on `split` rose (or, `rose=False`, fell)."""
+    found = []
+    for agent in agents:
+        summary: SplitSummary = getattr(agent, split)
+        before, after = summary.baseline, summary.candidate
+        if before is not None and after is not None and (after > before if rose
+                                                         else after < before):
+            found.append(agent)
+    return found
+
+
+def agent_tradeoffs(result: EpochResult) -> list[str]:
+    """Per split, when the change lifted one agent's score and lowered another's: one
+    sentence naming both, e.g. `helps small (val 0.250 -> 0.500) and hurts large (val
+    0.750 -> 0.500)`. A night that helps one agent by hurting another says so, even when
+    the aggregate rose."""
+    sentences = []
+    splits: tuple[Split, ...] = ("val", "test")
+    for split in splits:
+        helped, hurt = _moved(result.agents, split, True), _moved(result.agents, split, False)
+        if helped and hurt:
+            sentences.append(f"helps {_named(helped, split)} and hurts {_named(hurt, split)}")
+    return sentences
+
+
+def _named(agents: list[AgentSummary], split: Split) -> str:
+    """`small (val 0.250 -> 0.500), tiny (val 0.000 -> 0.250)`."""
+    return ", ".join(f"{a.name} ({SPLIT_NAMES[split]} {change(getattr(a, split))})"
+                     for a in agents)
 
 
 def default_redactor(redactor: Redactor | None) -> Redactor:

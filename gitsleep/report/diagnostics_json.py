@@ -18,6 +18,7 @@ from gitsleep.git_forge.record import with_proof
 from gitsleep.outcome import Edits
 from gitsleep.redact import Redactor
 from gitsleep.report.common import (
+    agent_tradeoffs,
     block_diff,
     default_redactor,
     group_scores,
@@ -140,6 +141,10 @@ def diagnostics(
         "cost": to_dict(result.cost),
         "extra": to_dict(dict(extra)),
     }
+    if result.agents:  # several agents: each one's scores, how they aggregate, trade-offs
+        data["agents"] = [to_dict(agent) for agent in result.agents]
+        data["agent_gate"] = result.agent_gate
+        data["agent_tradeoffs"] = agent_tradeoffs(result)
     redacted: dict[str, Any] = redactor.redact_obj(to_dict(data))
     return redacted
 

@@ -20,6 +20,8 @@ from gitsleep.outcome import PR_BODY_LIMIT
 from gitsleep.redact import Redactor
 from gitsleep.report.common import (
     SPLIT_NAMES,
+    agent_gate_how,
+    agent_tradeoffs,
     block_diff,
     change,
     group_scores,
@@ -251,6 +253,26 @@ def _scores(page: _Page) -> list[str]:
     return lines
 
 
+def _agents(page: _Page) -> list[str]:
+    """Several agents: each one's scores, the rule that made the aggregate above, and a
+    warning naming both sides when the change helps one agent by hurting another."""
+    result, prose = page.result, page.prose
+    if not result.agents:
+        return []
+    lines = ["", "### Scores per agent", "", md.table(
+        ["agent", "model", "val", "held-out (test)", "n (val / held-out)"],
+        [[prose.code(a.name, 40), prose.code(a.model, 100), change(a.val), change(a.test),
+          f"{a.val.n} / {a.test.n}"] for a in result.agents], "llrrr"),
+        "", f"_The val and held-out scores above aggregate these by "
+        f"{prose.code(f'gate.agents: {result.agent_gate}', 40)}: "
+        f"{prose.text(agent_gate_how(result), 80)}._"]
+    tradeoffs = agent_tradeoffs(result)
+    if tradeoffs:
+        lines += ["", "> [!WARNING]", "> The change helps one agent and hurts another:"]
+        lines += [f"> - it {prose.text(text, 500)}" for text in tradeoffs]
+    return lines
+
+
 def _groups(page: _Page) -> list[str]:
     return _group_section(page.result, page.prose)
 
@@ -260,7 +282,8 @@ def _chart(page: _Page) -> list[str]:
     return ["", "### Held-out per epoch", "", page.chart] if page.chart else []
 
 
-HEAD: tuple[Callable[[_Page], list[str]], ...] = (_decision, _alerts, _scores, _groups, _chart)
+HEAD: tuple[Callable[[_Page], list[str]], ...] = (_decision, _alerts, _scores, _agents, _groups,
+                                                  _chart)
 
 
 # -- optional sections, least important last: dropped from the end to fit ----------------

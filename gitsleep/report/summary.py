@@ -7,7 +7,15 @@ from pathlib import Path
 
 from gitsleep.core import markdown as md
 from gitsleep.core.models import EpochResult
-from gitsleep.outcome import CostSummary, Edits, PrResult, Scores, SkillSummary, opens_pr
+from gitsleep.outcome import (
+    AgentScores,
+    CostSummary,
+    Edits,
+    PrResult,
+    Scores,
+    SkillSummary,
+    opens_pr,
+)
 from gitsleep.redact import Redactor
 from gitsleep.report.common import change, default_redactor, model_costs, simulated
 
@@ -60,5 +68,6 @@ def json_summary(
                          cost.completion_tokens, cost.seconds, model_costs(cost)),
         diagnostics=str(diagnostics_path) if diagnostics_path is not None else None,
         simulated=simulated(result.backend),
+        agents=tuple(AgentScores.of(agent) for agent in result.agents),
     )
     return summary.redacted(default_redactor(redactor))

@@ -597,7 +597,7 @@ def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     count knows before) is said as one line naming the skill and the setting to raise."""
     settings = setup.config.epoch_settings()
     try:
-        splits = verdict.score_skill(plan.runner, plan.tasks, plan.base_documents,
+        splits, agent_reviews = verdict.score_skill(plan.runner, plan.tasks, plan.base_documents,
                                     plan.head_documents, settings, skill=plan.skill.name,
                                     counter=setup.counter if setup.steps else None)
     except BudgetExhausted as exc:
@@ -616,7 +616,7 @@ def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
         notes.append("no held-out task: val decides")
     return verdict.SkillReview(plan.skill.name, "scored", reason, changed, splits, notes,
                                judged, decided_by, plan.runner.cost.calls,
-                               plan.runner.cost.cache_hits, plan.exam_changes)
+                               plan.runner.cost.cache_hits, plan.exam_changes, agent_reviews)
 
 
 def _head_label(setup: Setup, paths: list[str]) -> str:
@@ -758,7 +758,7 @@ def _exit_code(options: ReviewOptions, outcome: ReviewOutcome) -> int:
         return EXIT_OK
     if outcome.unscored and not options.allow_unscored:
         return EXIT_UNSCORED
-    if any(r.verdict == "regressed" for r in outcome.reviews):
+    if any(r.regressed for r in outcome.reviews):
         return EXIT_REGRESSION
     return EXIT_OK
 
@@ -768,7 +768,7 @@ def to_json(outcome: ReviewOutcome, options: ReviewOptions) -> dict[str, Any]:
         "base": {"ref": options.base, "sha": outcome.base_sha},
         "head": outcome.head_label,
         "verdict": "not run" if outcome.not_run else verdict.overall(outcome.reviews),
-        "regression": any(r.verdict == "regressed" for r in outcome.reviews),
+        "regression": any(r.regressed for r in outcome.reviews),
         "exit_code": outcome.exit_code,
         "skills": [r.to_json() for r in outcome.reviews],
         "notes": outcome.notes,

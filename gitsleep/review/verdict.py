@@ -13,13 +13,14 @@ one line before it reaches a terminal (or a CI log, where a line is an instructi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitsleep.backends.base import ModelCall
-from gitsleep.core import gate, judges, replay
+from gitsleep.core import agents, gate, judges, replay
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import EpochSettings, PassResult, Split, Task, TaskResult
@@ -146,6 +147,24 @@ class ExamChanges:
                 "head_tasks_error": self.head_tasks_error}
 
 
+@dataclass(frozen=True)
+class AgentReview:
+    """Several agents (issue 40): one agent's splits, base against head, and its verdict by
+    the same rule as the skill's (held-out, else val)."""
+
+    name: str
+    model: str
+    splits: Mapping[str, SplitReview]
+    verdict: Verdict
+    decided_by: Split | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "model": self.model, "verdict": self.verdict,
+                "decided_by": self.decided_by,
+                "splits": {name: {k: v for k, v in s.to_json().items() if k != "changed_tasks"}
+                           for name, s in self.splits.items()}}
+
+
 @dataclass
 class SkillReview:
     """What the review found for one skill: scored, or skipped with one line saying why."""
@@ -161,14 +180,28 @@ class SkillReview:
     calls: int = 0
     cache_hits: int = 0
     exam_changes: ExamChanges | None = None
+    agents: list[AgentReview] = field(default_factory=list)  # several agents: each one's
+
+    @property
+    def regressed_agents(self) -> list[str]:
+        return [a.name for a in self.agents if a.verdict == "regressed"]
+
+    @property
+    def regressed(self) -> bool:
+        """The `--fail-on-regression` rule: the aggregate regressed, or any one agent did."""
+        return self.verdict == "regressed" or bool(self.regressed_agents)
 
     def to_json(self) -> dict[str, Any]:
-        return {"skill": self.skill, "status": self.status, "verdict": self.verdict,
-                "reason": self.reason, "decided_by": self.decided_by,
-                "changed_files": self.changed_files, "notes": self.notes,
-                "exam_changes": (self.exam_changes or ExamChanges()).to_json(),
-                "splits": {name: s.to_json() for name, s in self.splits.items()},
-                "cost": {"calls": self.calls, "cache_hits": self.cache_hits}}
+        data: dict[str, Any] = {
+            "skill": self.skill, "status": self.status, "verdict": self.verdict,
+            "reason": self.reason, "decided_by": self.decided_by,
+            "changed_files": self.changed_files, "notes": self.notes,
+            "exam_changes": (self.exam_changes or ExamChanges()).to_json(),
+            "splits": {name: s.to_json() for name, s in self.splits.items()},
+            "cost": {"calls": self.calls, "cache_hits": self.cache_hits}}
+        if self.agents:  # a night of one agent keeps its shape
+            data["agents"] = [a.to_json() for a in self.agents]
+        return data
 
 
 # -- scoring --------------------------------------------------------------------------------
@@ -212,6 +245,15 @@ def _cache_key(runner: CallRunner, call: ModelCall) -> str:
     return hashlib.sha256(f"{key}:{salt}".encode()).hexdigest() if salt else key
 
 
+def answer_call(documents: Mapping[str, str | None], task: Task, settings: EpochSettings,
+                sample: int) -> ModelCall:
+    """The answer call a task's copy makes: its agent's model, and its agent named so the
+    backend routes it (several agents); a night of one agent's call as before."""
+    call = replay.answer_call(documents, task, settings.model_for(task.agent), sample,
+                              settings.max_answer_tokens)
+    return dataclasses.replace(call, agent=task.agent or "")
+
+
 def calls_needed(runner: CallRunner, tasks: Sequence[Task],
                  base_documents: Mapping[str, str | None],
                  head_documents: Mapping[str, str | None], settings: EpochSettings) -> int:
@@ -223,12 +265,11 @@ def calls_needed(runner: CallRunner, tasks: Sequence[Task],
     seen: set[str] = set()
     needed = 0
     repeats = max(1, settings.gate.repeats)
-    for task in (t for t in tasks if t.split in REVIEW_SPLITS):
+    for task in agents.expand([t for t in tasks if t.split in REVIEW_SPLITS], settings.agents):
         rubric = task.judge.kind == "rubric"
         for sample in range(repeats):
             for documents in (base_documents, head_documents):
-                call = replay.answer_call(documents, task, settings.model, sample,
-                                          settings.max_answer_tokens)
+                call = answer_call(documents, task, settings, sample)
                 key = _cache_key(runner, call)
                 if key in seen:
                     continue
@@ -251,14 +292,17 @@ def calls_needed(runner: CallRunner, tasks: Sequence[Task],
 def score_skill(runner: CallRunner, tasks: Sequence[Task],
                 base_documents: Mapping[str, str | None],
                 head_documents: Mapping[str, str | None], settings: EpochSettings, *,
-                skill: str, counter: Counter | None = None) -> dict[str, SplitReview]:
+                skill: str, counter: Counter | None = None
+                ) -> tuple[dict[str, SplitReview], list[AgentReview]]:
     """Score base and head documents on the same tasks, per split (`gate.repeats` samples
-    each). The base side costs nothing when the cache saw it before. BackendError (too many
-    failed calls) propagates: a failing backend is exit 3, never a regression."""
+    each), and with several agents each agent's answers apart. The base side costs nothing
+    when the cache saw it before. BackendError (too many failed calls) propagates: a
+    failing backend is exit 3, never a regression."""
     out: dict[str, SplitReview] = {}
+    by_agent: dict[str, dict[str, SplitReview]] = {a.name: {} for a in settings.agents}
     repeats = max(1, settings.gate.repeats)
     for split in REVIEW_SPLITS:
-        in_split = [t for t in tasks if t.split == split]
+        in_split = agents.expand([t for t in tasks if t.split == split], settings.agents)
         if not in_split:
             continue
         passes = []
@@ -269,7 +313,12 @@ def score_skill(runner: CallRunner, tasks: Sequence[Task],
                                              label=f"review {side}", split=split,
                                              on_answer=tick))
         out[split] = compare(split, passes[0], passes[1])
-    return out
+        for name, ids in agents.agent_ids(in_split).items():
+            by_agent[name][split] = compare(split, agents.only_agent(passes[0], ids),
+                                            agents.only_agent(passes[1], ids))
+    return out, [AgentReview(name, settings.model_for(name), splits,
+                             *verdict_of(splits, settings.gate.min_delta))
+                 for name, splits in by_agent.items()]
 
 
 def verdict_of(splits: Mapping[str, SplitReview], min_delta: float
@@ -288,7 +337,10 @@ def verdict_of(splits: Mapping[str, SplitReview], min_delta: float
 
 
 def overall(reviews: Sequence[SkillReview]) -> str:
-    """One word for the whole review: the worst skill's verdict wins."""
+    """One word for the whole review: the worst skill's verdict wins (a skill one of whose
+    agents regressed is a regression)."""
+    if any(r.regressed for r in reviews):
+        return "regression"
     verdicts = {r.verdict for r in reviews}
     for word in ("regressed", "improved", "no clear change"):
         if word in verdicts:
@@ -299,6 +351,13 @@ def overall(reviews: Sequence[SkillReview]) -> str:
 
 
 # -- saying it ------------------------------------------------------------------------------
+
+
+def regression_line(reviews: Sequence[SkillReview]) -> str:
+    """The one stderr line of exit 7, naming each agent that regressed (several agents)."""
+    named = [f"{r.skill} agent {name}" for r in reviews for name in r.regressed_agents]
+    which = f" ({one_line(', '.join(named))})" if named else ""
+    return f"gitsleep: a held-out score regressed (--fail-on-regression){which}: exit 7"
 
 
 def _interval(split: SplitReview) -> str:
@@ -356,8 +415,20 @@ def terminal_lines(review: SkillReview, metric: str, redactor: Redactor, *,
                          f"{fmt_score(change.after)}")
         if len(split.changed) > TASK_ROWS:
             lines.append(f"    ... and {len(split.changed) - TASK_ROWS} more changed task(s)")
+    lines += [f"  agent {shown(a.name)} ({shown(a.model)}): {_agent_summary(a)}"
+              for a in review.agents]
     lines += [f"  note: {shown(note)}" for note in review.notes]
     return lines + exam
+
+
+def _agent_summary(agent: AgentReview) -> str:
+    """`held-out 1.000 -> 0.500 (change -0.500, 95% CI -0.800 to -0.200): regressed`."""
+    if agent.decided_by is None:
+        return "no val or held-out tasks"
+    split = agent.splits[agent.decided_by]
+    return (f"{SPLIT_NAMES[agent.decided_by]} {fmt_score(split.before)} -> "
+            f"{fmt_score(split.after)} (change {_change(split)}, 95% CI {_interval(split)}): "
+            f"{agent.verdict}")
 
 
 _VERDICT_TEXT = {
@@ -414,6 +485,17 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
     if rows:
         out += [md.table(["skill", "split", "n", "before", "after", "change", "95% CI",
                           "verdict"], rows, "llrrrrrl"), ""]
+    agent_rows = [[prose.text(review.skill, 60), prose.text(a.name, 40),
+                   prose.text(a.model, 80), SPLIT_NAMES[name], str(split.n),
+                   fmt_score(split.before), fmt_score(split.after), _change(split),
+                   _interval(split), _VERDICT_TEXT[a.verdict] if name == a.decided_by else ""]
+                  for review in reviews if review.status == "scored"
+                  for a in review.agents for name, split in a.splits.items()]
+    if agent_rows:
+        out += ["Per agent (several agents read these documents; with --fail-on-regression "
+                "any one agent's regression fails the check):", "",
+                md.table(["skill", "agent", "model", "split", "n", "before", "after",
+                          "change", "95% CI", "verdict"], agent_rows, "llllrrrrrl"), ""]
     skipped = [r for r in reviews if r.status != "scored"]
     for review in skipped:
         out.append(f"- {prose.text(review.skill, 60)}: {review.status}: "
