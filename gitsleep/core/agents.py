@@ -13,8 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from gitsleep.core.models import AgentRef, AgentSummary, EpochSettings, PassResult, Task
-from gitsleep.core.scores import fmt_score
+from gitsleep.core.models import AgentRef, EpochSettings, PassResult, Task
 
 SEPARATOR = "@"  # `<task id>@<agent>`; agent names never hold it
 
@@ -73,23 +72,3 @@ def cheapest_first(settings: EpochSettings) -> list[str]:
         return known.get("prompt", 0.0) + known.get("completion", 0.0)
 
     return [agent.name for agent in sorted(settings.agents, key=price)]
-
-
-def split_effects(summaries: Sequence[AgentSummary]) -> list[str]:
-    """What a reviewer must hear of an accepted night of several agents: on val or
-    held-out, an agent whose score fell while another's rose, naming both (on val within
-    the noise the gate allows, or the night would not be accepted); [] when none fell."""
-    said = []
-    for split, shown in (("val", "val"), ("test", "held-out")):
-        moved = [(a.name, getattr(a, split)) for a in summaries]
-        rose = [f"{name} ({shown} {fmt_score(s.baseline)} -> {fmt_score(s.candidate)})"
-                for name, s in moved if s.baseline is not None and s.candidate is not None
-                and s.candidate > s.baseline]
-        fell = [f"{name} ({shown} {fmt_score(s.baseline)} -> {fmt_score(s.candidate)})"
-                for name, s in moved if s.baseline is not None and s.candidate is not None
-                and s.candidate < s.baseline]
-        if rose and fell:
-            said.append(f"the edits help {', '.join(rose)} and hurt {', '.join(fell)}"
-                        + (": within the noise the gate allows per agent, but the other "
-                           "agent's users may notice" if split == "val" else ""))
-    return said

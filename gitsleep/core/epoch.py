@@ -216,7 +216,7 @@ class Epoch:
                          any_candidate=end.any_candidate,
                          val_scored=self.scorer.base_val is not None,
                          screened=self.search.trials.screened, held_fall=held_fall)
-        return summaries, self._explained(verdict, summaries)
+        return summaries, self._explained(verdict)
 
     def _held_out(self, base_test: PassResult | None,
                   ) -> tuple[PassResult | None, PassResult | None]:
@@ -277,7 +277,7 @@ class Epoch:
                 out.append(SplitSummary(None, None, n))
         return out[0], out[1], out[2]
 
-    def _explained(self, verdict: Verdict, summaries: Summaries) -> Verdict:
+    def _explained(self, verdict: Verdict) -> Verdict:
         """An accepted night's over-reach warnings; a rejected night whose every candidate
         tied, why, per failing val check."""
         record, base_val = self.search.record, self.scorer.base_val
@@ -285,7 +285,6 @@ class Epoch:
             learned = [line for o in record.applied if o.edit.op in ("add", "replace")
                        for line in o.edit.content.split("\n") if line.strip()]
             warnings = honesty.over_reach(learned, agents.unique_tasks(list(self.tasks.values())))
-            warnings += agents.split_effects(summaries.agents)
             return dataclasses.replace(verdict, warnings=tuple(warnings))
         if (verdict.decision == "rejected" and base_val is not None
                 and diagnose.all_tied(record.trials)):

@@ -12,6 +12,7 @@ import json
 import threading
 from dataclasses import replace
 
+from gitsleep import report
 from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend, recent_only
 from gitsleep.core import agents, gate, reflect
@@ -19,14 +20,12 @@ from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import call_ceiling, run_epoch
 from gitsleep.core.models import (
     AgentRef,
-    AgentSummary,
     Answer,
     Check,
     EpochSettings,
     GateSettings,
     Judge,
     PassResult,
-    SplitSummary,
     Task,
     TaskResult,
 )
@@ -257,20 +256,8 @@ def test_no_pull_request_when_an_agent_falls_beyond_noise_on_held_out() -> None:
     assert not result.pr_eligible
     assert "held-out: it hurts agent short" in result.reason
     assert result.reason.endswith("; an agent fell beyond noise on held-out, so no PR")
-    assert result.warnings == ["the edits help full (held-out 0.400 -> 1.000) and hurt short "
-                               "(held-out 0.400 -> 0.300)"]
+    assert report.agent_tradeoffs(result) == [
+        "helps full (held-out 0.400 -> 1.000) and hurts short (held-out 0.400 -> 0.300)"]
     short = next(a for a in result.agents if a.name == "short")
     assert short.test.candidate is not None and short.test.baseline is not None
     assert short.test.candidate < short.test.baseline
-
-
-def test_a_trade_off_on_val_within_noise_is_said_naming_both() -> None:
-    def summary(name: str, val: tuple[float, float]) -> AgentSummary:
-        return AgentSummary(name, "m", "openai", SplitSummary(None, None, 0),
-                            SplitSummary(*val, n=6), SplitSummary(None, None, 0))
-
-    said = agents.split_effects([summary("a", (0.5, 0.9)), summary("b", (0.8, 0.7))])
-    assert said == ["the edits help a (val 0.500 -> 0.900) and hurt b (val 0.800 -> 0.700): "
-                    "within the noise the gate allows per agent, but the other agent's users "
-                    "may notice"]
-    assert agents.split_effects([summary("a", (0.5, 0.9)), summary("b", (0.8, 0.8))]) == []
