@@ -13,7 +13,6 @@ one line before it reaches a terminal (or a CI log, where a line is an instructi
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -249,9 +248,8 @@ def answer_call(documents: Mapping[str, str | None], task: Task, settings: Epoch
                 sample: int) -> ModelCall:
     """The answer call a task's copy makes: its agent's model, and its agent named so the
     backend routes it (several agents); a night of one agent's call as before."""
-    call = replay.answer_call(documents, task, settings.model_for(task.agent), sample,
+    return replay.answer_call(documents, task, settings.model_for(task.agent), sample,
                               settings.max_answer_tokens)
-    return dataclasses.replace(call, agent=task.agent or "")
 
 
 def calls_needed(runner: CallRunner, tasks: Sequence[Task],
