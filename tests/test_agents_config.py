@@ -1,0 +1,163 @@
+"""Several agents in `.gitsleep.yml` (issue 40): `agents:` at the top level and per skill,
+`gate.agents`, and what the core receives from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gitsleep.config import load_config
+from gitsleep.core.models import AgentRef
+from gitsleep.errors import UsageError
+
+HEAD = """\
+version: 1
+backend: openai
+"""
+SKILLS = """\
+skills:
+  - name: brief-writer
+    skill: SKILL.md
+    tasks: [evals/t.jsonl]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / ".gitsleep.yml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(UsageError) as info:
+        load_config(write(tmp_path, text))
+    message = str(info.value)
+    assert "\n" not in message and ".gitsleep.yml:" in message
+    return message
+
+
+def test_top_level_agents_reach_the_core_in_config_order(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HEAD + """\
+agents:
+  - {name: small, model: qwen0.5b}
+  - {name: large, model: qwen1.5b}
+  - {name: sim, backend: offline, model: offline-recent-2}
+gate: {agents: min}
+""" + SKILLS))
+    settings = config.epoch_settings(skill="brief-writer")
+    assert settings.agents == (AgentRef("small", "qwen0.5b", "openai"),
+                               AgentRef("large", "qwen1.5b", "openai"),
+                               AgentRef("sim", "offline-recent-2", "offline"))
+    assert settings.model == "qwen0.5b"
+    assert settings.optimizer_model == "qwen0.5b"  # no top-level model: the first agent's
+    assert settings.gate.agents == "min"
+
+
+def test_the_top_level_model_is_the_optimizers_and_no_agents(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HEAD + """\
+model: big-optimizer
+agents:
+  - {name: small, model: qwen0.5b}
+""" + SKILLS))
+    settings = config.epoch_settings(skill="brief-writer")
+    assert settings.agents == (AgentRef("small", "qwen0.5b", "openai"),)
+    assert (settings.model, settings.optimizer_model) == ("qwen0.5b", "big-optimizer")
+
+
+def test_a_skills_agents_replace_the_top_level_list(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HEAD + """\
+optimizer_model: opt
+agents:
+  - {name: small, model: qwen0.5b}
+skills:
+  - name: brief-writer
+    skill: SKILL.md
+    tasks: [evals/t.jsonl]
+    agents:
+      - {name: sim, backend: offline, model: something}
+      - {name: codex, backend: command, agent: codex}
+  - name: other
+    skill: OTHER.md
+    tasks: [evals/o.jsonl]
+"""))
+    own = config.epoch_settings(skill="brief-writer")
+    assert own.agents == (AgentRef("sim", "offline", "offline"),
+                          AgentRef("codex", "codex", "command"))
+    assert config.epoch_settings(skill="other").agents == (
+        AgentRef("small", "qwen0.5b", "openai"),)
+
+
+def test_the_single_model_form_has_no_agents(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HEAD + "model: m\n" + SKILLS))
+    settings = config.epoch_settings(skill="brief-writer")
+    assert settings.agents == () and settings.model == "m"
+    assert settings.gate.agents == "mean"
+
+
+@pytest.mark.parametrize(("agents", "expected"), [
+    ("[{name: Big, model: m}]", ["agents[0].name", "lowercase"]),
+    ("[{name: a@b, model: m}]", ["agents[0].name"]),
+    ("[{name: " + "a" * 33 + ", model: m}]", ["agents[0].name", "32"]),
+    ("[{name: a, model: m}, {name: a, model: n}]", ["agents", "used twice", "agents[0]",
+                                                     "agents[1]"]),
+    ("[{name: a, model: m, agent: codex}]", ["agents[0]", "agent", "command"]),
+    ("[{name: a, backend: command}]", ["agents[0]", "agent:"]),
+    ("[{name: a}]", ["agents[0]", "model"]),
+    ("[{name: a, model: m, colour: red}]", ["agents[0].colour", "unknown key"]),
+    ("[]", ["agents", "at least 1"]),
+])
+def test_bad_agents_name_the_file_the_key_and_the_fix(tmp_path: Path, agents: str,
+                                                      expected: list[str]) -> None:
+    message = error_of(tmp_path, HEAD + f"agents: {agents}\n" + SKILLS)
+    for part in expected:
+        assert part in message, message
+
+
+def test_a_bad_agent_in_a_skill_names_its_line(tmp_path: Path) -> None:
+    message = error_of(tmp_path, HEAD + """\
+skills:
+  - name: brief-writer
+    skill: SKILL.md
+    tasks: [evals/t.jsonl]
+    agents:
+      - {name: x, backend: command}
+""")
+    assert message.startswith(f"{tmp_path / '.gitsleep.yml'}:8:"), message
+    assert "skills[0].agents[0]" in message
+
+
+def test_gate_agents_is_mean_or_min(tmp_path: Path) -> None:
+    message = error_of(tmp_path, HEAD + "model: m\ngate: {agents: median}\n" + SKILLS)
+    assert "gate.agents" in message and "'mean' or 'min'" in message
+
+
+def test_a_cost_cap_covers_every_agents_model(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HEAD + """\
+agents:
+  - {name: small, model: a}
+  - {name: large, model: b}
+budget: {max_cost: 1.0}
+prices:
+  a: {prompt: 1, completion: 1}
+""" + SKILLS))
+    with pytest.raises(UsageError, match="no price for model 'b'"):
+        config.epoch_settings(skill="brief-writer")
+
+
+def test_an_optimizer_without_a_model_is_one_clear_line(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HEAD + """\
+agents:
+  - {name: codex, backend: command, agent: codex}
+""" + SKILLS))
+    with pytest.raises(UsageError, match="optimizer_model"):
+        config.epoch_settings(skill="brief-writer")
+    assert config.epoch_settings(roles=(), skill="brief-writer").model == "codex"
+
+
+def test_the_schema_knows_agents_and_gate_agents() -> None:
+    schema = json.loads((Path(__file__).resolve().parents[1] / "schemas"
+                         / "gitsleep-config.schema.json").read_text(encoding="utf-8"))
+    text = json.dumps(schema)
+    assert '"agents"' in text and "AgentEntryConfig" in text
