@@ -621,17 +621,20 @@ class Config(_Section):
         return ", ".join(r.model for r in refs), optimizer, judge
 
     def agent_env_refs(self) -> list[str]:
-        """Variables `agent.env` reads (`$NAME`): their values are masked like keys."""
-        if self.agent is None:
-            return []
-        return [ref for v in self.agent.env.values() if (ref := env_reference(v))]
+        """Variables `agent.env` reads (`$NAME`), every agent's: masked like keys."""
+        sections = [self.agent] + [e.agent for agents in [self.agents, *(
+            s.agents for s in self.skills)] for e in agents or []]
+        return [ref for section in sections if section is not None
+                for v in section.env.values() if (ref := env_reference(v))]
 
-    def agent_spec(self, skill: str) -> AgentSpec:
-        """How to run the agent CLI for `skill` (env values not yet resolved)."""
-        if self.agent is None:
+    def agent_spec(self, skill: str, entry: AgentEntryConfig | None = None) -> AgentSpec:
+        """How to run the agent CLI for `skill` (env values not yet resolved): the
+        top-level `agent:`, or the one of an `agents:` entry (its own, else the top's)."""
+        agent = (entry.agent if entry is not None else None) or self.agent
+        if agent is None:
             raise UsageError(f"no `agent:` section in {self._source or CONFIG_NAME}: add "
                              "`agent: codex` (a preset) or `agent: {command: [...]}`")
-        filled = self.agent.filled(self.model)
+        filled = agent.filled(entry.model if entry is not None else self.model)
         return AgentSpec(
             command=tuple(filled["command"]),
             workspace_command=(tuple(filled["workspace_command"])
@@ -640,11 +643,11 @@ class Config(_Section):
             install=filled["install"].replace("{skill}", skill),
             memory_install=(filled["memory_install"] or "").replace("{skill}", skill) or None,
             answer=filled["answer"],
-            timeout=self.agent.timeout,
-            retries=self.agent.retries,
-            fatal_patterns=tuple(self.agent.fatal_patterns),
-            label=self.agent.label(),
-            pass_env=tuple(self.agent.pass_env),
+            timeout=agent.timeout,
+            retries=agent.retries,
+            fatal_patterns=tuple(agent.fatal_patterns),
+            label=agent.label(),
+            pass_env=tuple(agent.pass_env),
         )
 
     def epoch_settings(self, roles: tuple[str, ...] = ("optimizer", "judge"),

@@ -161,3 +161,46 @@ def test_the_schema_knows_agents_and_gate_agents() -> None:
                          / "gitsleep-config.schema.json").read_text(encoding="utf-8"))
     text = json.dumps(schema)
     assert '"agents"' in text and "AgentEntryConfig" in text
+
+
+def test_each_configured_agent_gets_its_backend(tmp_path: Path) -> None:
+    from gitsleep.backend_settings import backend_from_config
+    from gitsleep.backends.command import CommandBackend
+    from gitsleep.backends.select import RoutedBackend
+
+    config = load_config(write(tmp_path, """\
+version: 1
+backend: offline
+agents:
+  - {name: sim, model: offline-recent-2}
+  - {name: cli, backend: command, agent: {command: [cat]}, model: m1}
+""" + SKILLS))
+    backend = backend_from_config(config, {"PATH": "/usr/bin:/bin"}, "brief-writer")
+    try:
+        assert isinstance(backend, RoutedBackend)
+        assert backend.by_agent["sim"].name == "offline"
+        assert isinstance(backend.by_agent["cli"], CommandBackend)
+        assert backend.by_purpose["propose"] is backend.by_agent["sim"]
+    finally:
+        backend.close()
+
+
+def test_the_budget_note_prices_answers_at_the_costliest_agent() -> None:
+    from gitsleep.core.epoch import budget_note
+    from gitsleep.core.models import EpochSettings, Judge, Task
+
+    tasks = [Task(id="t", prompt="p" * 400, judge=Judge(kind="exact", answer="x"),
+                  split="val")]
+    prices = {"cheap": {"prompt": 1.0, "completion": 1.0},
+              "dear": {"prompt": 100.0, "completion": 100.0}}
+    one = EpochSettings(model="cheap", optimizer_model="cheap", judge_model="cheap",
+                        max_cost=5.0, prices=prices)
+    both = EpochSettings(model="cheap", optimizer_model="cheap", judge_model="cheap",
+                         max_cost=5.0, prices=prices,
+                         agents=(AgentRef("a", "cheap"), AgentRef("b", "dear")))
+    def dollars(settings: EpochSettings) -> float:
+        note = budget_note(settings, tasks, {"skill": "s"}, 100)
+        return float(note.split("at most $")[1].split()[0])
+
+    # 88 answer calls (100 minus 12 reflect calls) at the dear agent's price, not the first's
+    assert dollars(both) > 50 * dollars(one)
