@@ -465,6 +465,21 @@ class Config(_Section):
         )
 
     @model_validator(mode="after")
+    def _forge_token_not_to_an_agents_server(self) -> Config:
+        """The GitHub Models exception holds for the top-level base_url only: an agent's
+        own `base_url` would receive the token too."""
+        if not FORGE_TOKEN_RE.match(self.api_key_env.upper()):
+            return self
+        for agents in [self.agents, *(s.agents for s in self.skills)]:
+            for entry in agents or []:
+                if entry.base_url is not None:
+                    raise ValueError(
+                        f"agents: {entry.name}: base_url would receive {self.api_key_env}, a "
+                        "forge token, with every call: name the model provider's key in "
+                        "api_key_env instead, or remove the agent's base_url")
+        return self
+
+    @model_validator(mode="after")
     def _forge_token_not_to_azure(self) -> Config:
         """The GitHub Models exception holds for base_url only: `azure` sends elsewhere."""
         if self.azure is not None and FORGE_TOKEN_RE.match(self.api_key_env.upper()):

@@ -204,3 +204,14 @@ def test_the_budget_note_prices_answers_at_the_costliest_agent() -> None:
 
     # 88 answer calls (100 minus 12 reflect calls) at the dear agent's price, not the first's
     assert dollars(both) > 50 * dollars(one)
+
+
+def test_a_forge_token_never_goes_to_an_agents_own_server(tmp_path: Path) -> None:
+    message = error_of(tmp_path, HEAD + """\
+base_url: https://models.github.ai/inference
+api_key_env: GITHUB_TOKEN
+agents:
+  - {name: a, model: m, base_url: "https://example.com/v1"}
+""" + SKILLS)
+    assert "forge token" in message and "GITHUB_TOKEN" in message
+    assert "example.com" not in message
