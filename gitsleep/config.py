@@ -332,7 +332,7 @@ class AgentEntryConfig(_Section):
         """The agent as the core knows it: its name, the model its calls name, its backend."""
         backend = self.backend_in(config)
         if backend == "offline":  # the simulator, or one of its named variants
-            model = self.model if (self.model or "").startswith("offline") else "offline"
+            model = self.model if self.model and self.model.startswith("offline") else "offline"
         elif backend == "command":
             agent = self.agent or config.agent
             model = self.model or (agent.label() if agent else "agent")
@@ -560,7 +560,9 @@ class Config(_Section):
 
     def answer_backends(self) -> set[str]:
         """Every backend an answer call may go to, over every skill."""
-        found = {self.backend} if any(not a for a in self._agent_lists().values()) else set()
+        found: set[str] = set()
+        if any(not a for a in self._agent_lists().values()):
+            found.add(self.backend)
         for agents in self._agent_lists().values():
             found |= {entry.backend_in(self) for entry in agents or []}
         return found

@@ -23,6 +23,7 @@ from gitsleep.command_check import night_commands
 from gitsleep.config import (
     CONFIG_NAME,
     KEY_MAX_COST,
+    AgentEntryConfig,
     Config,
     apply_overrides,
     field_lines,
@@ -184,7 +185,8 @@ def agent_program_problems(config: Config, env: Mapping[str, str]
     if uses_agent and config.agent is not None:
         found.append((("agent", "command"), "agent.command",
                       config.agent.filled(config.model).get("command")))
-    lists = [(("agents",), config.agents)] + [
+    lists: list[tuple[tuple[Any, ...], list[AgentEntryConfig] | None]] = [
+        (("agents",), config.agents)] + [
         (("skills", i, "agents"), s.agents) for i, s in enumerate(config.skills)]
     for loc, agents in lists:
         for index, entry in enumerate(agents or []):
