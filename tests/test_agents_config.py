@@ -215,3 +215,18 @@ agents:
 """ + SKILLS)
     assert "forge token" in message and "GITHUB_TOKEN" in message
     assert "example.com" not in message
+
+
+def test_model_overrides_set_the_optimizers_model_and_no_agents(tmp_path: Path) -> None:
+    from gitsleep.config import apply_overrides
+
+    config = load_config(write(tmp_path, HEAD + """\
+agents:
+  - {name: small, model: qwen0.5b}
+""" + SKILLS))
+    overridden = apply_overrides(config, {"GITSLEEP_MODEL": "from-env"})
+    settings = overridden.epoch_settings(skill="brief-writer")
+    assert settings.agents == (AgentRef("small", "qwen0.5b", "openai"),)
+    assert (settings.model, settings.optimizer_model) == ("qwen0.5b", "from-env")
+    flagged = apply_overrides(config, {}, model="from-flag").epoch_settings(skill="brief-writer")
+    assert flagged.optimizer_model == "from-flag" and flagged.model == "qwen0.5b"
