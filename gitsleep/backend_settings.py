@@ -15,6 +15,7 @@ from gitsleep.agent_settings import env_reference
 from gitsleep.backends.presets import preset_env
 from gitsleep.backends.select import (
     PURPOSE_ORDER,
+    AgentBackend,
     BackendSettings,
     backend_from_settings,
     needs_agent,
@@ -23,7 +24,8 @@ from gitsleep.errors import UsageError
 
 if TYPE_CHECKING:
     from gitsleep.backends.base import Backend
-    from gitsleep.config import Config
+    from gitsleep.backends.command import AgentSpec
+    from gitsleep.config import AgentConfig, AgentEntryConfig, Config
 
 
 def resolve_env(
@@ -47,19 +49,40 @@ def backend_settings(config: Config, env: Mapping[str, str], skill: str,
     """The settings for `config` and one skill; the agent's only when `purposes` use it."""
     names = config.backends()
     agent = None
-    if needs_agent(names, purposes):
-        spec = config.agent_spec(skill)
-        assert config.agent is not None  # agent_spec raised otherwise
-        # the preset's variables (aider: the config's server and key), agent.env over them
-        server = preset_env(config.agent.preset, config.base_url, config.api_key_env, env)
-        own = dict(resolve_env(config.agent.env, env))
-        agent = replace(spec, env=tuple({**server, **own}.items()))
+    entries = config.agent_entries(skill or None) if "answer" in purposes else []
+    others = purposes if not entries else tuple(p for p in purposes if p != "answer")
+    if needs_agent(names, others) or not entries and needs_agent(names, purposes):
+        assert config.agent is not None  # the config refuses a command backend without it
+        agent = _resolved(config, config.agent_spec(skill), config.agent, config.base_url, env)
     return BackendSettings(
         names=names, api_key_env=config.api_key_env, base_url=config.base_url,
         timeout=config.timeout, max_retries=config.max_retries,
         azure=config.azure.model_dump() if config.azure else None, agent=agent,
         check_pass_env=tuple(config.checks.pass_env),
+        agents=tuple(_agent_backend(config, entry, skill, env) for entry in entries),
     )
+
+
+def _resolved(config: Config, spec: AgentSpec, section: AgentConfig, base_url: str | None,
+              env: Mapping[str, str]) -> AgentSpec:
+    """The spec with its environment: the preset's variables (aider: the server and key),
+    `agent.env` over them."""
+    server = preset_env(section.preset, base_url, config.api_key_env, env)
+    own = dict(resolve_env(section.env, env))
+    return replace(spec, env=tuple({**server, **own}.items()))
+
+
+def _agent_backend(config: Config, entry: AgentEntryConfig, skill: str,
+                   env: Mapping[str, str]) -> AgentBackend:
+    """One of several agents' backend settings, its top-level defaults filled in."""
+    backend = entry.backend_in(config)
+    base_url = entry.base_url or config.base_url
+    spec = None
+    if backend == "command":
+        section = entry.agent or config.agent
+        assert section is not None  # the config refuses a command agent without it
+        spec = _resolved(config, config.agent_spec(skill, entry), section, base_url, env)
+    return AgentBackend(entry.name, backend, base_url, config.api_key_env, spec)
 
 
 def backend_from_config(config: Config, env: Mapping[str, str], skill: str,

@@ -30,7 +30,7 @@ from gitsleep import agent_settings, command_check
 from gitsleep.agent_settings import ENV_NAME_RE, env_names, env_reference
 from gitsleep.backends.command import AgentSpec
 from gitsleep.backends.presets import PRESETS, preset_command, write_command
-from gitsleep.core.models import EpochSettings, GateSettings
+from gitsleep.core.models import AgentRef, EpochSettings, GateSettings
 from gitsleep.core.sandbox import folder_problem, normal_folder
 from gitsleep.errors import UsageError
 from gitsleep.problems import FileProblem, compose_yaml, construct_yaml, read_text
@@ -97,6 +97,10 @@ class SkillConfig(_Section):
     # every agent workspace; read from git at the commit, never edited (issue 26)
     package: str | None = None
     tasks: Annotated[list[TaskFileConfig], Field(min_length=1)]
+    # several agents (issue 40): replaces the top-level `agents:` list for this skill
+    agents: Annotated[list[AgentEntryConfig], Field(min_length=1)] | None = None
+
+    _unique_agents = field_validator("agents")(lambda v: _unique_agent_names(v))
 
     @field_validator("name")
     @classmethod
@@ -166,6 +170,8 @@ class GateConfig(_Section):
     min_delta: Annotated[float, Field(ge=0.0, le=1.0)] = GateSettings.min_delta
     no_regression: bool = GateSettings.no_regression
     repeats: Annotated[int, Field(ge=1, le=20)] = GateSettings.repeats
+    # several agents: the aggregate of their scores the gate compares
+    agents: Literal["mean", "min"] = GateSettings.agents  # type: ignore[assignment]
 
 
 class BudgetConfig(_Section):
@@ -267,6 +273,89 @@ class AgentConfig(_Section):
         return self.preset or PurePosixPath(command[0]).name
 
 
+AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class AgentEntryConfig(_Section):
+    """One of several agents (`agents:`): a model on a backend, or an agent-CLI preset.
+
+    Its name goes into trailer keys and task ids (`<task>@<name>`), hence its shape."""
+
+    name: Annotated[str, Field(min_length=1, max_length=32)]
+    backend: Literal["openai", "offline", "command"] | None = None  # default: top-level
+    model: str | None = None
+    agent: AgentConfig | None = None  # command only
+    base_url: str | None = None  # openai only
+
+    _check_base_url = field_validator("base_url")(_http_url)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not AGENT_NAME_RE.match(value):
+            raise ValueError(f"{value!r} is not a valid agent name: use lowercase letters, "
+                             "digits and hyphens, starting with a letter or digit (e.g. small)")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _non_empty_model(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a model name or null, not an empty string")
+        return value
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _agent_shorthand(cls, value: Any) -> Any:
+        return {"preset": value} if isinstance(value, str) else value
+
+    def backend_in(self, config: Config) -> str:
+        return self.backend or config.backend
+
+    def problem(self, config: Config) -> str | None:
+        """Why this entry cannot run under `config` (its top-level defaults), or None."""
+        backend = self.backend_in(config)
+        if self.agent is not None and backend != "command":
+            return (f"`agent:` is for a command agent, but this one's backend is {backend}: "
+                    "remove `agent:` or set `backend: command`")
+        if self.base_url is not None and backend != "openai":
+            return (f"`base_url:` is for an openai agent, but this one's backend is "
+                    f"{backend}: remove it or set `backend: openai`")
+        if backend == "command" and self.agent is None and config.agent is None:
+            return ("a command agent needs `agent:` (a preset, e.g. `agent: codex`, or a "
+                    "mapping): add it to this entry or a top-level `agent:` section")
+        if backend == "openai" and not self.model:
+            return "an openai agent needs `model:`: add the model it answers with"
+        return None
+
+    def ref(self, config: Config) -> AgentRef:
+        """The agent as the core knows it: its name, the model its calls name, its backend."""
+        backend = self.backend_in(config)
+        if backend == "offline":  # the simulator, or one of its named variants
+            model = self.model if self.model and self.model.startswith("offline") else "offline"
+        elif backend == "command":
+            agent = self.agent or config.agent
+            model = self.model or (agent.label() if agent else "agent")
+        else:
+            model = self.model or ""
+        return AgentRef(self.name, model, backend)
+
+
+def _unique_agent_names(agents: list[AgentEntryConfig] | None
+                        ) -> list[AgentEntryConfig] | None:
+    first: dict[str, int] = {}
+    for index, agent in enumerate(agents or []):
+        if agent.name in first:
+            raise ValueError(f"agent name {agent.name!r} is used twice (agents[{first[agent.name]}]"
+                             f" and agents[{index}]): names must be unique, they name the "
+                             "trailers and task ids")
+        first[agent.name] = index
+    return agents
+
+
+SkillConfig.model_rebuild()
+
+
 class Config(_Section):
     # The file it was read from, so an error found after loading names `file:line` too.
     _source: Path | None = PrivateAttr(default=None)
@@ -277,6 +366,8 @@ class Config(_Section):
     optimizer_backend: Literal["openai", "offline", "command"] | None = None
     judge_backend: Literal["openai", "offline", "command"] | None = None
     agent: AgentConfig | None = None
+    # several agents (issue 40): each answers every task; a skill's own list replaces it
+    agents: Annotated[list[AgentEntryConfig], Field(min_length=1)] | None = None
     checks: ChecksConfig = Field(default_factory=ChecksConfig)
     model: str | None = None
     optimizer_model: str | None = None
@@ -318,9 +409,13 @@ class Config(_Section):
         """`agent: codex` is short for `agent: {preset: codex}`."""
         return {"preset": value} if isinstance(value, str) else value
 
+    _unique_agents = field_validator("agents")(lambda v: _unique_agent_names(v))
+
     @model_validator(mode="after")
     def _agent_when_needed(self) -> Config:
-        if "command" in self.backends() and self.agent is None:
+        if "command" in self.backends()[1:] and self.agent is None or (
+                self.backend == "command" and self.agent is None
+                and any(not agents for agents in self._agent_lists().values())):
             raise ValueError("a backend is `command` but there is no `agent:` section: add "
                              "`agent: codex` (a preset) or `agent: {command: [...]}`")
         return self
@@ -328,7 +423,7 @@ class Config(_Section):
     @model_validator(mode="after")
     def _cost_cap_needs_tokens(self) -> Config:
         """An agent CLI reports no tokens: a money cap on its answers could not hold."""
-        if self.budget.max_cost is not None and self.backend == "command":
+        if self.budget.max_cost is not None and "command" in self.answer_backends():
             raise ValueError("budget.max_cost: an agent CLI (backend: command) reports no "
                              "tokens, so its cost cannot be kept; cap it with "
                              "budget.max_agent_minutes instead")
@@ -368,6 +463,21 @@ class Config(_Section):
             "server (base_url), so the token would leave with every call; name the model "
             "provider's key instead (e.g. OPENAI_API_KEY)"
         )
+
+    @model_validator(mode="after")
+    def _forge_token_not_to_an_agents_server(self) -> Config:
+        """The GitHub Models exception holds for the top-level base_url only: an agent's
+        own `base_url` would receive the token too."""
+        if not FORGE_TOKEN_RE.match(self.api_key_env.upper()):
+            return self
+        for agents in [self.agents, *(s.agents for s in self.skills)]:
+            for entry in agents or []:
+                if entry.base_url is not None:
+                    raise ValueError(
+                        f"agents: {entry.name}: base_url would receive {self.api_key_env}, a "
+                        "forge token, with every call: name the model provider's key in "
+                        "api_key_env instead, or remove the agent's base_url")
+        return self
 
     @model_validator(mode="after")
     def _forge_token_not_to_azure(self) -> Config:
@@ -422,6 +532,41 @@ class Config(_Section):
         known = ", ".join(s.name for s in self.skills)
         raise UsageError(f"unknown skill {name!r}: the config defines {known}")
 
+    def _agent_lists(self) -> dict[tuple[Any, ...], list[AgentEntryConfig] | None]:
+        """Key path -> the `agents:` list there (None: the skill uses the top-level one)."""
+        return {("skills", i, "agents"): s.agents or self.agents
+                for i, s in enumerate(self.skills)}
+
+    def agent_problem(self) -> tuple[tuple[Any, ...], str] | None:
+        """(key path, why) for the first agent entry that cannot run with the top-level
+        defaults it falls back on (its backend, `agent:`), or None."""
+        lists = [(("agents",), self.agents)] + [
+            (("skills", i, "agents"), s.agents) for i, s in enumerate(self.skills)]
+        for loc, agents in lists:
+            for index, entry in enumerate(agents or []):
+                problem = entry.problem(self)
+                if problem:
+                    return (*loc, index), problem
+        return None
+
+    def agent_entries(self, skill: str | None = None) -> list[AgentEntryConfig]:
+        """The agents of `skill` (its own list, else the top-level one); [] for the single
+        `model` / `agent` form, a night of one agent as before."""
+        own = self.skill(skill).agents if skill is not None else None
+        return list(own or self.agents or [])
+
+    def agent_refs(self, skill: str | None = None) -> tuple[AgentRef, ...]:
+        return tuple(entry.ref(self) for entry in self.agent_entries(skill))
+
+    def answer_backends(self) -> set[str]:
+        """Every backend an answer call may go to, over every skill."""
+        found: set[str] = set()
+        if any(not a for a in self._agent_lists().values()):
+            found.add(self.backend)
+        for agents in self._agent_lists().values():
+            found |= {entry.backend_in(self) for entry in agents or []}
+        return found
+
     def backends(self) -> tuple[str, str, str]:
         """(answer, propose, judge): the backend each kind of call goes to."""
         optimizer = self.optimizer_backend or (
@@ -441,12 +586,19 @@ class Config(_Section):
             "pass --model, or set GITSLEEP_MODEL"
         )
 
-    def models(self, roles: tuple[str, ...] = ("optimizer", "judge")) -> tuple[str, str, str]:
+    def models(self, roles: tuple[str, ...] = ("optimizer", "judge"),
+               skill: str | None = None) -> tuple[str, str, str]:
         """(agent, optimizer, judge): optimizer defaults to agent, judge to optimizer.
 
         `roles` are the models the command will call: `eval` proposes no edit, so it
         never asks for an optimizer model, and asks for a judge one only for rubrics.
+        With several agents (`agents:`) the agent part is their models joined by ", ", and
+        the optimizer defaults to the top-level model, else the first agent's if it is an
+        openai model.
         """
+        refs = self.agent_refs(skill)
+        if refs:
+            return self._models_of_agents(refs, roles)
         agent = self.agent_model()
         if self.backend == "offline":
             return agent, agent, agent
@@ -467,18 +619,39 @@ class Config(_Section):
             optimizer = "offline"
         return agent, optimizer, judge
 
-    def agent_env_refs(self) -> list[str]:
-        """Variables `agent.env` reads (`$NAME`): their values are masked like keys."""
-        if self.agent is None:
-            return []
-        return [ref for v in self.agent.env.values() if (ref := env_reference(v))]
+    def _models_of_agents(self, refs: tuple[AgentRef, ...],
+                          roles: tuple[str, ...]) -> tuple[str, str, str]:
+        _, optimizer_backend, judge_backend = self.backends()
+        fallback = self.model or (refs[0].model if refs[0].backend == "openai" else None)
+        for role, used, chosen in (
+            ("optimizer", optimizer_backend, self.optimizer_model),
+            ("judge", judge_backend, self.judge_model or self.optimizer_model),
+        ):
+            if role in roles and used == "openai" and not (chosen or fallback):
+                raise UsageError(
+                    f"no {role} model: the first of `agents:` is no openai model, so the "
+                    f"{role} needs `{role}_model:` (or a top-level `model:`) in {CONFIG_NAME}")
+        optimizer = self.optimizer_model or fallback or "offline"
+        if optimizer_backend == "offline":
+            optimizer = "offline"
+        judge = "offline" if judge_backend == "offline" else self.judge_model or optimizer
+        return ", ".join(r.model for r in refs), optimizer, judge
 
-    def agent_spec(self, skill: str) -> AgentSpec:
-        """How to run the agent CLI for `skill` (env values not yet resolved)."""
-        if self.agent is None:
+    def agent_env_refs(self) -> list[str]:
+        """Variables `agent.env` reads (`$NAME`), every agent's: masked like keys."""
+        sections = [self.agent] + [e.agent for agents in [self.agents, *(
+            s.agents for s in self.skills)] for e in agents or []]
+        return [ref for section in sections if section is not None
+                for v in section.env.values() if (ref := env_reference(v))]
+
+    def agent_spec(self, skill: str, entry: AgentEntryConfig | None = None) -> AgentSpec:
+        """How to run the agent CLI for `skill` (env values not yet resolved): the
+        top-level `agent:`, or the one of an `agents:` entry (its own, else the top's)."""
+        agent = (entry.agent if entry is not None else None) or self.agent
+        if agent is None:
             raise UsageError(f"no `agent:` section in {self._source or CONFIG_NAME}: add "
                              "`agent: codex` (a preset) or `agent: {command: [...]}`")
-        filled = self.agent.filled(self.model)
+        filled = agent.filled(entry.model if entry is not None else self.model)
         return AgentSpec(
             command=tuple(filled["command"]),
             workspace_command=(tuple(filled["workspace_command"])
@@ -487,19 +660,24 @@ class Config(_Section):
             install=filled["install"].replace("{skill}", skill),
             memory_install=(filled["memory_install"] or "").replace("{skill}", skill) or None,
             answer=filled["answer"],
-            timeout=self.agent.timeout,
-            retries=self.agent.retries,
-            fatal_patterns=tuple(self.agent.fatal_patterns),
-            label=self.agent.label(),
-            pass_env=tuple(self.agent.pass_env),
+            timeout=agent.timeout,
+            retries=agent.retries,
+            fatal_patterns=tuple(agent.fatal_patterns),
+            label=agent.label(),
+            pass_env=tuple(agent.pass_env),
         )
 
-    def epoch_settings(self, roles: tuple[str, ...] = ("optimizer", "judge")) -> EpochSettings:
+    def epoch_settings(self, roles: tuple[str, ...] = ("optimizer", "judge"),
+                       skill: str | None = None) -> EpochSettings:
         """What the pure core needs, with nothing about files, git or the backend;
-        `roles` as in `models`."""
-        agent, optimizer, judge = self.models(roles)
+        `roles` as in `models`; `skill` picks its own `agents:` list (none: the top-level
+        one). With agents, `model` is the first agent's."""
+        agent, optimizer, judge = self.models(roles, skill)
+        refs = self.agent_refs(skill)
+        answering = [r.model for r in refs] or [agent]
         return EpochSettings(
-            model=agent,
+            model=answering[0],
+            agents=refs,
             optimizer_model=optimizer,
             judge_model=judge,
             gate=GateSettings(
@@ -508,6 +686,7 @@ class Config(_Section):
                 min_delta=self.gate.min_delta,
                 no_regression=self.gate.no_regression,
                 repeats=self.gate.repeats,
+                agents=self.gate.agents,
             ),
             edit_budget=self.edit_budget,
             rounds=self.rounds,
@@ -523,7 +702,7 @@ class Config(_Section):
             rollouts=self.rollouts,
             check_pass_env=tuple(self.checks.pass_env),
             check_program=command_check.check_answer,
-            **self._thrifty_settings(agent, optimizer, judge),
+            **self._thrifty_settings(*answering, optimizer, judge),
         )
 
     def _where(self, loc: tuple[str, ...]) -> str:
@@ -597,6 +776,12 @@ def load_config(path: Path) -> Config:
     except ValidationError as exc:
         raise UsageError(_describe(exc, label, node)) from None
     config._source = path
+    entry = config.agent_problem()
+    if entry is not None:
+        loc, why = entry
+        line = _line_of(node, loc)
+        raise UsageError(f"{label}:{line}: {key_path(loc)}: {why}" if line
+                         else f"{label}: {key_path(loc)}: {why}")
     return config
 
 
@@ -629,6 +814,10 @@ def apply_overrides(
     try:
         overridden = Config.model_validate(data)
         overridden._source = config._source
+        entry = overridden.agent_problem()
+        if entry is not None:
+            loc, why = entry
+            raise UsageError(f"{overridden._where(loc)}{key_path(loc)}: {why}")
         return overridden
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -653,6 +842,7 @@ _ALL_KEYS = sorted(
             PriceConfig,
             LearnedBlockConfig,
             AgentConfig,
+            AgentEntryConfig,
         )
         for name in model.model_fields
     }

@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -22,9 +23,11 @@ from gitsleep.command_check import night_commands
 from gitsleep.config import (
     CONFIG_NAME,
     KEY_MAX_COST,
+    AgentEntryConfig,
     Config,
     apply_overrides,
     field_lines,
+    key_path,
     load_config,
 )
 from gitsleep.core.documents import block_problems, imports
@@ -165,34 +168,56 @@ def runnable_problem(config: Config, env: Mapping[str, str]) -> Problem | None:
     return None
 
 
-def agent_program_problem(config: Config, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """(severity, message) when the agent program of `backend: command` cannot be started
-    where the agent runs: a fresh temporary folder per call, not the repository. A
-    relative path (`./tools/agent.py`) never works there (an error); a program missing
-    on this machine may be installed on the one that runs the nights (a warning)."""
+def agent_program_problems(config: Config, env: Mapping[str, str]
+                           ) -> list[tuple[tuple[Any, ...], str, str]]:
+    """(key path, severity, message) for each agent program that cannot be started where
+    the agent runs: a fresh temporary folder per call, not the repository. A relative
+    path (`./tools/agent.py`) never works there (an error); a program missing on this
+    machine may be installed on the one that runs the nights (a warning). The top-level
+    `agent:` when a backend is `command`, and each command agent of `agents:`."""
     try:
         config = apply_overrides(config, env)
-        uses_agent = "command" in config.backends()
+        uses_agent = "command" in config.backends() and (
+            config.backend != "command" or "command" in config.answer_backends())
     except UsageError:
-        return None  # GS005 already says why the config cannot run
-    if not uses_agent or config.agent is None:
-        return None
-    program = str((config.agent.filled(config.model).get("command") or [""])[0])
+        return []  # GS005 already says why the config cannot run
+    found = []
+    if uses_agent and config.agent is not None:
+        found.append((("agent", "command"), "agent.command",
+                      config.agent.filled(config.model).get("command")))
+    lists: list[tuple[tuple[Any, ...], list[AgentEntryConfig] | None]] = [
+        (("agents",), config.agents)] + [
+        (("skills", i, "agents"), s.agents) for i, s in enumerate(config.skills)]
+    for loc, agents in lists:
+        for index, entry in enumerate(agents or []):
+            if entry.agent is not None:
+                where = f"{key_path((*loc, index))}.agent.command"
+                found.append(((*loc, index, "agent"), where,
+                              entry.agent.filled(entry.model).get("command")))
+    out = []
+    for loc, where, command in found:
+        problem = _program_problem(str((command or [""])[0]), where)
+        if problem:
+            out.append((loc, *problem))
+    return out
+
+
+def _program_problem(program: str, where: str) -> tuple[str, str] | None:
     if not program:
         return None
     if "/" not in program:
         if shutil.which(program) is None:
-            return WARNING, (f"agent.command: program {program!r} is not on PATH here: install "
-                             "it where gitsleep runs the nights, or fix agent.command")
+            return WARNING, (f"{where}: program {program!r} is not on PATH here: install "
+                             f"it where gitsleep runs the nights, or fix {where}")
         return None
     if not program.startswith("/"):
-        return ERROR, (f"agent.command: program {program!r} is a relative path, but the agent "
+        return ERROR, (f"{where}: program {program!r} is a relative path, but the agent "
                        "runs in a fresh temporary folder, not in the repository, so it is not "
                        "found: put the program on PATH (in a workflow: echo \"$PWD/tools\" >> "
                        "\"$GITHUB_PATH\") and name it bare, or use an absolute path")
     if not Path(program).is_file():
-        return WARNING, (f"agent.command: program {program!r} does not exist here: install it "
-                         "where gitsleep runs the nights, or fix agent.command")
+        return WARNING, (f"{where}: program {program!r} does not exist here: install it "
+                         f"where gitsleep runs the nights, or fix {where}")
     return None
 
 
@@ -214,11 +239,8 @@ def path_problems(repo_root: Path, config: Config, config_file: Path,
                 for issue in repo_paths.config_issues(repo_root, config)]
     if unrunnable:
         problems.insert(0, unrunnable)
-    agent = agent_program_problem(config, env or {})
-    if agent:
-        severity, message = agent
-        problems.append(Problem(shown, line_of(("agent", "command")),
-                                "GS006", severity, message))
+    for loc, severity, message in agent_program_problems(config, env or {}):
+        problems.append(Problem(shown, line_of(loc), "GS006", severity, message))
     led_out = repo_paths.work_dir_problem(repo_root)
     if led_out:
         where, why = led_out

@@ -49,3 +49,41 @@ def test_no_backend_imports_the_config(module: str) -> None:
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                  for alias in node.names}
     assert not {name for name in imported if name and name.startswith("gitsleep.config")}
+
+
+def test_each_agents_answer_calls_go_to_its_own_backend() -> None:
+    from gitsleep.backends.base import ModelCall
+    from gitsleep.backends.select import AgentBackend
+
+    settings = BackendSettings(
+        names=("offline", "offline", "offline"),
+        agents=(AgentBackend("sim", "offline"),
+                AgentBackend("cli", "command", agent=AgentSpec(command=("cat",)))))
+    backend = backend_from_settings(settings, {"PATH": "/usr/bin:/bin"})
+    try:
+        assert isinstance(backend, RoutedBackend)
+        assert isinstance(backend.by_agent["cli"], CommandBackend)
+        assert backend.by_agent["sim"].name == "offline"
+        call = ModelCall("answer", "m", (("user", "hi"),))
+        assert backend._for_call(ModelCall("answer", "m", (("user", "hi"),), agent="cli")) \
+            is backend.by_agent["cli"]
+        assert backend._for_call(call) is backend.by_agent["sim"]  # "": the first agent's
+        assert backend.workspaces is True  # both can answer in a task's folder
+        assert len(backend.backends) == 2  # the offline one is shared with propose and judge
+    finally:
+        backend.close()
+
+
+def test_workspaces_only_when_every_agent_can_work_in_a_folder() -> None:
+    from gitsleep.backends.select import AgentBackend
+
+    settings = BackendSettings(
+        names=("offline", "offline", "offline"),
+        agents=(AgentBackend("sim", "offline"),
+                AgentBackend("api", "openai", base_url="http://127.0.0.1:9/v1")))
+    backend = backend_from_settings(settings, {"OPENAI_API_KEY": "k"})
+    try:
+        assert backend.by_agent["api"].name != "offline"
+        assert backend.workspaces is False
+    finally:
+        backend.close()

@@ -25,15 +25,28 @@ PURPOSE_ORDER = ("answer", "propose", "judge")
 class RoutedBackend(Backend):
     """Sends each call to the backend for its purpose (answer, propose, judge)."""
 
-    def __init__(self, by_purpose: Mapping[str, Backend]) -> None:
+    def __init__(self, by_purpose: Mapping[str, Backend],
+                 by_agent: Mapping[str, Backend] | None = None) -> None:
         self.by_purpose = dict(by_purpose)  # a command that never proposes leaves it out
-        unique = list(dict.fromkeys(self.by_purpose[p] for p in PURPOSE_ORDER
-                                    if p in self.by_purpose))
+        # several agents (issue 40): an answer call naming its agent goes to that agent's
+        self.by_agent = dict(by_agent or {})
+        unique = list(dict.fromkeys([*self.by_agent.values(),
+                                     *(self.by_purpose[p] for p in PURPOSE_ORDER
+                                       if p in self.by_purpose)]))
         self.backends = unique
         self.name = "+".join(b.name for b in unique)
         self.simulated = any(b.simulated for b in unique)
-        answering = self.by_purpose.get("answer")
-        self.workspaces = answering is not None and answering.workspaces
+        answering = list(self.by_agent.values()) or [
+            b for p, b in self.by_purpose.items() if p == "answer"]
+        self.workspaces = bool(answering) and all(b.workspaces for b in answering)
+
+    def _for_call(self, call: ModelCall) -> Backend:
+        if call.purpose == "answer" and call.agent:
+            backend = self.by_agent.get(call.agent)
+            if backend is None:
+                raise BackendError(f"no backend was set up for agent {call.agent!r}")
+            return backend
+        return self._for(call.purpose)
 
     def _for(self, purpose: str) -> Backend:
         backend = self.by_purpose.get(purpose)
@@ -42,14 +55,14 @@ class RoutedBackend(Backend):
         return backend
 
     def complete(self, call: ModelCall) -> Answer:
-        return self._for(call.purpose).complete(call)
+        return self._for_call(call).complete(call)
 
     def simulates(self, purpose: str) -> bool:
         backend = self.by_purpose.get(purpose)
         return backend is not None and backend.simulates(purpose)
 
     def cache_salt(self, call: ModelCall) -> str:
-        return self._for(call.purpose).cache_salt(call)
+        return self._for_call(call).cache_salt(call)
 
     def close(self) -> None:
         for backend in self.backends:
@@ -58,6 +71,18 @@ class RoutedBackend(Backend):
     def interrupt(self) -> None:
         for backend in self.backends:
             backend.interrupt()
+
+
+@dataclass(frozen=True)
+class AgentBackend:
+    """One of several agents' backend (issue 40): `backend` is openai, offline or command;
+    `agent` (env resolved) for a command one, `base_url` and `api_key_env` for openai."""
+
+    name: str
+    backend: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    agent: AgentSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +103,8 @@ class BackendSettings:
     azure: Mapping[str, Any] | None = None
     agent: AgentSpec | None = None
     check_pass_env: tuple[str, ...] = ()  # `checks.pass_env`, for checks run in a workspace
+    # several agents: each answers with its own backend; the answer name is then unused
+    agents: tuple[AgentBackend, ...] = ()
 
 
 def needs_agent(names: tuple[str, str, str], purposes: tuple[str, ...]) -> bool:
@@ -96,6 +123,29 @@ def backend_from_settings(
     openai optimizer it never uses must not demand an API key.
     """
     built: dict[str, Backend] = {}
+    by_spec: dict[AgentBackend, Backend] = {}
+
+    def of_agent(agent: AgentBackend) -> Backend:
+        """An agent's backend; agents that would build the same one share it."""
+        if agent.backend != "command" and (agent.base_url, agent.api_key_env) == (
+                settings.base_url, settings.api_key_env):
+            return one(agent.backend)  # the optimizer's or judge's own, when it is the same
+        key = AgentBackend("", agent.backend, agent.base_url, agent.api_key_env, agent.agent)
+        if key not in by_spec:
+            if agent.backend == "command":
+                from gitsleep.backends.command import CommandBackend
+
+                if agent.agent is None:
+                    raise UsageError(f"agent {agent.name}: a `command` backend needs `agent:`")
+                by_spec[key] = CommandBackend(agent.agent, env=env,
+                                              check_pass_env=settings.check_pass_env)
+            else:
+                by_spec[key] = create_backend(
+                    agent.backend, env=env, api_key_env=agent.api_key_env,
+                    base_url=agent.base_url, timeout=settings.timeout,
+                    max_retries=settings.max_retries, azure=settings.azure,
+                    check_pass_env=settings.check_pass_env)
+        return by_spec[key]
 
     def one(name: str) -> Backend:
         if name not in built:
@@ -114,6 +164,13 @@ def backend_from_settings(
                     check_pass_env=settings.check_pass_env,
                 )
         return built[name]
+
+    if settings.agents and "answer" in purposes:
+        by_agent = {agent.name: of_agent(agent) for agent in settings.agents}
+        others = {purpose: one(name) for purpose, name in
+                  zip(PURPOSE_ORDER, settings.names, strict=True)
+                  if purpose in purposes and purpose != "answer"}
+        return RoutedBackend({"answer": by_agent[settings.agents[0].name], **others}, by_agent)
 
     by_purpose = {purpose: one(name)
                   for purpose, name in zip(PURPOSE_ORDER, settings.names, strict=True)

@@ -44,7 +44,7 @@ def command(ctx: click.Context, skill_name: str | None, task_id: str | None, bac
     task = _pick(tasks, task_id, skill.name)
     chosen = make_backend(setup, skill.name)
     agent = chosen.by_purpose["answer"] if isinstance(chosen, RoutedBackend) else chosen
-    settings = setup.config.epoch_settings()
+    settings = setup.config.epoch_settings(skill=skill.name)
     show = _Shower(setup.redactor)
     end_progress(setup)
     try:

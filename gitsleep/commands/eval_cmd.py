@@ -47,8 +47,10 @@ def command(ctx: click.Context, skills: tuple[str, ...], split: str, backend: st
     # task it scores has a rubric judge (checked before any call is made)
     rubric = any(t.judge.kind == "rubric" for _, tasks, _ in inputs for t in tasks
                  if t.split in splits)
-    settings = setup.config.epoch_settings(roles=("judge",) if rubric else ())
+    roles = ("judge",) if rubric else ()
+    settings = setup.config.epoch_settings(roles=roles)  # the gate's metric, for the note
     for skill, tasks, documents in inputs:
+        settings = setup.config.epoch_settings(roles=roles, skill=skill.name)
         purposes = ("answer", "judge") if rubric else ("answer",)
         runner = CallRunner.for_settings(make_backend(setup, skill.name, purposes), settings,
                                          cache=make_cache(setup))

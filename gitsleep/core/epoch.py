@@ -410,7 +410,9 @@ def budget_note(settings: EpochSettings, tasks: Sequence[Task],
         targets = 2 if documents.get("memory") is not None else 1
         reflects = min(ceiling, 2 * max(1, settings.proposals) * settings.rounds * targets)
         prices = settings.prices
-        most = ((ceiling - reflects) * usd(prices.get(settings.model), answer_in, out_cap)
+        answer_usd = max(usd(prices.get(m), answer_in, out_cap)  # the costliest agent's
+                         for m in [settings.model, *(a.model for a in settings.agents)])
+        most = ((ceiling - reflects) * answer_usd
                 + reflects * usd(prices.get(settings.optimizer_model), reflect_in, reflect_out))
         uncapped = "" if out_cap and reflect_out else " (a token cap is off: not a bound)"
         parts.append(f"estimated cost at most ${most:.4f} for {ceiling} calls at their token "

@@ -277,7 +277,7 @@ class Digests:
     @classmethod
     def of(cls, config: Config, skill: SkillConfig, root: Path,
            documents: Mapping[str, str | None], base_sha: str) -> Digests:
-        agent, optimizer, _ = config.models()
+        agent, optimizer, _ = config.models(skill=skill.name)
         return cls(base=base_sha, tasks=task_files_digest(root, skill),
                    model=f"{agent} / {optimizer}",
                    inputs=inputs_digest(config, skill, root, documents))

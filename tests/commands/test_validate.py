@@ -569,3 +569,18 @@ def test_a_cost_cap_without_a_price_is_found_by_validate(
     line = next(x for x in out.splitlines() if "max_cost" in x)
     assert line.startswith(".gitsleep.yml:13: GS005 budget.max_cost: no price for model 'offline'")
     assert "}}" not in line
+
+
+def test_validate_checks_each_command_agents_program(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 40: with `agents:`, each command agent's program is checked as the single
+    agent's is, and the problem names that agent's key and line."""
+    monkeypatch.delenv("GITSLEEP_BACKEND", raising=False)
+    head = ("backend: offline\nagents:\n  - {name: sim}\n"
+            "  - {name: cli, backend: command, agent: {command: [./tools/agent.py]}}\n")
+    (repo / ".gitsleep.yml").write_text(CONFIG.replace("backend: offline\n", head))
+    result, out, err = run(capsys, repo, "validate")
+    assert result == 1, err
+    assert out.startswith(".gitsleep.yml:5: GS006 agents[1].agent.command: program "
+                          "'./tools/agent.py' is a relative path"), out

@@ -1,0 +1,56 @@
+"""Several agents (issue 40): a dry run's call ceiling counts every agent's answers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gitsleep.config import load_config
+from gitsleep.core.agents import expand
+from gitsleep.core.epoch import call_ceiling
+from gitsleep.prepare import read_inputs
+from tests.support.cli import run_cli
+from tests.support.gitrepo import isolate_git, make_repo
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
+TWO_AGENTS = """
+agents:
+  - {name: sim, backend: offline}
+  - {name: recent, backend: offline, model: offline-recent-2}
+"""
+
+
+@pytest.fixture
+def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    isolate_git(monkeypatch, tmp_path)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "CI", "GITSLEEP_MODEL", "GITSLEEP_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    files = {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
+             for p in EXAMPLE.rglob("*") if p.is_file() and ".gitsleep" not in p.parts}
+    work, _ = make_repo(tmp_path, {**files, ".gitignore": ".gitsleep/\n"})
+    return work
+
+
+def ceiling_said(err: str) -> int:
+    found = re.search(r"this epoch needs at most \d+ model calls \(ceiling (\d+)", err)
+    assert found, err
+    return int(found[1])
+
+
+def test_a_dry_runs_ceiling_counts_both_agents_answers(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config_file = work / ".gitsleep.yml"
+    config_file.write_text(config_file.read_text(encoding="utf-8") + TWO_AGENTS
+                           + "budget: {max_calls: 1}\n", encoding="utf-8")
+    config = load_config(config_file)
+    skill = config.skill("brief-writer")
+    tasks, documents = read_inputs(work, skill)
+    settings = config.epoch_settings(skill="brief-writer")
+    one = call_ceiling(settings, tasks, False)
+    both = call_ceiling(settings, expand(tasks, settings.agents), False)
+    assert both > one
+
+    said = run_cli(capsys, "--repo", str(work), "consolidate", "--dry-run")
+    assert ceiling_said(said.err) == both
