@@ -558,7 +558,7 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     elif base_documents["memory"] is not None and head_documents["memory"] is None:
         notes.append(f"the memory document {base_paths['memory']} was removed: the head was "
                      "scored without it")
-    settings = setup.config.epoch_settings()
+    settings = setup.config.epoch_settings(skill=sides.name)
     try:
         backend = make_backend(setup, sides.name)
     except (BackendError, UsageError) as exc:  # no key, or an agent.env secret unset
@@ -595,7 +595,7 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
 def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     """Score one planned skill. BudgetExhausted (max_tokens, minutes, money: what no
     count knows before) is said as one line naming the skill and the setting to raise."""
-    settings = setup.config.epoch_settings()
+    settings = setup.config.epoch_settings(skill=plan.skill.name)
     try:
         splits, agent_reviews = verdict.score_skill(plan.runner, plan.tasks, plan.base_documents,
                                     plan.head_documents, settings, skill=plan.skill.name,

@@ -14,7 +14,6 @@ from tests.support.gitrepo import isolate_git, make_repo
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 
 
-@pytest.mark.xfail(reason="needs the core's multi-agent replay", strict=False)
 def test_an_openai_model_and_an_agent_cli_both_answer_in_one_eval(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

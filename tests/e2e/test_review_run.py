@@ -557,3 +557,33 @@ def test_a_budget_stop_mid_review_is_exit_6_with_one_clear_line(
     data = as_json(result)
     assert (data["verdict"], data["exit_code"], data["regression"]) == ("not run", 6, False)
     assert "budget.max_tokens (1) reached" in (tmp_path / "summary.md").read_text()
+
+
+AGENTS_CONFIG = CONFIG.replace("""    tasks:
+      - path: evals/notes.jsonl
+""", """    tasks:
+      - path: evals/notes.jsonl
+    agents:
+      - {name: full, backend: offline, model: offline}
+      - {name: short, backend: offline, model: offline-recent-2}
+""")
+
+
+def test_a_skills_own_agents_are_each_reviewed_and_one_agents_fall_exits_7(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A rule added at the end of the block keeps `full` at 1.000 but pushes `Owner:` out
+    of what `short` (the last two directives) reads: the skill's own `agents:` decide."""
+    isolate_git(monkeypatch, tmp_path)
+    work, _ = make_repo(tmp_path, {**FILES, ".gitsleep.yml": AGENTS_CONFIG})
+    git(work, "switch", "--quiet", "-c", "feature")
+    commit_files(work, {NOTES_MD: SKILL.replace(LEARNED, LEARNED + '- Always include "Done."\n')},
+                 "one more rule")
+    result = review(capsys, work, "--fail-on-regression", "--json", "--skill", "notes")
+    assert result.code == 7, result.err
+    notes = as_json(result)["skills"][0]
+    by_name = {a["name"]: a for a in notes["agents"]}
+    assert (by_name["full"]["verdict"], by_name["short"]["verdict"]) == ("no clear change",
+                                                                       "regressed")
+    assert by_name["short"]["splits"]["test"]["before"] == 1.0
+    assert by_name["short"]["splits"]["test"]["after"] == 0.0
