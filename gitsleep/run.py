@@ -22,7 +22,7 @@ from gitsleep import __version__, repo_paths, report
 from gitsleep.config import SkillConfig
 from gitsleep.core.agents import expand
 from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
-from gitsleep.core.models import EpochResult, SplitSummary, Task
+from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary, Task
 from gitsleep.errors import UsageError
 from gitsleep.git_forge import forge, gitops, history, record
 from gitsleep.git_forge import publish_sequence as sequence
@@ -227,6 +227,14 @@ def up_to_date(setup: Setup, skill: SkillConfig, claimed: Claimed,
         return SplitSummary(before, after, sum(1 for t in tasks if t.split == split))
 
     agent, optimizer, judge = setup.config.models(skill=skill.name)
+    settings = setup.config.epoch_settings(skill=skill.name)
+    models = {ref.name: ref for ref in settings.agents}
+    per_agent = [AgentSummary(  # several agents: each one's recorded scores
+        a.name, models[a.name].model if a.name in models else "",
+        models[a.name].backend if a.name in models else "", SplitSummary(None, None, 0),
+        SplitSummary(*a.val, n=sum(1 for t in tasks if t.split == "val")),
+        SplitSummary(*a.test, n=sum(1 for t in tasks if t.split == "test")))
+        for a in record.agent_scores(trailers)]
     recorded_result = EpochResult(
         skill=skill.name,
         decision=record.recorded_decision(trailers),
@@ -236,7 +244,7 @@ def up_to_date(setup: Setup, skill: SkillConfig, claimed: Claimed,
         backend=setup.config.backend, agent_model=agent, optimizer_model=optimizer,
         judge_model=judge, train=SplitSummary(None, None, 0),
         val=recorded(record.VAL, "val"), test=recorded(record.TEST, "test"),
-        documents={},
+        documents={}, agents=per_agent, agent_gate=settings.gate.agents,
     )
     summary = report.json_summary(recorded_result, branch=branch,
                                   commit=state.last_gitsleep_commit,
