@@ -14,9 +14,8 @@ from gitsleep.core.agents import expand
 from gitsleep.core.epoch import call_ceiling
 from gitsleep.prepare import read_inputs
 from tests.support.cli import run_cli
-from tests.support.gitrepo import isolate_git, make_repo
+from tests.support.gitrepo import example_repo
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 TWO_AGENTS = """
 agents:
   - {name: sim, backend: offline}
@@ -26,13 +25,7 @@ agents:
 
 @pytest.fixture
 def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    isolate_git(monkeypatch, tmp_path)
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "CI", "GITSLEEP_MODEL", "GITSLEEP_BACKEND"):
-        monkeypatch.delenv(name, raising=False)
-    files = {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
-             for p in EXAMPLE.rglob("*") if p.is_file() and ".gitsleep" not in p.parts}
-    work, _ = make_repo(tmp_path, {**files, ".gitignore": ".gitsleep/\n"})
-    return work
+    return example_repo(tmp_path, monkeypatch)[0]
 
 
 def ceiling_said(err: str) -> int:

@@ -9,7 +9,6 @@ rule appended to the learned block pushes the first hand-written one out of its 
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import replace
 
 from gitsleep import report
@@ -30,6 +29,7 @@ from gitsleep.core.models import (
     TaskResult,
 )
 from gitsleep.core.replay import score_split
+from tests.core.test_epoch import SpyBackend
 from tests.core.test_learning_judgment import DOC, PROMPTS, TASKS, example
 
 # Hand-written: three directives; the first gives two of the checks (heading and its text).
@@ -53,25 +53,8 @@ def settings(*refs: AgentRef, how: str = "mean", **more: object) -> EpochSetting
     return replace(base, **more)
 
 
-class Spy(Backend):
-    """The offline simulator, recording every call."""
-
-    name = "offline"
-    simulated = True
-
-    def __init__(self) -> None:
-        self.inner = OfflineBackend()
-        self.calls: list[ModelCall] = []
-        self._lock = threading.Lock()
-
-    def complete(self, call: ModelCall) -> Answer:
-        with self._lock:
-            self.calls.append(call)
-        return self.inner.complete(call)
-
-
 def night(*refs: AgentRef, how: str = "mean", **more: object):  # type: ignore[no-untyped-def]
-    backend = Spy()
+    backend = SpyBackend()
     result = run_epoch(tasks(), {"skill": SKILL, "memory": None}, settings(*refs, how=how, **more),
                        backend, skill="notes")
     return result, backend
@@ -205,7 +188,7 @@ def test_thrifty_screens_with_the_cheapest_agent_first() -> None:
                               "offline-recent-3": {"prompt": 0.1, "completion": 0.1}})
     assert agents.cheapest_first(priced) == ["short", "full"]
     assert agents.cheapest_first(settings(*BOTH)) == ["full", "short"]
-    backend = Spy()
+    backend = SpyBackend()
     run_epoch(tasks(), {"skill": SKILL, "memory": None}, priced, backend, skill="notes")
     answers = [c for c in backend.calls if c.purpose == "answer"]
     first_candidate = next(i for i, c in enumerate(answers) if "Risk" in str(c.messages))
@@ -248,7 +231,7 @@ def test_no_pull_request_when_an_agent_falls_beyond_noise_on_held_out() -> None:
     held-out's aggregate rises, but one agent fell there, so no PR opens."""
     loose = (Check("contains", "Owner:"), Check("contains", "Risk:"))
     mixed = [replace(t, judge=Judge("rule", loose)) if t.split != "test" else t for t in tasks()]
-    result = run_epoch(mixed, {"skill": SKILL, "memory": None}, settings(*BOTH), Spy(),
+    result = run_epoch(mixed, {"skill": SKILL, "memory": None}, settings(*BOTH), SpyBackend(),
                        skill="notes")
     assert result.decision == "accepted"
     assert result.test.baseline is not None and result.test.candidate is not None
