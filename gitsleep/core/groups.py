@@ -25,7 +25,7 @@ from gitsleep.core import labels
 from gitsleep.core.check_ops import OPS
 from gitsleep.core.check_text import example_for_check, passes
 from gitsleep.core.models import Check, Task
-from gitsleep.core.regex_literal import TYPED_SLOT, sample_fill
+from gitsleep.core.regex_literal import TYPED_SLOT, literal_for_regex, sample_fill
 
 VALUE_OPS = ("contains", "regex")  # ops whose argument is a value one line can carry
 MAX_GROUPS = 6  # a key with more distinct wants than this is free text, not a choice
@@ -115,9 +115,22 @@ def group_of(key: VaryingKey, task: Task) -> Group | None:
 def passed_groups(text: str, key: VaryingKey) -> list[Group]:
     """The groups whose every check `text` passes on its own; a typed slot (`<a|b>`)
     chooses nothing, so it counts as no value."""
-    probe = TYPED_SLOT.sub(" ", "\n".join([text, *_quoted(text)]))
+    probe = TYPED_SLOT.sub(" ", "\n".join([text, *_quoted(text), *_regex_quoted(text, key)]))
     return [g for g in key.groups
             if all(OPS[c.op].satisfied_by is not None and passes(c, probe) for c in g.want)]
+
+
+def _regex_quoted(text: str, key: VaryingKey) -> list[str]:
+    """A line each check's pattern that `text` quotes word for word stands for (`the answer
+    matches `Verdict:\\s*reject\\b`` asks for `Verdict: reject`): a rule that copies a
+    group's regex chooses that group's value as surely as one that spells it out."""
+    found = []
+    for group in key.groups:
+        for check in group.want:
+            if check.op == "regex" and check.text and check.text in text:
+                line = literal_for_regex(check.text)
+                found += [line] if line else []
+    return found
 
 
 def has_condition(text: str) -> bool:

@@ -74,6 +74,25 @@ def test_the_pin_a_real_night_accepted_is_refused_whoever_proposed_it(simulated:
     assert "a pin" in refused[0].reason and "2 train task(s) want" in refused[0].reason
 
 
+@pytest.mark.parametrize(("content", "why"), [
+    # accepted by a real two-agent night (issue 40, dependency-review seed 2): the check's own
+    # regex, quoted, asks every answer for one group's value
+    ("Every answer must match the regular expression `(?i)verdict\\W*reject`.", "a pin"),
+    ("Answers match `(?i)verdict\\W*reject` or `(?i)verdict\\W*approve`.", "a hedge"),
+])
+def test_a_rule_quoting_one_groups_regex_is_a_pin_and_both_a_hedge(content: str,
+                                                                    why: str) -> None:
+    kept, refused = hygiene([Edit("add", content)])
+    assert kept == [] and why in refused[0].reason, refused
+
+
+def test_a_rule_quoting_each_groups_regex_with_its_condition_is_kept() -> None:
+    rule = ("When the changelog announces a breaking change, the answer matches "
+            "`(?i)verdict\\W*reject`; otherwise it matches `(?i)verdict\\W*approve`.")
+    kept, _ = hygiene([Edit("add", rule)])
+    assert [e.content for e in kept] == [rule]
+
+
 def test_a_template_with_a_line_per_value_is_a_hedge_and_a_conditional_rule_is_kept() -> None:
     hedge = Edit("template", "## Summary\n<what changes>\nVerdict: approve\nVerdict: reject")
     kept, refused = hygiene([hedge, Edit("add", CONDITIONAL)])
