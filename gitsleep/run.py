@@ -20,7 +20,6 @@ import git
 
 from gitsleep import __version__, repo_paths, report
 from gitsleep.config import SkillConfig
-from gitsleep.core.agents import expand
 from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary, Task
 from gitsleep.errors import UsageError
@@ -64,8 +63,8 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               documents: dict[str, str | None]) -> EpochResult:
     settings = setup.config.epoch_settings(skill=skill.name)
     backend = make_backend(setup, skill.name)
-    answered = expand(tasks, settings.agents)  # each agent answers every task: count them all
-    ceiling = call_ceiling(settings, answered, documents.get("memory") is not None)
+    # several agents: the ceiling and the estimate count each agent's answers themselves
+    ceiling = call_ceiling(settings, tasks, documents.get("memory") is not None)
     setup.say(f"{skill.name}: {len(tasks)} tasks; this epoch needs at most "
               f"{min(ceiling, settings.max_calls)} model calls (ceiling {ceiling}, "
               f"budget.max_calls {settings.max_calls}; cache hits are free), backend "
@@ -74,7 +73,7 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
         setup.say(f"{skill.name}: search thrifty: that worst case adds each proposal's "
                   "screen to thorough's passes; a night usually makes fewer calls, since a "
                   "proposal turned away by its screen is not scored on val")
-    budget = budget_note(settings, answered, documents, min(ceiling, settings.max_calls))
+    budget = budget_note(settings, tasks, documents, min(ceiling, settings.max_calls))
     if budget:  # minutes and money (issue 30), before the first call and in --dry-run
         setup.say(f"{skill.name}: budget: {budget}")
     return run_epoch(tasks, documents, settings, backend, skill=skill.name,

@@ -36,8 +36,8 @@ class RoutedBackend(Backend):
         self.backends = unique
         self.name = "+".join(b.name for b in unique)
         self.simulated = any(b.simulated for b in unique)
-        answering = list(self.by_agent.values()) or [
-            b for p, b in self.by_purpose.items() if p == "answer"]
+        answering = list(self.by_agent.values()) or (
+            [self.by_purpose["answer"]] if "answer" in self.by_purpose else [])
         self.workspaces = bool(answering) and all(b.workspaces for b in answering)
 
     def _for_call(self, call: ModelCall) -> Backend:

@@ -11,7 +11,7 @@ reports) splits a pass by `agent_ids`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from gitsleep.core.models import AgentRef, EpochSettings, PassResult, Task
 
@@ -53,10 +53,6 @@ def unique_tasks(tasks: Sequence[Task]) -> list[Task]:
             seen.add(task.base_id)
             out.append(task)
     return out
-
-
-def by_name(agents: Sequence[AgentRef]) -> Mapping[str, AgentRef]:
-    return {agent.name: agent for agent in agents}
 
 
 def cheapest_first(settings: EpochSettings) -> list[str]:

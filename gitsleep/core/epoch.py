@@ -404,7 +404,8 @@ def budget_note(settings: EpochSettings, tasks: Sequence[Task],
         prompts = [document + len(t.prompt) + len(t.system or "") for t in tasks]
         answer_in = (sum(prompts) / len(prompts) if prompts else document) / 4
         out_cap = settings.max_answer_tokens or 0
-        reflect_in = (document + sum(len(t.prompt) for t in tasks if t.split == "train")) / 4
+        train = [t for t in agents.unique_tasks(tasks) if t.split == "train"]  # each once
+        reflect_in = (document + sum(len(t.prompt) for t in train)) / 4
         reflect_out = settings.max_reflect_tokens or 0
 
         targets = 2 if documents.get("memory") is not None else 1

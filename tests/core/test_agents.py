@@ -16,7 +16,7 @@ from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend, recent_only
 from gitsleep.core import agents, gate, reflect
 from gitsleep.core.calls import CallRunner
-from gitsleep.core.epoch import call_ceiling, run_epoch
+from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.core.models import (
     AgentRef,
     Answer,
@@ -244,3 +244,12 @@ def test_no_pull_request_when_an_agent_falls_beyond_noise_on_held_out() -> None:
     short = next(a for a in result.agents if a.name == "short")
     assert short.test.candidate is not None and short.test.baseline is not None
     assert short.test.candidate < short.test.baseline
+
+
+def test_the_cost_estimate_reads_each_train_prompt_once_whoever_answers_it() -> None:
+    """The optimizer reads each train task once, however many agents answer it."""
+    priced = settings(*BOTH, max_cost=1.0, prices={m: {"prompt": 1.0, "completion": 1.0}
+                                                   for m in ("offline", "offline-recent-3")})
+    docs = {"skill": SKILL, "memory": None}
+    assert (budget_note(priced, agents.expand(tasks(), BOTH), docs, 100)
+            == budget_note(priced, tasks(), docs, 100))
