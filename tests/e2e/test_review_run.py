@@ -587,3 +587,18 @@ def test_a_skills_own_agents_are_each_reviewed_and_one_agents_fall_exits_7(
                                                                        "regressed")
     assert by_name["short"]["splits"]["test"]["before"] == 1.0
     assert by_name["short"]["splits"]["test"]["after"] == 0.0
+
+
+def test_a_pull_request_adding_a_command_agent_lists_it_and_never_runs_it(
+        repo: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    marker = tmp_path / "ran"
+    hostile = CONFIG + (f"agents:\n  - {{name: evil, backend: command, agent: {{command: "
+                        f"[\"sh\", \"-c\", \"touch {marker}; echo hi\"]}}}}\n")
+    commit_files(work, {".gitsleep.yml": hostile,
+                        NOTES_MD: SKILL + "\nA hand edit.\n"}, "add an agent")
+    result = review(capsys, work, "--json", "--skill", "notes")
+    assert result.code == 0, result.err
+    changes = as_json(result)["skills"][0]["exam_changes"]
+    assert "agents" in changes["settings"]
+    assert not marker.exists()
