@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import generate
-from gitsleep import command_check
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend
-from gitsleep.bundled import examples_dir
-from gitsleep.config import load_config
+from gitsleep.base.bundled import examples_dir
 from gitsleep.core import reflect
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import Answer, EpochResult, EpochSettings, Task
-from gitsleep.tasks import load_skill_tasks
+from gitsleep.core.ports import Backend, ModelCall
+from gitsleep.inputs.config import load_config
+from gitsleep.inputs.tasks import load_skill_tasks
+from gitsleep.sandbox import check_program as command_check
 
 OFFLINE = "offline"
 UNLIMITED = 10**12  # the benchmark measures calls and tokens; it must never hit a budget

@@ -84,8 +84,8 @@ def generate(root: Path, count: int, huge_lines: int = 0) -> None:
 def measure_here(root: Path, label: str) -> HarvestRow:
     """Harvest the sessions `generate` wrote under `root` (in a process that did not write
     them, so the peak is the reader's own)."""
-    from gitsleep.harvest import pipeline
-    from gitsleep.redact import Redactor
+    from gitsleep.base.redact import Redactor
+    from gitsleep.flows.harvest import pipeline
 
     files = list((root / "home").rglob("*.jsonl"))
     size = sum(f.stat().st_size for f in files) / 2**20

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import generate
-from gitsleep.backends.base import ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import EpochSettings
+from gitsleep.core.ports import ModelCall
 from gitsleep.core.replay import score_split
 from tests.support.fake_openai import FakeOpenAIServer, Fault
 

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gitsleep.backends.base import ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
+from gitsleep.core.ports import ModelCall
 from tests.support.fake_openai import FakeOpenAIServer
 
 API_KEY = "sk-bench-0000000000000000"

@@ -8,9 +8,9 @@ import sys
 import click
 
 from gitsleep import __version__
-from gitsleep.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, GitsleepError
-from gitsleep.logs import redact, setup_logging
-from gitsleep.terminal import visible
+from gitsleep.base.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, GitsleepError
+from gitsleep.base.logs import redact, setup_logging
+from gitsleep.base.terminal import visible
 
 COMMANDS = ("init", "validate", "eval", "consolidate", "status", "log", "plan", "demo",
             "harvest", "doctor", "review")

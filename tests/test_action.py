@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gitsleep.action_outputs import github_output_lines, outputs_for, summary_markdown
+from gitsleep.report.action_outputs import github_output_lines, outputs_for, summary_markdown
 
 pytestmark = pytest.mark.slow  # zizmor and check-jsonschema over the Action
 
@@ -214,7 +214,7 @@ def publish(tmp_path: Path, results: list[Any] | None, exit_code: str = "0",
     output.write_text("earlier=step\n")  # the runner's files are shared: append only
     env = {**os.environ, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary)}
     completed = subprocess.run(
-        [sys.executable, "-m", "gitsleep.action_outputs", "publish", "--results",
+        [sys.executable, "-m", "gitsleep.report.action_outputs", "publish", "--results",
          str(results_dir), "--exit-code", exit_code],
         capture_output=True, text=True, env=env, timeout=60)
     return completed, output, summary
@@ -377,7 +377,7 @@ def test_consolidate_step_runs_each_skill_in_a_group(tmp_path: Path):
     # The next step publishes the outputs from what this one saved.
     env = {**os.environ, "GITHUB_OUTPUT": str(root / "outputs"),
            "GITHUB_STEP_SUMMARY": str(root / "summary")}
-    subprocess.run([sys.executable, "-m", "gitsleep.action_outputs", "publish", "--results",
+    subprocess.run([sys.executable, "-m", "gitsleep.report.action_outputs", "publish", "--results",
                     str(root / "runner" / "gitsleep-results"), "--exit-code", "4"],
                    check=True, env=env, timeout=60)
     outputs = read_outputs(root / "outputs")
@@ -443,7 +443,7 @@ def test_api_key_env_falls_back_on_a_broken_config(tmp_path: Path, config_text: 
     config = tmp_path / "gitsleep.yml"
     config.write_text(config_text)
     completed = subprocess.run(
-        [sys.executable, "-m", "gitsleep.action_outputs", "api-key-env", "--config",
+        [sys.executable, "-m", "gitsleep.report.action_outputs", "api-key-env", "--config",
          str(config)], capture_output=True, text=True, check=True, timeout=60)
     # An invalid config falls back to the default: consolidate reports the problem itself.
     assert completed.stdout.strip() == "OPENAI_API_KEY"

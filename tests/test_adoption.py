@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep import report, run
-from gitsleep.prepare import Setup
+from gitsleep import report
+from gitsleep.flows import consolidate as run
+from gitsleep.flows.prepare import Setup
 from tests.support.cli import init_repo, run_cli
 from tests.support.gitrepo import git, isolate_git
 
@@ -184,7 +185,7 @@ def test_the_actions_backend_input_names_every_backend_the_config_accepts() -> N
 
     import yaml
 
-    from gitsleep.config import Config
+    from gitsleep.inputs.config import Config
 
     action = yaml.safe_load((Path(__file__).resolve().parents[1] / "action.yml").read_text())
     description = action["inputs"]["backend"]["description"]

@@ -23,11 +23,11 @@ from benchmarks import (
     run,
 )
 from benchmarks.bench_calls import RoundOutcome, floor_of, measure_epoch, skillopt_calls
-from gitsleep.backends.base import ModelCall
 from gitsleep.backends.offline import OfflineBackend
-from gitsleep.config import load_config
 from gitsleep.core.models import Answer
-from gitsleep.tasks import load_skill_tasks
+from gitsleep.core.ports import ModelCall
+from gitsleep.inputs.config import load_config
+from gitsleep.inputs.tasks import load_skill_tasks
 
 pytestmark = pytest.mark.slow  # runs the offline benchmarks
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep.backends.command import AgentSpec, CommandBackend
+from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
 from gitsleep.commands import consolidate_cmd, status_cmd
-from gitsleep.config import Config
-from gitsleep.tasks import parse_task_file
+from gitsleep.inputs.config import Config
+from gitsleep.inputs.tasks import parse_task_file
 from tests.support.cli import run_cli
 from tests.support.gitrepo import isolate_git
 

@@ -26,7 +26,9 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gitsleep.config import Config, load_config
+from gitsleep.base.errors import UsageError
+from gitsleep.base.problems import CODES, Problem
+from gitsleep.base.redact import Redactor
 from gitsleep.core import documents as d
 from gitsleep.core.check_ops import OPS, RULE_OPS
 from gitsleep.core.hygiene import check_hygiene
@@ -35,10 +37,8 @@ from gitsleep.core.models import SPLITS, Check, Edit, Score, Task
 from gitsleep.core.patterns import regex_size
 from gitsleep.core.proposals import parse_reply
 from gitsleep.core.regex_literal import literal_for_regex
-from gitsleep.errors import UsageError
-from gitsleep.problems import CODES, Problem
-from gitsleep.redact import Redactor
-from gitsleep.tasks import parse_task_file
+from gitsleep.inputs.config import Config, load_config
+from gitsleep.inputs.tasks import parse_task_file
 
 pytestmark = pytest.mark.slow  # hypothesis over every input format
 
@@ -184,7 +184,7 @@ def test_load_config_raises_only_usage_errors(tmp_path: Path, text: str) -> None
 @fuzz(200)
 @given(front=st.one_of(YAMLISH, config_text()), rest=TEXT)
 def test_frontmatter_checks_never_raise(front: str, rest: str) -> None:
-    from gitsleep.validation import frontmatter_problems
+    from gitsleep.inputs.validation import frontmatter_problems
 
     for problem in frontmatter_problems(f"---\n{front}\n---\n{rest}", "SKILL.md"):
         assert problem.code in CODES and "\n" not in problem.message

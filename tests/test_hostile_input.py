@@ -29,12 +29,12 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import simulate_answer
 from gitsleep.core import documents as d
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.hygiene import check_hygiene
 from gitsleep.core.models import Answer, Check, Edit, EpochSettings, Judge, Task
+from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.core.proposals import parse_reply
 from tests.support.cli import CliResult, run_cli
 
@@ -309,7 +309,7 @@ def test_branch_prefixes_git_would_refuse_are_refused_before_any_model_call(
 
 
 def test_prefixes_git_accepts_stay_accepted(repo: Path) -> None:
-    from gitsleep.config import load_config
+    from gitsleep.inputs.config import load_config
 
     for prefix in ("gitsleep/", "team/gitsleep-", "nightly/v1.2/", "x.", "a./", "bot_"):
         edit_config(repo, branch_prefix=prefix)

@@ -14,16 +14,42 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gitsleep"
-# what each layer may not reach: the module itself or anything below it
+
+# The layers, lowest first: a module may import its own layer and those before it, never one
+# after it (docs/development.md draws them). The top of the package is the `cli` layer alone.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("gitsleep.base",)),
+    ("core", ("gitsleep.core",)),
+    ("sandbox and backends", ("gitsleep.sandbox", "gitsleep.backends")),
+    ("inputs", ("gitsleep.inputs",)),
+    ("git_forge", ("gitsleep.git_forge",)),
+    ("report", ("gitsleep.report",)),
+    ("flows", ("gitsleep.flows",)),
+    ("commands", ("gitsleep.commands",)),
+    ("cli", ("gitsleep.cli", "gitsleep.__main__", "gitsleep")),
+)
+# Imports that still climb a layer, as `importer -> imported`. The list may only shrink: a
+# climb not listed fails, and so does a listed one that no longer happens.
+CLIMBS: frozenset[str] = frozenset({
+    "gitsleep.backends.agent_cli -> gitsleep.git_forge",
+    "gitsleep.backends.agent_cli -> gitsleep.git_forge.task_trees",
+    "gitsleep.backends.offline -> gitsleep.git_forge",
+    "gitsleep.backends.offline -> gitsleep.git_forge.task_trees",
+    "gitsleep.git_forge.forge -> gitsleep.report.outcome",
+    "gitsleep.git_forge.history -> gitsleep.report.outcome",
+    "gitsleep.inputs.repo_paths -> gitsleep.git_forge.gitrun",
+    "gitsleep.inputs.tasks -> gitsleep.git_forge",
+    "gitsleep.inputs.tasks -> gitsleep.git_forge.task_trees",
+    "gitsleep.inputs.validation -> gitsleep.report",
+    "gitsleep.sandbox.workspace -> gitsleep.git_forge.task_trees",
+})
+# What the core may not reach, all the way down (outside libraries included).
 FORBIDDEN = {
     "core": ("git", "github", "subprocess", "socket", "http", "urllib.request", "ssl",
              "openai", "httpx", "requests", "click",
-             "gitsleep.git_forge", "gitsleep.commands", "gitsleep.cli", "gitsleep.config",
-             "gitsleep.harvest", "gitsleep.prepare", "gitsleep.run", "gitsleep.report",
-             "gitsleep.workspace", "gitsleep.command_check", "gitsleep.backends.openai_compat",
-             "gitsleep.backends.command", "gitsleep.backends.offline",
-             "gitsleep.backends.select", "gitsleep.backends.agent_procs"),
-    "git_forge": ("click", "gitsleep.commands", "gitsleep.cli", "gitsleep.harvest"),
+             "gitsleep.sandbox", "gitsleep.backends", "gitsleep.inputs", "gitsleep.git_forge",
+             "gitsleep.report", "gitsleep.flows", "gitsleep.commands", "gitsleep.cli"),
+    "git_forge": ("click", "gitsleep.commands", "gitsleep.cli", "gitsleep.flows"),
 }
 
 Graph = dict[str, set[str]]  # module -> what it imports (gitsleep modules and outside ones)
@@ -57,7 +83,7 @@ def _import_nodes(tree: ast.AST, *, with_type_only: bool) -> Iterator[ast.Import
 def imports_of(path: Path, name: str, modules: set[str], *,
                with_type_only: bool = True) -> set[str]:
     """The modules a file imports: `from gitsleep import config` names the module
-    `gitsleep.config`, a relative import is made absolute."""
+    `gitsleep.inputs.config`, a relative import is made absolute."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -211,3 +237,50 @@ def test_the_layers_are_folders_with_their_modules() -> None:
                           ("git_forge", "forge")):
         assert (PACKAGE / layer / f"{module}.py").is_file()
         assert not (PACKAGE / f"{module}.py").exists()
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the layer that holds `module` (the most specific prefix)."""
+    best, found = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if _under(module, prefix) and len(prefix) > best:
+                best, found = len(prefix), index
+    return found
+
+
+def climbs(graph: Graph) -> set[str]:
+    """Every direct import of a gitsleep module from a layer above the importer's."""
+    return {f"{name} -> {target}" for name, targets in graph.items() for target in targets
+            if target in graph and target != "gitsleep" and layer_of(target) > layer_of(name)}
+
+
+def test_every_module_is_in_a_layer() -> None:
+    assert [name for name in import_graph() if layer_of(name) < 0] == []
+
+
+def test_only_the_cli_sits_at_the_top_of_the_package() -> None:
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "cli.py"]
+
+
+def test_no_import_climbs_a_layer() -> None:
+    found = climbs(import_graph(with_packages=False))
+    assert sorted(found - CLIMBS) == [], "new imports that climb a layer"
+    assert sorted(CLIMBS - found) == [], "climbs that are gone: take them off CLIMBS"
+
+
+def test_base_reaches_nothing_of_gitsleep_above_it() -> None:
+    graph = import_graph()
+    assert [f"{name} -> {target}" for name in graph if _under(name, "gitsleep.base")
+            for target in graph[name] if target in graph and target != "gitsleep"
+            and not _under(target, "gitsleep.base")] == []
+
+
+def test_the_layer_check_finds_a_climb(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {
+        "core/__init__.py": "", "core/gate.py": "from gitsleep.inputs import config\n",
+        "inputs/__init__.py": "", "inputs/config.py": "from gitsleep.core import gate\n"})
+    graph = import_graph(root, with_packages=False)
+    assert climbs(graph) == {"gitsleep.core.gate -> gitsleep.inputs",
+                             "gitsleep.core.gate -> gitsleep.inputs.config"}

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep.backends.base import ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
-from gitsleep.config import Config, load_config
-from gitsleep.errors import UsageError
+from gitsleep.base.errors import UsageError
+from gitsleep.core.ports import ModelCall
+from gitsleep.inputs.config import Config, load_config
 from tests.e2e.test_model_server import configure, env, repo, scripted_model  # noqa: F401
 from tests.support.cli import run_cli
 from tests.support.fake_openai import FakeOpenAIServer

@@ -33,17 +33,17 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep import report
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.openai_compat import OpenAIBackend
-from gitsleep.bundled import examples_dir
-from gitsleep.config import Config, load_config
+from gitsleep.base.bundled import examples_dir
 from gitsleep.core import documents as docs
 from gitsleep.core import groups, honesty, reflect, replay, worked
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import AgentRef, Answer, EpochResult, EpochSettings, Task
-from gitsleep.run import read_inputs
+from gitsleep.core.ports import Backend, ModelCall
+from gitsleep.flows.consolidate import read_inputs
+from gitsleep.inputs.config import Config, load_config
 
 URL_ENV = "GITSLEEP_TEST_LLM_URL"
 HERE = Path(__file__).resolve().parent

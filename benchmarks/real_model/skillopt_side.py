@@ -50,11 +50,11 @@ from benchmarks.real_model.run import (
     parse_args as run_args,
 )
 from gitsleep.backends.openai_compat import OpenAIBackend
-from gitsleep.bundled import examples_dir
+from gitsleep.base.bundled import examples_dir
 from gitsleep.core import replay
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
-from gitsleep.run import read_inputs
+from gitsleep.flows.consolidate import read_inputs
 
 
 class CountingProxy(http.server.ThreadingHTTPServer):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.core.ports import Backend, ModelCall
 
 BACKENDS = ("offline", "openai")
 

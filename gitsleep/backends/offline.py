@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitsleep import workspace as task_workspace
-from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.base.redact import Redactor
 from gitsleep.core import sandbox
 from gitsleep.core.models import Answer
 from gitsleep.core.numbers import whole_number
+from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
 from gitsleep.git_forge import task_trees
-from gitsleep.redact import Redactor
+from gitsleep.sandbox import workspace as task_workspace
 
 _Q = r"[\"'](.+?)[\"']"
 # A conditional directive (issue 38): `When the task mentions "X", include "A"; when it

@@ -14,7 +14,7 @@ It works with OpenAI, Azure OpenAI and the local servers that speak the same pro
   the life of the backend, so the probing costs one extra request, once.
 - A 429 with Retry-After pauses every worker, not just the one that got it; so does a
   timeout (the server may still be busy with the request given up on).
-- `timeout` is the whole request (`gitsleep.deadline`), not each socket read.
+- `timeout` is the whole request (`gitsleep.base.deadline`), not each socket read.
 - A reply is parsed by hand (`_parse_reply`): a malformed one is a failed call, never a crash.
 - The API key never appears in an error message.
 """
@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.base.deadline import DeadlineClientMixin
+from gitsleep.base.errors import BackendError
 from gitsleep.core.models import Answer
 from gitsleep.core.numbers import loads_json
-from gitsleep.deadline import DeadlineClientMixin
-from gitsleep.errors import BackendError
+from gitsleep.core.ports import Backend, ModelCall
 
 if TYPE_CHECKING:  # openai 3.x ships httpx2; only the type names are needed here
     import httpx2

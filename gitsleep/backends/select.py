@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gitsleep.backends import BACKENDS
-from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.base.errors import BackendError, UsageError
 from gitsleep.core.models import Answer
-from gitsleep.errors import BackendError, UsageError
+from gitsleep.core.ports import Backend, ModelCall
 
 if TYPE_CHECKING:
-    from gitsleep.backends.command import AgentSpec
+    from gitsleep.backends.agent_cli import AgentSpec
 
 PURPOSE_ORDER = ("answer", "propose", "judge")
 
@@ -89,7 +89,7 @@ class AgentBackend:
 class BackendSettings:
     """What building an epoch's backends needs, as plain values.
 
-    The caller reads them from its configuration (`gitsleep.backend_settings`); the
+    The caller reads them from its configuration (`gitsleep.inputs.backend_settings`); the
     backends never import the config module. `names` are the backends of the answer,
     propose and judge calls; `agent` (its env already resolved) is needed only when one of
     the names a command uses is `command`.
@@ -133,7 +133,7 @@ def backend_from_settings(
         key = AgentBackend("", agent.backend, agent.base_url, agent.api_key_env, agent.agent)
         if key not in by_spec:
             if agent.backend == "command":
-                from gitsleep.backends.command import CommandBackend
+                from gitsleep.backends.agent_cli import CommandBackend
 
                 if agent.agent is None:
                     raise UsageError(f"agent {agent.name}: a `command` backend needs `agent:`")
@@ -150,7 +150,7 @@ def backend_from_settings(
     def one(name: str) -> Backend:
         if name not in built:
             if name == "command":
-                from gitsleep.backends.command import CommandBackend
+                from gitsleep.backends.agent_cli import CommandBackend
 
                 if settings.agent is None:
                     raise UsageError("a `command` backend needs an `agent:` section")

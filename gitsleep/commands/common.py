@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from gitsleep.config import SkillConfig
-from gitsleep.errors import EXIT_OK, UsageError
-from gitsleep.prepare import Setup
+from gitsleep.base.errors import EXIT_OK, UsageError
+from gitsleep.flows.prepare import Setup
+from gitsleep.inputs.config import SkillConfig
 
 PLAIN_EVERY = 8  # in a log, passes this long get a line per quarter, shorter ones just one
 BAR_WIDTH, BAR_MIN = 20, 6  # a progress bar's cells on a wide terminal; the fewest shown

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from gitsleep import repo_paths, report, run
+from gitsleep import report
+from gitsleep.base.errors import GitsleepError
+from gitsleep.base.terminal import visible
 from gitsleep.commands.common import (
     end_progress,
     exit_with,
@@ -15,12 +17,12 @@ from gitsleep.commands.common import (
     setup_from,
     worst_exit,
 )
-from gitsleep.config import SkillConfig
-from gitsleep.errors import GitsleepError
+from gitsleep.flows import consolidate as run
+from gitsleep.flows.prepare import Setup
 from gitsleep.git_forge import gitops
 from gitsleep.git_forge.gitrun import git_run
-from gitsleep.prepare import Setup
-from gitsleep.terminal import visible
+from gitsleep.inputs import repo_paths
+from gitsleep.inputs.config import SkillConfig
 
 
 @click.command("consolidate")

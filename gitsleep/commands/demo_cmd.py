@@ -17,13 +17,14 @@ from pathlib import Path
 import click
 import git
 
-from gitsleep import report, run
-from gitsleep.bundled import examples_dir
+from gitsleep import report
+from gitsleep.base.bundled import examples_dir
 from gitsleep.commands.common import print_json
 from gitsleep.core.scores import fmt_change
+from gitsleep.flows import consolidate as run
+from gitsleep.flows.prepare import Setup
 from gitsleep.git_forge.gitrun import run_git
-from gitsleep.outcome import Scores, opens_pr
-from gitsleep.prepare import Setup
+from gitsleep.report.outcome import Scores, opens_pr
 
 EXAMPLE = "brief-writer"
 

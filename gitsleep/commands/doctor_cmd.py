@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import click
 
-from gitsleep import workspace as task_workspace
-from gitsleep.backends.agent_procs import STDERR_TAIL_BYTES
-from gitsleep.backends.command import CommandBackend
+from gitsleep.backends.agent_cli import CommandBackend
 from gitsleep.backends.select import RoutedBackend
+from gitsleep.base.errors import BackendError, UsageError
+from gitsleep.base.redact import Redactor
+from gitsleep.base.terminal import visible
 from gitsleep.commands.common import end_progress, only_skill, setup_from
 from gitsleep.core import judges
 from gitsleep.core.models import Answer, Task
 from gitsleep.core.replay import answer_call
-from gitsleep.errors import BackendError, UsageError
-from gitsleep.prepare import make_backend, read_inputs
-from gitsleep.redact import Redactor
-from gitsleep.terminal import visible
+from gitsleep.flows.prepare import make_backend, read_inputs
+from gitsleep.sandbox import workspace as task_workspace
+from gitsleep.sandbox.processes import STDERR_TAIL_BYTES
 
 SHOWN_CHARS = 2000  # of the answer
 STDERR_SHOWN_CHARS = 800  # of the end of the agent's stderr

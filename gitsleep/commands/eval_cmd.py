@@ -6,13 +6,13 @@ from typing import Any
 
 import click
 
-from gitsleep import repo_paths
 from gitsleep.commands.common import end_progress, print_json, setup_from
 from gitsleep.core import agents, replay
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import SPLITS, EpochSettings, PassResult, Task
 from gitsleep.core.scores import fmt_score, rounded
-from gitsleep.prepare import make_backend, make_cache, read_inputs
+from gitsleep.flows.prepare import make_backend, make_cache, read_inputs
+from gitsleep.inputs import repo_paths
 from gitsleep.report import SMALL_SPLIT, metric_note, small_splits
 
 

@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from gitsleep.base.errors import BackendError, UsageError
 from gitsleep.commands.common import end_progress, print_json, setup_from
-from gitsleep.config import SkillConfig
-from gitsleep.errors import BackendError, UsageError
-from gitsleep.harvest import pipeline
-from gitsleep.harvest.branch import commit_on_branch
-from gitsleep.harvest.privacy import Masker
-from gitsleep.harvest.select import harvested_before, parse_since
-from gitsleep.prepare import Setup, make_backend, make_cache, read_document
-from gitsleep.tasks import check_skill_tasks, parse_task_file
+from gitsleep.flows.harvest import pipeline
+from gitsleep.flows.harvest.branch import commit_on_branch
+from gitsleep.flows.harvest.privacy import Masker
+from gitsleep.flows.harvest.select import harvested_before, parse_since
+from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_document
+from gitsleep.inputs.config import SkillConfig
+from gitsleep.inputs.tasks import check_skill_tasks, parse_task_file
 
 if TYPE_CHECKING:  # the LLM miner and its client load only with --llm
-    from gitsleep.harvest.llm import LlmMiner
+    from gitsleep.flows.harvest.llm import LlmMiner
 
 
 def default_output(skill: str) -> str:
@@ -117,7 +117,7 @@ def _output_path(setup: Setup, output: Path | None, skill: str) -> str:
 
 def _llm_miner(setup: Setup) -> LlmMiner:
     from gitsleep.core.calls import CallRunner
-    from gitsleep.harvest.llm import LlmMiner
+    from gitsleep.flows.harvest.llm import LlmMiner
 
     if setup.config.backend == "offline":
         raise UsageError("--llm needs a real model: the offline simulator cannot read "

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import click
 
-from gitsleep import bundled, repo_paths
-from gitsleep.config import config_path
-from gitsleep.errors import UsageError
+from gitsleep.base import bundled
+from gitsleep.base.errors import UsageError
 from gitsleep.git_forge.gitrun import git_out
+from gitsleep.inputs import repo_paths
+from gitsleep.inputs.config import config_path
 
 SKILL_PATH = "skills/example-skill/SKILL.md"
 TASKS_PATH = "evals/example-skill/tasks.jsonl"

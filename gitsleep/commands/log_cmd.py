@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
+from gitsleep.base.errors import UsageError
 from gitsleep.commands.common import print_json
-from gitsleep.config import config_path, load_config
 from gitsleep.core.scores import fmt_change
-from gitsleep.errors import UsageError
 from gitsleep.git_forge import history, remote_notes
 from gitsleep.git_forge.gitrun import git_out
+from gitsleep.inputs.config import config_path, load_config
 
 
 def branch_refs(repo: Path, prefix: str) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from gitsleep.config import Config, config_path, load_config
+from gitsleep.inputs.config import Config, config_path, load_config
 
 
 def matrix(config: Config) -> dict[str, Any]:

@@ -7,11 +7,11 @@ import json
 
 import click
 
+from gitsleep.base.errors import EXIT_REGRESSION, EXIT_UNSCORED
+from gitsleep.base.terminal import visible
 from gitsleep.commands.common import end_progress, exit_with, setup_from
-from gitsleep.errors import EXIT_REGRESSION, EXIT_UNSCORED
-from gitsleep.prepare import Setup
-from gitsleep.review import edges, verdict
-from gitsleep.terminal import visible
+from gitsleep.flows.prepare import Setup
+from gitsleep.flows.review import edges, verdict
 
 
 @click.command("review")

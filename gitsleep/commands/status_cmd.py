@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
+from gitsleep.base.terminal import visible
 from gitsleep.commands.common import print_json, setup_from
-from gitsleep.config import SkillConfig
+from gitsleep.flows.prepare import Setup, read_inputs
 from gitsleep.git_forge import gitops, gitrun, record, remote_notes
 from gitsleep.git_forge.gitrun import git_run
-from gitsleep.prepare import Setup, read_inputs
-from gitsleep.terminal import visible
+from gitsleep.inputs.config import SkillConfig
 
 
 def _export(repo: Any, sha: str, skill: SkillConfig, dest: Path) -> bool:

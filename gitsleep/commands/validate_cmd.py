@@ -6,7 +6,7 @@ secrets in task files, which are sent to a model provider. Prints one line per p
 `path:line: CODE message`, and exits 0 when there is no error (warnings are fine), 1 when
 there are errors, 2 when it cannot run. It makes no network call and never imports the
 model, git or forge clients, so it is safe and fast as a pre-commit hook. The checks are
-`gitsleep.validation`; this module only prints them.
+`gitsleep.inputs.validation`; this module only prints them.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import click
 
-from gitsleep.config import Config, config_path, load_config
-from gitsleep.errors import EXIT_OK, EXIT_PROBLEMS
-from gitsleep.redact import Redactor
-from gitsleep.validation import (
+from gitsleep.base.errors import EXIT_OK, EXIT_PROBLEMS
+from gitsleep.base.redact import Redactor
+from gitsleep.inputs.config import Config, config_path, load_config
+from gitsleep.inputs.validation import (
     learned_block_report,
     repo_relative,
     split_lines,

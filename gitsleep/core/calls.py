@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.base.errors import BudgetExhausted
 from gitsleep.core.cache import ResponseCache, valid_unicode
 from gitsleep.core.models import Answer, Cost, EpochSettings, usd
-from gitsleep.errors import BudgetExhausted
+from gitsleep.core.ports import Backend, ModelCall
 
 T = TypeVar("T")
 Tick = Callable[[], None]  # one unit of a pass is done

@@ -154,8 +154,8 @@ class OpSpec:
     takes_arg: bool = True  # False: the op reads the answer alone
     format_only: bool = False  # looks only at the answer's shape: a judge of only these is weak
     arg_shape: ArgShape = "text"  # how the task file writes the arg (see ArgShape)
-    # "workspace": judged over the task's workspace after the agent ran (gitsleep.workspace),
-    # never over a text answer; such an op needs a task with a workspace
+    # "workspace": judged over the task's workspace after the agent ran
+    # (gitsleep.sandbox.workspace), never over a text answer; such an op needs a task with one
     reads: Literal["answer", "workspace"] = "answer"
     runs_program: bool = False  # runs a program from the task file: never written by harvest
 

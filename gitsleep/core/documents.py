@@ -24,9 +24,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gitsleep.core.hostile_text import invisible_problem, unsafe_link_problem
+from gitsleep.base.errors import UsageError
+from gitsleep.base.hostile_text import invisible_problem, unsafe_link_problem
 from gitsleep.core.models import Edit, EditOutcome
-from gitsleep.errors import UsageError
 
 START = "<!-- gitsleep:learned:start -->"
 END = "<!-- gitsleep:learned:end -->"

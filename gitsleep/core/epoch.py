@@ -26,7 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ParamSpec
 
-from gitsleep.backends.base import Backend
+from gitsleep.base.errors import (
+    EXIT_BACKEND,
+    EXIT_BUDGET,
+    BackendError,
+    BudgetExhausted,
+    UsageError,
+)
 from gitsleep.core import agents, diagnose, gate, groups, honesty, rollouts
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner, StepHook
@@ -43,10 +49,10 @@ from gitsleep.core.models import (
     Task,
     usd,
 )
+from gitsleep.core.ports import Backend
 from gitsleep.core.scores import fmt_score
 from gitsleep.core.scoring import SCREEN_FIXES, TRAIN_MINIBATCH, Scorer, train_minibatch
 from gitsleep.core.search import Search, SearchEnd, SearchRecord
-from gitsleep.errors import EXIT_BACKEND, EXIT_BUDGET, BackendError, BudgetExhausted, UsageError
 
 __all__ = ["TRAIN_MINIBATCH", "Epoch", "Verdict", "budget_note", "call_ceiling", "decide",
            "run_epoch", "train_minibatch"]

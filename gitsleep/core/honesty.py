@@ -25,12 +25,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gitsleep.base.problems import Problem, warning
 from gitsleep.core import labels, worked
 from gitsleep.core.check_ops import OPS
 from gitsleep.core.models import Check, Task
 from gitsleep.core.patterns import search
 from gitsleep.core.regex_literal import TYPED_SLOT, has_choice, sample_fill, typed_form
-from gitsleep.problems import Problem, warning
 
 _QUOTED = re.compile(r"\"([^\"\n]{1,120})\"|(?<!\w)'([^'\n]{1,120})'(?!\w)|`([^`\n]{1,120})`")
 _BULLET = re.compile(r"^\s*[-*+]\s+")

@@ -37,8 +37,9 @@ import json
 import re
 from collections.abc import Sequence
 
+from gitsleep.base import hostile_text
 from gitsleep.core import documents as docs
-from gitsleep.core import fragments, groups, honesty, hostile_text, labels, skeleton, worked
+from gitsleep.core import fragments, groups, honesty, labels, skeleton, worked
 from gitsleep.core import markdown as md
 from gitsleep.core.check_ops import OPS, check_argv
 from gitsleep.core.check_text import describe_check, is_section_check, passes, wants_text

@@ -12,12 +12,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from gitsleep.backends.base import ModelCall
+from gitsleep.base.redact import clip
 from gitsleep.core import honesty
 from gitsleep.core.check_ops import OPS, command_argv
 from gitsleep.core.models import Answer, Check, CheckProgram, Judge, SampleResult, Score
 from gitsleep.core.numbers import loads_json
-from gitsleep.redact import clip
+from gitsleep.core.ports import ModelCall
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 HARD_THRESHOLD = 0.8  # a rubric score at or above this counts as a hard pass

@@ -452,7 +452,7 @@ class AgentRef:
 class CheckProgram(Protocol):
     """Runs a text task's `command` check: its argv on the answer, seeing `pass_env` beyond
     a minimal environment; whether it passed, and why not. The core starts no process, so
-    the edge gives it one (`gitsleep.command_check.check_answer`, wired by the config)."""
+    the edge gives it one (`gitsleep.sandbox.check_program.check_answer`, wired by the config)."""
 
     def __call__(self, argv: Sequence[str], answer: str, *,
                  pass_env: Sequence[str]) -> tuple[bool, str]: ...

@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from gitsleep.backends.base import ModelCall
 from gitsleep.core import (
     agents,
     check_ops,
@@ -27,6 +26,7 @@ from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
+from gitsleep.core.ports import ModelCall
 from gitsleep.core.regex_literal import merge_typed
 from gitsleep.core.rollouts import Contrast
 

@@ -14,7 +14,7 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from gitsleep.backends.base import ModelCall
+from gitsleep.base.errors import BackendError, BudgetExhausted, UsageError
 from gitsleep.core import documents as docs
 from gitsleep.core import honesty, judges, sandbox
 from gitsleep.core.calls import CallRunner, Tick, no_tick
@@ -29,7 +29,7 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
-from gitsleep.errors import BackendError, BudgetExhausted, UsageError
+from gitsleep.core.ports import ModelCall
 
 
 def documents_version(documents: Mapping[str, str | None]) -> str:

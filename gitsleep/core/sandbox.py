@@ -1,6 +1,6 @@
 """Judging a task's workspace after the agent ran, over a plain folder: pure of git, the
 forge and processes (the folder comes from `gitsleep.git_forge.task_trees`, the agent and
-the `command` checks run in `gitsleep.workspace` and the backends).
+the `command` checks run in `gitsleep.sandbox.workspace` and the backends).
 
 Which files the agent changed (`snapshot` before and after), the workspace check ops
 (`file_exists`, `file_contains`, `changed_files_max`, each reading only inside the folder:
@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitsleep.base.errors import UsageError
 from gitsleep.core.check_ops import OPS
 from gitsleep.core.patterns import search_untrusted
-from gitsleep.errors import UsageError
 
 if TYPE_CHECKING:
     from gitsleep.core.models import Task

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from gitsleep.backends.base import ModelCall
+from gitsleep.base.errors import BackendError
 from gitsleep.core import agents, gate, honesty, judges, reflect, rollouts
 from gitsleep.core import documents as docs
 from gitsleep.core.calls import CallRunner
@@ -28,9 +28,9 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
+from gitsleep.core.ports import ModelCall
 from gitsleep.core.scores import fmt_score
 from gitsleep.core.scoring import SCREEN_FIXES, Scorer
-from gitsleep.errors import BackendError
 
 
 @dataclass

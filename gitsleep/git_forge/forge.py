@@ -30,9 +30,9 @@ from github.Repository import Repository
 from github.Requester import HTTPRequestsConnectionClass, HTTPSRequestsConnectionClass
 from urllib3 import Retry
 
-from gitsleep.deadline import DeadlineAdapter
-from gitsleep.errors import GitError
-from gitsleep.outcome import PR_BODY_LIMIT
+from gitsleep.base.deadline import DeadlineAdapter
+from gitsleep.base.errors import GitError
+from gitsleep.report.outcome import PR_BODY_LIMIT
 
 DEFAULT_API_URL = "https://api.github.com"
 REQUEST_TIMEOUT = 30  # seconds for one whole GitHub API request, not per read (PyGithub: an int)

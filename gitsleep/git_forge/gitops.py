@@ -62,7 +62,7 @@ from typing import Any
 
 import git
 
-from gitsleep.errors import GitError, UsageError
+from gitsleep.base.errors import GitError, UsageError
 from gitsleep.git_forge import remote_notes
 from gitsleep.git_forge.gitrun import (
     git_run,

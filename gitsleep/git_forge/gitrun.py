@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from gitsleep.errors import GitError
+from gitsleep.base.errors import GitError
 
 if TYPE_CHECKING:  # GitPython is slow to import; `validate` must not pay for it
     import git

@@ -23,7 +23,7 @@ from typing import Any
 
 import git
 
-from gitsleep.errors import LockHeld, UsageError
+from gitsleep.base.errors import LockHeld, UsageError
 
 # Lock files this process holds, so a lock carrying our own pid but not listed here (left by
 # an earlier process that had the same pid, e.g. after a container restart) counts as stale.

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from gitsleep.errors import GitError, GitsleepError, UsageError
+from gitsleep.base.errors import GitError, GitsleepError, UsageError
 from gitsleep.git_forge import forge, gitops
 from gitsleep.git_forge.gitops import BaseRef, BranchState, PushResult
 from gitsleep.git_forge.gitrun import is_ancestor, ref_sha, try_git

@@ -24,12 +24,12 @@ from gitsleep.core import markdown as md
 from gitsleep.core.models import AgentSummary, Decision, EpochResult
 from gitsleep.core.scores import fmt_change, parse_change, rounded
 from gitsleep.git_forge.gitrun import run_git
-from gitsleep.tasks import task_files_digest
+from gitsleep.inputs.tasks import task_files_digest
 
 if TYPE_CHECKING:
     import git
 
-    from gitsleep.config import Config, SkillConfig
+    from gitsleep.inputs.config import Config, SkillConfig
 
 NOTES_REF = "refs/notes/gitsleep"
 MAX_NOTE_BYTES = 8 << 20  # a diagnostics note is tens of KB; a larger one is not gitsleep's

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitsleep.base.errors import GitError, UsageError
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import link_leaves, normal_folder
-from gitsleep.errors import GitError, UsageError
 from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this

@@ -12,7 +12,6 @@ terminal line and `--json`); `common` holds what they share. The names below are
 public ones, so `from gitsleep import report` keeps working.
 """
 
-from gitsleep.outcome import PR_BODY_LIMIT
 from gitsleep.report.commit import COMMIT_TASK_LINES, commit_message, commit_subject
 from gitsleep.report.common import (
     METRIC_NOTES,
@@ -42,6 +41,7 @@ from gitsleep.report.diagnostics_json import (
     response_head,
     write_diagnostics,
 )
+from gitsleep.report.outcome import PR_BODY_LIMIT
 from gitsleep.report.pull_request import (
     ANSWER_CHARS,
     ANSWER_PAIRS,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gitsleep.base.redact import Redactor
 from gitsleep.core import markdown as md
 from gitsleep.core.models import EpochResult
 from gitsleep.core.scores import fmt_score
 from gitsleep.git_forge.record import trailer_values
-from gitsleep.redact import Redactor
 from gitsleep.report.common import (
     SPLIT_NAMES,
     agent_gate_note,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from gitsleep.base.errors import UsageError
+from gitsleep.base.redact import Redactor
 from gitsleep.core import documents as docs
 from gitsleep.core import gate, groups, judges
 from gitsleep.core.models import (
@@ -18,8 +20,6 @@ from gitsleep.core.models import (
     TaskDelta,
 )
 from gitsleep.core.scores import fmt_change
-from gitsleep.errors import UsageError
-from gitsleep.redact import Redactor
 
 SPLIT_NAMES = {"train": "train", "val": "val", "test": "held-out"}
 _STATUS_ORDER = {"regressed": 0, "improved": 1, "missing": 2, "unchanged": 3}

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitsleep.base.errors import EXIT_GIT, GitsleepError
+from gitsleep.base.redact import Redactor
 from gitsleep.core import judges
 from gitsleep.core.models import EpochResult, TaskResult, to_dict
-from gitsleep.errors import EXIT_GIT, GitsleepError
 from gitsleep.git_forge.record import with_proof
-from gitsleep.outcome import Edits
-from gitsleep.redact import Redactor
 from gitsleep.report.common import (
     agent_tradeoffs,
     block_diff,
@@ -25,6 +24,7 @@ from gitsleep.report.common import (
     integrity_counts,
     simulated,
 )
+from gitsleep.report.outcome import Edits
 
 DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
 DIAGNOSTICS_VERSION = 1

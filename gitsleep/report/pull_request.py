@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gitsleep.base.redact import Redactor
 from gitsleep.core import markdown as md
 from gitsleep.core.models import (
     EditOutcome,
@@ -16,8 +17,6 @@ from gitsleep.core.models import (
     TaskResult,
 )
 from gitsleep.core.scores import fmt_score
-from gitsleep.outcome import PR_BODY_LIMIT
-from gitsleep.redact import Redactor
 from gitsleep.report.common import (
     SPLIT_NAMES,
     agent_gate_how,
@@ -32,6 +31,7 @@ from gitsleep.report.common import (
     split_passes,
     task_changes,
 )
+from gitsleep.report.outcome import PR_BODY_LIMIT
 
 ANSWER_PAIRS = 3  # held-out tasks whose answers before and after the PR body shows
 ANSWER_CHARS = 600

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from gitsleep.base.redact import Redactor
 from gitsleep.core import markdown as md
 from gitsleep.core.models import EpochResult
-from gitsleep.outcome import (
+from gitsleep.report.common import change, default_redactor, model_costs, simulated
+from gitsleep.report.outcome import (
     AgentScores,
     CostSummary,
     Edits,
@@ -16,8 +18,6 @@ from gitsleep.outcome import (
     SkillSummary,
     opens_pr,
 )
-from gitsleep.redact import Redactor
-from gitsleep.report.common import change, default_redactor, model_costs, simulated
 
 
 def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> str:

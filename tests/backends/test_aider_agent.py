@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from gitsleep.config import load_config
+from gitsleep.inputs.config import load_config
 from tests.support.cli import run_cli
 from tests.support.dead_proxy import DeadProxy
 from tests.support.fake_openai import FakeOpenAIServer
@@ -139,7 +139,7 @@ def only_task(out: str) -> dict[str, Any]:
 def test_the_aider_preset_reads_the_server_from_the_config(tmp_path: Path) -> None:
     """No aider needed: the argv and variables the preset gives a text and a workspace
     task (read-only `--dry-run` for text, edits for a workspace)."""
-    from gitsleep.backend_settings import backend_settings
+    from gitsleep.inputs.backend_settings import backend_settings
 
     config_file = tmp_path / ".gitsleep.yml"
     config_file.write_text(
@@ -178,7 +178,7 @@ def test_the_aider_preset_reads_the_server_from_the_config(tmp_path: Path) -> No
 
 
 def test_agent_env_wins_over_the_preset_and_an_unset_key_is_left_out(tmp_path: Path) -> None:
-    from gitsleep.backend_settings import backend_settings
+    from gitsleep.inputs.backend_settings import backend_settings
 
     config_file = tmp_path / ".gitsleep.yml"
     config_file.write_text(
@@ -236,9 +236,9 @@ def test_a_wrong_edit_fails_the_check_with_a_reason(
 
 def text_answer(repo: Path) -> Any:
     """One text task answered by aider through the preset (`--dry-run`)."""
-    from gitsleep.backend_settings import backend_from_config
     from gitsleep.core.models import Judge, Task
     from gitsleep.core.replay import answer_call
+    from gitsleep.inputs.backend_settings import backend_from_config
 
     backend = backend_from_config(
         load_config(repo / ".gitsleep.yml"), dict(os.environ), "changelog"

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from gitsleep.backend_settings import backend_from_config
-from gitsleep.config import load_config
+from gitsleep.base.errors import BackendError
 from gitsleep.core.models import Judge, Task
 from gitsleep.core.replay import answer_call
-from gitsleep.errors import BackendError
+from gitsleep.inputs.backend_settings import backend_from_config
+from gitsleep.inputs.config import load_config
 from tests.support.fake_openai import FakeOpenAIServer
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 
-from gitsleep.backends.base import ModelCall
 from gitsleep.backends.offline import OfflineBackend, simulate_answer, simulate_proposal
+from gitsleep.core.ports import ModelCall
 
 
 def answer(doc: str, prompt: str = "Write a brief on caching.") -> str:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.base import ModelCall
 from gitsleep.backends.offline import OfflineBackend, directive_for, simulate_answer
+from gitsleep.core.ports import ModelCall
 from gitsleep.git_forge.task_trees import tree_id
 from tests.support.cli import run_cli
 from tests.support.gitrepo import isolate_git, make_repo

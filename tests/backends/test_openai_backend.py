@@ -13,14 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gitsleep.backends.base import ModelCall
 from gitsleep.backends.openai_compat import (
     EMPTY_REPLY_RETRIES,
     OpenAIBackend,
     RateGate,
     create_openai_backend,
 )
-from gitsleep.errors import EXIT_BACKEND, BackendError
+from gitsleep.base.errors import EXIT_BACKEND, BackendError
+from gitsleep.core.ports import ModelCall
 from tests.support.fake_openai import FakeOpenAIServer, Fault
 
 KEY = "test-key-7f3a9c1e5b2d4f60"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.config import load_config
 from gitsleep.core.agents import expand
 from gitsleep.core.epoch import call_ceiling
-from gitsleep.prepare import read_inputs
+from gitsleep.flows.prepare import read_inputs
+from gitsleep.inputs.config import load_config
 from tests.support.cli import run_cli
 from tests.support.gitrepo import example_repo
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep import bundled
+from gitsleep.base import bundled
 from gitsleep.commands import init_cmd
-from gitsleep.config import load_config
-from gitsleep.tasks import load_skill_tasks
+from gitsleep.inputs.config import load_config
+from gitsleep.inputs.tasks import load_skill_tasks
 from tests.support.cli import run_cli
 
 WORKFLOW = b"name: gitsleep nightly\non: {workflow_dispatch: {}}\n"

@@ -431,8 +431,8 @@ def test_many_skills_naming_one_document_parse_the_config_once(
     """Issue 24 class 10: each GS002 line looked up its config line by parsing the whole
     config again, so n skills sharing one document cost n parses of an O(n) file. The
     config is composed a bounded number of times, whatever the number of skills."""
-    from gitsleep import config as config_module
-    from gitsleep import validation
+    from gitsleep.inputs import config as config_module
+    from gitsleep.inputs import validation
 
     parses: list[int] = []
     compose = config_module.compose_yaml
@@ -544,8 +544,8 @@ def test_no_held_out_tasks_is_a_warning_that_says_val_decides(
 def test_skills_sharing_task_files_each_get_their_own_skill_problems(repo: Path) -> None:
     """The shared parse (issue 24 class 10) must not hand one skill's own problems to
     another: each skill is named in its split-size line, and each package is checked."""
-    from gitsleep import validation
-    from gitsleep.config import load_config
+    from gitsleep.inputs import validation
+    from gitsleep.inputs.config import load_config
 
     (repo / TASKS).write_text(record("t1", "train") + record("t2", "train"))  # no val task
     skills = "".join(f"  - name: {name}\n    skill: {SKILL}\n    tasks: [{TASKS}]\n{extra}"

@@ -12,7 +12,6 @@ import json
 from dataclasses import replace
 
 from gitsleep import report
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend, recent_only
 from gitsleep.core import agents, gate, reflect
 from gitsleep.core.calls import CallRunner
@@ -28,6 +27,7 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
+from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.core.replay import score_split
 from tests.core.test_epoch import SpyBackend
 from tests.core.test_learning_judgment import DOC, PROMPTS, TASKS, example

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.base.errors import BudgetExhausted
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
-from gitsleep.errors import BudgetExhausted
+from gitsleep.core.ports import Backend, ModelCall
 
 PRICES = {"m": {"prompt": 1.0, "completion": 2.0}}  # USD per 1M tokens
 DEADLINE = 5.0  # seconds a thread waits for an ordering that the bug never brings

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.select import create_backend
+from gitsleep.base.errors import BudgetExhausted, UsageError
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import Answer
-from gitsleep.errors import BudgetExhausted, UsageError
+from gitsleep.core.ports import Backend, ModelCall
 
 
 class CountingBackend(Backend):

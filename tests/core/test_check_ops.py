@@ -6,7 +6,6 @@ from typing import get_args
 
 import pytest
 
-from gitsleep import schemas
 from gitsleep.backends.offline import directive_for
 from gitsleep.core import check_ops, hygiene
 from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp
@@ -14,7 +13,8 @@ from gitsleep.core.check_text import describe_check, example_for_check, passes, 
 from gitsleep.core.judges import check_passes
 from gitsleep.core.models import FORMAT_OPS, Check, Judge
 from gitsleep.core.regex_literal import sample_fill
-from gitsleep.tasks import parse_judge
+from gitsleep.inputs import schemas
+from gitsleep.inputs.tasks import parse_judge
 
 ALL_OPS = {"contains", "not_contains", "regex", "section_present", "section_contains",
            "max_chars", "min_chars", "no_refusal", "equals"}

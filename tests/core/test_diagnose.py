@@ -6,10 +6,10 @@ import json
 from dataclasses import replace
 
 from gitsleep import report
-from gitsleep.backends.base import Backend, ModelCall
+from gitsleep.base.redact import Redactor
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
-from gitsleep.redact import Redactor
+from gitsleep.core.ports import Backend, ModelCall
 
 IMPACT = Check("section_present", "Impact")
 SEVERITY = Check("regex", "Severity:\\s*[1-4]\\b")

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitsleep.base.errors import UsageError
 from gitsleep.core import documents as d
 from gitsleep.core.models import Edit
-from gitsleep.errors import UsageError
 from tests.support.hostile_edits import INVISIBLE_CONTENTS, LINK_CONTENTS, SAFE_CONTENTS
 
 SKILL = """---

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend
+from gitsleep.base.errors import BackendError, UsageError
 from gitsleep.core import documents as d
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.epoch import run_epoch
@@ -22,7 +22,7 @@ from gitsleep.core.models import (
     Task,
     to_dict,
 )
-from gitsleep.errors import BackendError, UsageError
+from gitsleep.core.ports import Backend, ModelCall
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 SKILL = "# Brief writer\n\nWrite plainly.\n"
@@ -413,8 +413,8 @@ def docs_of(result: EpochResult) -> str:
 
 
 def test_the_second_example_also_gains_offline() -> None:
-    from gitsleep.config import load_config
-    from gitsleep.prepare import read_inputs
+    from gitsleep.flows.prepare import read_inputs
+    from gitsleep.inputs.config import load_config
 
     root = EXAMPLE.parent / "incident-notes"
     config = load_config(root / ".gitsleep.yml")
@@ -516,8 +516,8 @@ def test_the_secret_check_reads_text_as_the_document_will_hold_it(
     """Behind hygiene (switched off here) the epoch's own check must not be fooled by a
     secret split with a character the document layer strips: before, the split secret
     passed the check and the line cleaning wrote it whole into the document."""
+    from gitsleep.base.redact import Redactor
     from gitsleep.core import hygiene
-    from gitsleep.redact import Redactor
 
     monkeypatch.setattr(hygiene, "check_hygiene", lambda edits, **_: (list(edits), []))
     secret = "Sekr3t-Deploy-Value-0123456789"
@@ -531,8 +531,8 @@ def test_the_secret_check_reads_text_as_the_document_will_hold_it(
 
 
 def test_the_third_example_learns_its_two_structural_checks_offline() -> None:
-    from gitsleep.config import load_config
-    from gitsleep.prepare import read_inputs
+    from gitsleep.flows.prepare import read_inputs
+    from gitsleep.inputs.config import load_config
 
     root = EXAMPLE.parent / "outage-summary"
     config = load_config(root / ".gitsleep.yml")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gitsleep import report
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend, directive_for
+from gitsleep.base.redact import Redactor
 from gitsleep.core import documents as docs
 from gitsleep.core import honesty, reflect, replay, skeleton
 from gitsleep.core.calls import CallRunner
@@ -30,7 +30,7 @@ from gitsleep.core.models import (
     Judge,
     Task,
 )
-from gitsleep.redact import Redactor
+from gitsleep.core.ports import Backend, ModelCall
 from tests.support.cli import consolidate_example, run_cli
 from tests.support.gitrepo import git, isolate_git, make_repo
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.core import reflect
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import (
@@ -16,6 +15,7 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
+from gitsleep.core.ports import Backend, ModelCall
 
 DOC = ("---\nname: s\n---\n# Skill\nWrite well.\n\n<!-- gitsleep:learned:start -->\n"
        "- Use the heading \"## Key Risks\"\n<!-- gitsleep:learned:end -->\n")

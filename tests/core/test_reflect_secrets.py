@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from gitsleep.backends.base import Answer, Backend, ModelCall
+from gitsleep.base.redact import Redactor
 from gitsleep.core.epoch import run_epoch
 from gitsleep.core.models import Check, EpochSettings, Judge, Task
-from gitsleep.redact import Redactor
+from gitsleep.core.ports import Answer, Backend, ModelCall
 
 SECRET = "sk-proj-Zq8vLk9liteAs5dFg2hJk4lQw7eR"
 SKILL = ("# Skill\nAnswer well.\n\n<!-- gitsleep:learned:start -->\n"

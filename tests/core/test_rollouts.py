@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend
 from gitsleep.core import documents as d
 from gitsleep.core import rollouts
 from gitsleep.core.epoch import call_ceiling, run_epoch
 from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
+from gitsleep.core.ports import Backend, ModelCall
 
 IMPACT = Check("section_present", "Impact")
 SEVERITY = Check("regex", "Severity:\\s*[1-4]\\b")

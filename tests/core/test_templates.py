@@ -122,10 +122,10 @@ def test_an_epoch_accepts_a_template_an_agent_copies_and_the_report_shows_it():
     import json
 
     from gitsleep import report
-    from gitsleep.backends.base import Backend, ModelCall
+    from gitsleep.base.redact import Redactor
     from gitsleep.core.epoch import run_epoch
     from gitsleep.core.models import Answer, EpochSettings, Judge, Task
-    from gitsleep.redact import Redactor
+    from gitsleep.core.ports import Backend, ModelCall
 
     class CopiesSkeletons(Backend):
         """An agent that copies a fenced skeleton but ignores rules in words."""

@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
-from gitsleep.action_outputs import outputs_for, summary_markdown
-from gitsleep.backends.base import Backend, ModelCall
 from gitsleep.backends.offline import OfflineBackend, simulate_answer
-from gitsleep.config import load_config
+from gitsleep.base.errors import BudgetExhausted, UsageError
 from gitsleep.core import documents as d
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import TRAIN_MINIBATCH, call_ceiling, run_epoch, train_minibatch
 from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
-from gitsleep.errors import BudgetExhausted, UsageError
-from gitsleep.outcome import SkillSummary
+from gitsleep.core.ports import Backend, ModelCall
+from gitsleep.inputs.config import load_config
+from gitsleep.report.action_outputs import outputs_for, summary_markdown
+from gitsleep.report.outcome import SkillSummary
 from tests.core.test_epoch import example_tasks
 from tests.support.cli import run_cli
 from tests.support.fake_openai import FakeOpenAIServer

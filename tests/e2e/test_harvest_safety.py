@@ -170,7 +170,8 @@ def test_the_default_names_are_documented_ones() -> None:
     from gitsleep.git_forge.publish_sequence import harvest_branch, skill_branch
 
     assert harvest_branch("gitsleep/", "brief-writer") == BRANCH
-    assert skill_branch("gitsleep/", "harvest-brief-writer") == "gitsleep/harvest-brief-writer"
+    assert (skill_branch("gitsleep/", "harvest-brief-writer")
+            == "gitsleep/harvest-brief-writer")
 
 
 # -- (d), (e) writes through symlinks -------------------------------------------------------

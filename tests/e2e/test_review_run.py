@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.review.test_edges import AuthoredGitHub as FakeGitHub  # comments carry their author
+from tests.flows.review.test_edges import (
+    AuthoredGitHub as FakeGitHub,  # comments carry their author
+)
 from tests.support.cli import CliResult, run_cli
 from tests.support.fake_github import not_permitted
 from tests.support.fake_openai import FakeOpenAIServer

@@ -16,8 +16,8 @@ import pytest
 
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.replay import answer_call
-from gitsleep.prepare import Setup, make_backend, read_inputs
-from gitsleep.review import verdict
+from gitsleep.flows.prepare import Setup, make_backend, read_inputs
+from gitsleep.flows.review import verdict
 from tests.e2e.test_review_run import (
     NOTES_MD,
     SKILL,
@@ -32,7 +32,7 @@ from tests.e2e.test_review_run import (
 from tests.e2e.test_review_run import (
     review as run_review,
 )
-from tests.review.test_edges import AuthoredGitHub as FakeGitHub
+from tests.flows.review.test_edges import AuthoredGitHub as FakeGitHub
 from tests.support.cli import run_cli
 from tests.support.gitrepo import commit_files, example_repo, git
 

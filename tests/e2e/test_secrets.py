@@ -276,7 +276,7 @@ def test_a_secret_split_by_an_invisible_mark_is_in_no_output_even_once_the_mark_
     """Before: the redactor missed the split secret, so stdout, stderr, diagnostics.json
     and the git note held it with only an invisible mark inside, which a copy-paste, a
     terminal or a cleaning step (like gitsleep's own one-line cleaning) drops."""
-    from gitsleep.core.hostile_text import without_invisible
+    from gitsleep.base.hostile_text import without_invisible
 
     code, data, found = whole_run(secret, env_name, {"model_reply"}, split_secret_model,
                                   with_document=True)
@@ -306,8 +306,8 @@ def fragment_of(key: str, text: str) -> str | None:
 
 def leaky_agent_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str,
                      cuts: str, extra: str = "") -> Path:
+    from tests.inputs.test_agent_config import project
     from tests.support.fake_agents import install
-    from tests.test_agent_config import project
 
     for name in ("GITHUB_TOKEN", "GH_TOKEN", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

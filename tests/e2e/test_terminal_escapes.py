@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.inputs.test_agent_config import project
 from tests.support.cli import run_cli
 from tests.support.fake_agents import install
 from tests.support.fake_agents.hostile_tty import SEQUENCES
 from tests.support.gitrepo import git
-from tests.test_agent_config import project
 
 # What a terminal acts on: C0 controls but tab and newline (CR and BS included), DEL, C1.
 RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -34,7 +34,7 @@ def hostile_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exit_code: int
 
 
 def test_visible_escapes_every_control_and_keeps_text_tabs_and_newlines() -> None:
-    from gitsleep.terminal import visible
+    from gitsleep.base.terminal import visible
 
     assert visible("plain text, é, 日本, ⚠️\tand\na newline") == (
         "plain text, é, 日本, ⚠️\tand\na newline")
@@ -99,8 +99,8 @@ def test_status_escapes_control_characters_in_a_pushed_trailer(
 ) -> None:
     """A gitsleep branch and a note anyone with push access can write: the trailers
     `status` prints came from that commit message."""
+    from tests.inputs.test_agent_config import EXAMPLE
     from tests.support.gitrepo import isolate_git, make_repo
-    from tests.test_agent_config import EXAMPLE
 
     isolate_git(monkeypatch, tmp_path)
     files = {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
@@ -128,8 +128,8 @@ def test_a_log_record_shows_control_characters_escaped() -> None:
     library's message about a server's reply): the log line escapes it too."""
     import logging
 
-    from gitsleep.logs import RedactingFormatter
-    from gitsleep.redact import Redactor
+    from gitsleep.base.logs import RedactingFormatter
+    from gitsleep.base.redact import Redactor
 
     record = logging.LogRecord("gitsleep", logging.WARNING, __file__, 1,
                                "could not push: %s", ("remote: \x1b]52;c;aGk=\x07 \x9b2J",),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gitsleep.errors import GitError
+from gitsleep.base.errors import GitError
 from gitsleep.git_forge.forge import (
     MAX_BODY_CHARS,
     ForgeSettings,

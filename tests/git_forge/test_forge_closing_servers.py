@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.errors import GitError
+from gitsleep.base.errors import GitError
 from gitsleep.git_forge.forge import ForgeSettings, GitHubForge, Pacing, sync_pull_request
 from tests.support.cli import init_repo, run_cli
 from tests.support.fake_github import FakeGitHub

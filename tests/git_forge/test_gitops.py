@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
-from gitsleep.errors import EXIT_GIT, GitError, UsageError
+from gitsleep.base.errors import EXIT_GIT, GitError, UsageError
 from gitsleep.git_forge import gitops, record
 from gitsleep.git_forge.gitrun import is_ancestor, ref_sha
 from tests.support.gitrepo import (

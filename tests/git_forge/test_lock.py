@@ -14,7 +14,7 @@ from pathlib import Path
 import git
 import pytest
 
-from gitsleep.errors import EXIT_LOCKED, LockHeld, UsageError
+from gitsleep.base.errors import EXIT_LOCKED, LockHeld, UsageError
 from gitsleep.git_forge.lock import RepoLock, lock_path, process_alive
 from tests.support.gitrepo import git as run_git
 from tests.support.gitrepo import isolate_git, make_repo

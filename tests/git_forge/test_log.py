@@ -105,7 +105,7 @@ def test_job_summary_charts_held_out_per_epoch(
     summary = tmp_path / "summary.md"
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary),
            "GITHUB_OUTPUT": str(tmp_path / "out")}
-    subprocess.run([sys.executable, "-m", "gitsleep.action_outputs", "publish", "--results",
+    subprocess.run([sys.executable, "-m", "gitsleep.report.action_outputs", "publish", "--results",
                     str(results), "--exit-code", "0"], cwd=work, env=env, check=True, timeout=60)
 
     text = summary.read_text()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.errors import LockHeld, UsageError
+from gitsleep.base.errors import LockHeld, UsageError
 from gitsleep.git_forge import publish_sequence as sequence
 from gitsleep.git_forge.lock import RepoLock
 from tests.support.gitrepo import git, isolate_git, make_repo

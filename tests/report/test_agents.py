@@ -8,11 +8,11 @@ import json
 from dataclasses import replace
 
 from gitsleep import report
+from gitsleep.base.redact import Redactor
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary
 from gitsleep.git_forge import record
-from gitsleep.outcome import PrResult, SkillSummary
-from gitsleep.redact import Redactor
-from tests.test_report import TRAILERS, make_result, parsed_trailers
+from gitsleep.report.outcome import PrResult, SkillSummary
+from tests.report.test_report import TRAILERS, make_result, parsed_trailers
 
 SMALL = AgentSummary("small", "qwen0.5b", "openai", SplitSummary(0.0, 0.5, 4),
                      SplitSummary(0.25, 0.5, 3), SplitSummary(0.0, 1.0, 2))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gitsleep.redact import Redactor
+from gitsleep.base.redact import Redactor
 from gitsleep.report import pull_request as pr
 from gitsleep.report.pull_request import Body, Section
-from tests.test_report import make_result
+from tests.report.test_report import make_result
 
 
 def page_of(**changes: object) -> pr._Page:
