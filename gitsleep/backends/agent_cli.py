@@ -173,7 +173,7 @@ class CommandBackend(Backend):
     """Answers calls by running an agent CLI; see the module docstring for the rules."""
 
     name = "command"
-    workspaces = True  # runs a workspace task in a copy of its folder (issue 26)
+    workspaces = True  # runs a workspace task in a copy of its folder
 
     def __init__(
         self,
@@ -339,7 +339,7 @@ class CommandBackend(Backend):
                     str(task_folder["folder"]))
                 self._workspaces.copy(tree, workspace)
             package = task_workspace.package_of(call.context) if call.purpose == "answer" else None
-            packaged = ({} if package is None else  # beside the skill document (issue 26)
+            packaged = ({} if package is None else  # beside the skill document
                         task_workspace.install_package(self._workspaces, package, workspace,
                                                        spec.install))
             installed = self.installed_files(call)

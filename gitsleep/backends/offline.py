@@ -5,7 +5,7 @@ through exactly the same code path as a real backend; only `complete` is simulat
 every result it produces says so (`simulated = True`, model name `offline`). The rules
 it follows are in `shared/spec/offline-backend.md` and the README.
 
-A workspace task (issue 26) is answered in a copy of its folder, as an agent CLI would:
+A workspace task is answered in a copy of its folder, as an agent CLI would:
 the skill document is installed as AGENTS.md, the simulated agent carries out the file
 directives (`Always create "<path>"`, `Always add "<text>" to "<path>"`) literally, in
 document order and only inside the folder, and the task's workspace and command checks
@@ -36,7 +36,7 @@ from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import workspace as task_workspace
 
 _Q = r"[\"'](.+?)[\"']"
-# A conditional directive (issue 38): `When the task mentions "X", include "A"; when it
+# A conditional directive: `When the task mentions "X", include "A"; when it
 # mentions "Y", include "B"; otherwise include "C".` The first clause whose word the task's
 # prompt holds picks the line the answer contains; none does: the `otherwise` line, if any.
 _WHEN = re.compile(rf"\bwhen (?:the task|it) mentions {_Q},? include {_Q}", re.IGNORECASE)
@@ -158,7 +158,7 @@ def recent_only(documents: list[str], model: str) -> list[str]:
     """The documents as the `offline-recent-N` agent reads them: only the last N directive
     lines (an agent whose attention holds the few latest instructions: a rule appended to
     the learned block pushes the first hand-written one out). A gitsleep addition to the
-    simulator, for nights of several agents that disagree (issue 40); any other model
+    simulator, for nights of several agents that disagree; any other model
     name reads everything, as the spec's agent does."""
     found = RECENT_MODEL.match(model)
     if found is None:
@@ -216,7 +216,7 @@ def _choose(clauses: list[tuple[str, str]], otherwise: str | None, prompt: str) 
 def _include_a_match(pattern: str) -> str | None:
     """`Always include "<a literal the pattern matches>"`; no edit when the pattern leaves
     the value to the task (`[1-4]`, `(approve|reject)`, `\\d+`): the simulated optimizer
-    cannot say how to choose, and one constant is the rule issue 25 forbids."""
+    cannot say how to choose, and one constant is a pin the honesty rules forbid."""
     literal = literal_for_regex(pattern)
     return f'Always include "{literal}"' if literal else None
 
@@ -262,7 +262,7 @@ PROPOSED: dict[str, Callable[[str], str | None]] = {
     "not_contains": lambda text: f'Never say "{text}"',
     "max_chars": lambda text: f"Keep answers under {text} characters",
     "regex": _include_a_match,
-    "file_exists": _create_file,  # workspace tasks (issue 26)
+    "file_exists": _create_file,  # workspace tasks
     "file_contains": _add_to_file,
 }
 

@@ -1,7 +1,7 @@
 """What `agent: {preset: NAME}` fills in: how each known agent CLI runs one task.
 
 How the task reaches each CLI, so that a task can never become one of its flags
-(issue 24): codex (`exec ... -`), claude (`-p`) and llm (`prompt`) read it from stdin;
+: codex (`exec ... -`), claude (`-p`) and llm (`prompt`) read it from stdin;
 opencode takes it after `--`; gemini takes it as `--prompt=<task>`, aider as
 `--message=<task>`.
 
@@ -9,7 +9,7 @@ Each preset runs the agent non-interactively in the per-call workspace, with the
 installed where that agent reads instructions. `model:` in .gitsleep.yml, when set, is
 passed with the agent's own model flag. Keys written under `agent:` win over the preset.
 
-A task with a workspace (issue 26) is a change to files, so for it the preset runs the
+A task with a workspace is a change to files, so for it the preset runs the
 agent in its own write mode (`WRITE_MODES`), and only for it: a text task keeps the
 read-only argv. With your own `agent.command` the argv runs as written for every task.
 """

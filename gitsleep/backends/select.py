@@ -28,7 +28,7 @@ class RoutedBackend(Backend):
     def __init__(self, by_purpose: Mapping[str, Backend],
                  by_agent: Mapping[str, Backend] | None = None) -> None:
         self.by_purpose = dict(by_purpose)  # a command that never proposes leaves it out
-        # several agents (issue 40): an answer call naming its agent goes to that agent's
+        # several agents: an answer call naming its agent goes to that agent's
         self.by_agent = dict(by_agent or {})
         unique = list(dict.fromkeys([*self.by_agent.values(),
                                      *(self.by_purpose[p] for p in PURPOSE_ORDER
@@ -75,7 +75,7 @@ class RoutedBackend(Backend):
 
 @dataclass(frozen=True)
 class AgentBackend:
-    """One of several agents' backend (issue 40): `backend` is openai, offline or command;
+    """One of several agents' backend: `backend` is openai, offline or command;
     `agent` (env resolved) for a command one, `base_url` and `api_key_env` for openai."""
 
     name: str

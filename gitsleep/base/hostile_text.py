@@ -16,7 +16,7 @@ text in it are never a rule:
   `&colon;`) or backslash escapes.
 
 Hygiene applies both to every edit that writes text: a rule (`add`, `replace`) and an
-answer template (`template`), which agents copy into their answers (issue 24, class 6).
+answer template (`template`), which agents copy into their answers.
 """
 
 from __future__ import annotations

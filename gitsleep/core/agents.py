@@ -1,4 +1,4 @@
-"""Several agents per night (issue 40): each task answered by every agent that reads the
+"""Several agents per night: each task answered by every agent that reads the
 documents, and each agent's scores kept apart.
 
 A night of N agents scores N copies of each task, one per agent (`expand`): the copy's id is

@@ -217,7 +217,7 @@ OPS: dict[CheckOp, OpSpec] = {
         judge=lambda answer, arg: (_norm_ws(answer) == _norm_ws(arg), ""),
         describe=lambda arg: f'the answer must be exactly "{arg}" (whitespace aside)',
     ),
-    # Programmatic and workspace checks (issue 26). `command` on a text task runs its argv
+    # Programmatic and workspace checks. `command` on a text task runs its argv
     # in a scratch folder with the answer in the file $GITSLEEP_ANSWER names.
     "command": OpSpec(
         judge=_runs_a_program,

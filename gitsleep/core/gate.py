@@ -117,7 +117,7 @@ def agent_fell(pairs: Sequence[tuple[str, float, float]],
                agents: Mapping[str, Sequence[str]] | None) -> str:
     """Why several agents' scores do not all allow the change: an agent whose paired
     change has a 95% bootstrap interval wholly below zero fell beyond noise, and whoever
-    rose meanwhile is named beside it; '' when no agent fell beyond noise (issue 40)."""
+    rose meanwhile is named beside it; '' when no agent fell beyond noise."""
     fell, rose = [], []
     for name, two in per_agent(pairs, agents or {}):
         if not two:
@@ -146,8 +146,8 @@ def judge_trial(
 
     `named_groups` (group -> val task ids, from `groups.named_groups`): the val tasks whose
     checks want different values of one line, per value. A candidate whose mean rises
-    while one group's falls lifted one group by breaking another: refused (issue 38).
-    `agents` (agent -> its val task ids; several agents, issue 40): the means compared are
+    while one group's falls lifted one group by breaking another: refused.
+    `agents` (agent -> its val task ids; several agents): the means compared are
     the `gate.agents` aggregate, and an agent that falls beyond noise refuses the
     candidate (`agent_fell`)."""
     pairs = paired(best, candidate)
@@ -203,7 +203,7 @@ def held_out_integrity(baseline: PassResult, final: PassResult) -> str:
 
     The val gate already refuses a template its val answers copy; a small agent can still
     copy it only on tasks val does not have, and such a block is not one a reviewer merges
-    (issue 25). This is a veto on one kind of failure, not a second selection on held-out:
+   . This is a veto on one kind of failure, not a second selection on held-out:
     it can only turn an accepted night into a rejected one."""
     hollow = more_hollow(baseline, final)
     if not hollow:
@@ -236,7 +236,7 @@ def _more_hollow(before: PassResult, after: PassResult,
 
 
 def _hollow_answers(result: PassResult, pairs: list[tuple[str, float, float]]) -> int:
-    """Answers on the compared tasks that failed integrity (issue 25): a candidate with more
+    """Answers on the compared tasks that failed integrity: a candidate with more
     of them than the current best is refused, however much the other answers rose, because
     an agent that copies the template would copy it on held-out tasks and in use too."""
     ids = _ids(pairs)

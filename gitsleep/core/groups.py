@@ -1,4 +1,4 @@
-"""Groups: train tasks whose checks want different values of the same thing (issue 38).
+"""Groups: train tasks whose checks want different values of the same thing.
 
 A skill's judgment shows where its tasks' checks disagree: one task wants
 `Verdict:\\s*reject`, another `Verdict:\\s*approve`; one wants `Severity:\\s*[12]`,

@@ -1,6 +1,6 @@
 """Honest learning: a learned block a reviewer would merge, not one that games the checks.
 
-Seen on real models (issue 25): an accepted block said `Every answer must have a line
+Seen on real models: an accepted block said `Every answer must have a line
 "Severity: 3".` and its template said `Severity: 1`. The check accepted any of 1-4, so
 one constant passed some tasks, and the block contradicted itself. This module holds
 the facts gitsleep needs to refuse that before any scoring, to keep such answers from
@@ -260,7 +260,7 @@ def hollow_reason(answer: str, shape: LearnedShape) -> str:
 
 def bare_labels(template: str) -> list[str]:
     """The labelled lines a template leaves with nothing to fill (`Risk level:` with no
-    `<slot>` and no list under it): an answer copies them empty (issue 38)."""
+    `<slot>` and no list under it): an answer copies them empty."""
     lines = template.split("\n")
     found = []
     for line in lines:

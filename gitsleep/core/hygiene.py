@@ -20,8 +20,8 @@ rejects the whole edit. A line that starts with `#` is kept as rule text (`- ## 
 never turned into a heading of the block. A placeholder inside a line is a placeholder
 echo, unless it is a typed placeholder a failing check leaves open (`Severity: <1-4>` for
 `Severity:\\s*[1-4]`): that one is kept as it is, for the agent to fill per task. It is
-never filled with one value (issue 25: `Severity: 1` in every answer passed only the tasks
-that wanted 1).
+never filled with one value (`Severity: 1` in every answer passes only the tasks that
+want 1).
 
 Honest learning (see `honesty`): a rule or template line that fixes one literal where the
 tasks' checks allow a choice is rejected with a reason, and an `add` that fixes a label a

@@ -115,7 +115,7 @@ def with_integrity(score: Score, answer: str, shape: honesty.LearnedShape) -> Sc
     """The score, or a failing one when the answer games the learned block: it repeats a
     template placeholder (`<write the impact here>`) or a rule's typed slot (`<1-4>`)
     verbatim, or leaves a section or labelled line the template requires empty. Such an
-    answer does not pass for the gate whatever the user's checks say (issue 25); its
+    answer does not pass for the gate whatever the user's checks say; its
     reason starts with `integrity:` so passes count it."""
     why = honesty.hollow_reason(answer, shape)
     if not why:

@@ -85,15 +85,15 @@ class Task:
     source: str = ""  # the task file it came from (for messages)
     line: int | None = None  # 1-based line in that file when known
     review: str | None = None  # "pending": harvested, not yet read by a person (left out of runs)
-    workspace: str | None = None  # a repository folder the agent works in (issue 26)
+    workspace: str | None = None  # a repository folder the agent works in
     # where a run reads the workspace from: the git tree id of `workspace` at the commit
     # the tasks were read at, and the checkout whose object store holds it (set on load)
     workspace_tree: str | None = None
     workspace_repo: str | None = None
     # the skill's package folder, pinned on load like a workspace: (folder, git tree id,
-    # checkout); installed beside the skill document in the agent's folder (issue 26)
+    # checkout); installed beside the skill document in the agent's folder
     package: tuple[str, str, str] | None = None
-    # several agents (issue 40): this task as one agent answers it; `id` is then
+    # several agents: this task as one agent answers it; `id` is then
     # `<task id>@<agent>` (`gitsleep.core.agents.expand`), and `base_id` the task's own id
     agent: str | None = None
 
@@ -353,7 +353,7 @@ def usd(price: Mapping[str, float] | None, prompt_tokens: float,
 
 @dataclass
 class AgentSummary:
-    """One agent's scores in a night of several (issue 40): baseline vs final per split,
+    """One agent's scores in a night of several: baseline vs final per split,
     each over that agent's answers only."""
 
     name: str
@@ -400,7 +400,7 @@ class EpochResult:
     # the val and held-out tasks per group of a key whose train checks want different
     # values (group -> task ids, `gitsleep.core.groups`): scored per group for the reviewer
     groups: dict[str, list[str]] = field(default_factory=dict)
-    # several agents (issue 40): each agent's scores, in the configured order (empty for
+    # several agents: each agent's scores, in the configured order (empty for
     # a night of one agent), and how the gate aggregates them (mean | min)
     agents: list[AgentSummary] = field(default_factory=list)
     agent_gate: str = "mean"
@@ -482,7 +482,7 @@ class EpochSettings:
     # show, in the benchmark and tests, that decisions are the same without it)
     early_stop: bool = True
     # thorough: every proposal is gated on val; thrifty: a proposal goes to val only when
-    # it beats the current documents on a few train tasks it was meant to fix (issue 30)
+    # it beats the current documents on a few train tasks it was meant to fix
     search: str = "thorough"
     max_agent_minutes: float | None = None  # wall minutes in model calls (None: no cap)
     max_cost: float | None = None  # USD at `prices` (None: no cap)
@@ -492,7 +492,7 @@ class EpochSettings:
     check_pass_env: tuple[str, ...] = ()
     # what runs a text task's `command` check; None: such a check fails, saying so
     check_program: CheckProgram | None = None
-    # several agents (issue 40): who answers each task; empty: one agent, `model`
+    # several agents: who answers each task; empty: one agent, `model`
     agents: tuple[AgentRef, ...] = ()
 
     def model_for(self, agent: str | None) -> str:

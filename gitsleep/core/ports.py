@@ -37,7 +37,7 @@ class ModelCall:
     sample: int = 0
     max_tokens: int | None = None
     json_schema: str | None = None  # canonical JSON of the schema asked for, if any
-    # several agents (issue 40): the agent an answer call is for; the routing backend sends
+    # several agents: the agent an answer call is for; the routing backend sends
     # it to that agent's backend, and its cache entry is its own ("": one agent)
     agent: str = ""
     context: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
@@ -65,7 +65,7 @@ class Backend(ABC):
     name: str = "base"
     simulated: bool = False
     # answers a workspace task in its folder (an agent CLI that edits files) and judges the
-    # folder's checks after the agent ran; only such a backend may answer one (issue 26)
+    # folder's checks after the agent ran; only such a backend may answer one
     workspaces: bool = False
 
     @abstractmethod
@@ -74,7 +74,7 @@ class Backend(ABC):
 
     def simulates(self, purpose: str) -> bool:
         """Whether the offline simulator makes the calls of this purpose (answer, propose,
-        judge): hygiene lets its spec-prescribed directives through (issue 25)."""
+        judge): hygiene lets its spec-prescribed directives through."""
         return self.simulated
 
     def cache_salt(self, call: ModelCall) -> str:

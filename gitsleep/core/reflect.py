@@ -45,7 +45,7 @@ PROPOSAL_TEMPERATURE = 0.7  # varied enough that a round's proposals differ
 # a program check in words, without its argv: what it printed is under each failing task
 PROGRAM_CHECK = ("a check program must pass (how it is run is not shown; what it printed is "
                  "in the Judge line of each failing task)")
-MAX_PER_GROUP = 2  # tasks shown side by side per group of a varying key (issue 38)
+MAX_PER_GROUP = 2  # tasks shown side by side per group of a varying key
 GROUP_EXCERPT = 240  # chars of a grouped task's prompt and answer
 MAX_EDIT_CHARS = 500  # one learned edit; the block's own cap applies when it is smaller
 # How that retry's note opens (the real-model benchmark looks for it to label retries).
@@ -113,7 +113,7 @@ def _task_block(result: TaskResult, task: Task, *, with_reason: bool,
                 who: str = "") -> list[str]:
     """A task and the agent's first scored answer, fenced as data; for a failing
     workspace task also the diff the agent made (already redacted and clipped) and,
-    through the judge's reason, the failing checks' output tails (issue 26). `who`:
+    through the judge's reason, the failing checks' output tails. `who`:
     several agents, which of them failed and passed this task."""
     sample = next((s for s in result.samples if s.score is not None), None)
     answer = (sample.answer or "")[:ANSWER_HEAD] if sample else ""

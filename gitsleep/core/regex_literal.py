@@ -2,7 +2,7 @@
 
 A small optimizer copies what it is shown: shown `Severity: 1` for
 `(?i)severity\\s*[:=]\\s*[1-4]`, it wrote `Severity: 1` into a rule for every answer,
-although the right severity depends on the incident (issue 25). So where the pattern
+although the right severity depends on the incident. So where the pattern
 leaves a choice (a class or range such as `[1-4]`, an alternation such as
 `(approve|reject)`, a `\\d+`), `typed_form` keeps a typed placeholder the agent fills
 (`Severity: <1-4>`, `Verdict: <approve|reject>`, `Count: <number>`), and
@@ -168,7 +168,7 @@ def _build(pattern: str, *, typed: bool) -> tuple[str, int] | None:
     candidates = []
     if sample.rstrip().endswith(":"):
         # A label the pattern asks no value for: the value is the agent's to give. Shown as a
-        # typed placeholder (a template or example never fixes it to "medium", issue 25); the
+        # typed placeholder (a template or example never fixes it to "medium"); the
         # plain literal keeps "medium", which the offline simulator's spec fixes.
         value = "<text>" if typed else _FREE_TEXT
         candidates.append((shown.rstrip() + " " + value, sample.rstrip() + " " + _FREE_TEXT))

@@ -6,7 +6,7 @@ when a failing check is about structure (a section, a labelled line, a regex tha
 a line), the reflection prompt offers a `template` edit whose lines come from the checks
 themselves: a weak optimizer only has to copy it. Where a check leaves the value to the
 task, the line keeps a typed placeholder (`Severity: <1-4>`), never one value: a
-constant in the skeleton passed only the tasks that happened to want it (issue 25).
+constant in the skeleton passed only the tasks that happened to want it.
 """
 
 from __future__ import annotations

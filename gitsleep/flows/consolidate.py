@@ -75,7 +75,7 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
                   "screen to thorough's passes; a night usually makes fewer calls, since a "
                   "proposal turned away by its screen is not scored on val")
     budget = budget_note(settings, tasks, documents, min(ceiling, settings.max_calls))
-    if budget:  # minutes and money (issue 30), before the first call and in --dry-run
+    if budget:  # minutes and money, before the first call and in --dry-run
         setup.say(f"{skill.name}: budget: {budget}")
     return run_epoch(tasks, documents, settings, backend, skill=skill.name,
                      cache=make_cache(setup), progress=setup.say,

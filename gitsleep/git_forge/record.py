@@ -52,7 +52,7 @@ PR_FIELD = "pull_request"
 PR_OPEN, PR_SKIP = "open", "skip"
 _DECISIONS: tuple[Decision, ...] = get_args(Decision)
 _TRAILER_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*\Z")
-# an agent's name as the config allows it (several agents, issue 40): what a per-agent
+# an agent's name as the config allows it (several agents): what a per-agent
 # trailer key may end in, written or read back
 AGENT_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}\Z")
 

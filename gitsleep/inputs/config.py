@@ -95,10 +95,10 @@ class SkillConfig(_Section):
     skill: str
     memory: str | None = None
     # a folder (scripts/, references/, templates/) installed beside the skill document in
-    # every agent workspace; read from git at the commit, never edited (issue 26)
+    # every agent workspace; read from git at the commit, never edited
     package: str | None = None
     tasks: Annotated[list[TaskFileConfig], Field(min_length=1)]
-    # several agents (issue 40): replaces the top-level `agents:` list for this skill
+    # several agents: replaces the top-level `agents:` list for this skill
     agents: Annotated[list[AgentEntryConfig], Field(min_length=1)] | None = None
 
     _unique_agents = field_validator("agents")(lambda v: _unique_agent_names(v))
@@ -178,7 +178,7 @@ class GateConfig(_Section):
 class BudgetConfig(_Section):
     max_calls: Annotated[int, Field(ge=1)] = EpochSettings.max_calls
     max_tokens: Annotated[int, Field(ge=1)] = EpochSettings.max_tokens
-    # in the user's own units (issue 30): wall minutes spent in model or agent calls, and
+    # in the user's own units: wall minutes spent in model or agent calls, and
     # US dollars at `prices`; both checked before each call, like max_calls
     max_agent_minutes: Annotated[float, Field(gt=0.0)] | None = EpochSettings.max_agent_minutes
     max_cost: Annotated[float, Field(gt=0.0)] | None = EpochSettings.max_cost
@@ -262,7 +262,7 @@ class AgentConfig(_Section):
             base.update({k: v for k, v in PRESETS[self.preset].items()
                          if k in ("prompt", "install", "memory_install", "answer")})
             base["command"] = preset_command(self.preset, model)
-            if self.command is None:  # the preset's own argv: its write mode (issue 26)
+            if self.command is None:  # the preset's own argv: its write mode
                 base["workspace_command"] = write_command(self.preset, base["command"])
         for key in ("command", "prompt", "install", "memory_install", "answer"):
             if getattr(self, key) is not None:
@@ -367,7 +367,7 @@ class Config(_Section):
     optimizer_backend: Literal["openai", "offline", "command"] | None = None
     judge_backend: Literal["openai", "offline", "command"] | None = None
     agent: AgentConfig | None = None
-    # several agents (issue 40): each answers every task; a skill's own list replaces it
+    # several agents: each answers every task; a skill's own list replaces it
     agents: Annotated[list[AgentEntryConfig], Field(min_length=1)] | None = None
     checks: ChecksConfig = Field(default_factory=ChecksConfig)
     model: str | None = None
@@ -399,7 +399,7 @@ class Config(_Section):
     prices: dict[str, PriceConfig] = Field(default_factory=dict)
     learned_block: LearnedBlockConfig = Field(default_factory=LearnedBlockConfig)
     rollouts: Annotated[int, Field(ge=1, le=10)] = EpochSettings.rollouts  # per train task
-    # thorough: every proposal is gated on val; thrifty: screened on train first (issue 30)
+    # thorough: every proposal is gated on val; thrifty: screened on train first
     search: Literal["thorough", "thrifty"] = "thorough"
 
     _check_base_url = field_validator("base_url")(_http_url)
@@ -724,7 +724,7 @@ class Config(_Section):
                 "budget.max_cost")
 
     def _thrifty_settings(self, *models: str) -> dict[str, Any]:
-        """The search and the budgets in minutes and money, only when set (issue 30); a
+        """The search and the budgets in minutes and money, only when set; a
         cost cap needs a price for every model that may be called."""
         out: dict[str, Any] = {}
         if self.search != EpochSettings.search:
@@ -920,7 +920,7 @@ def field_line(path: Path, loc: tuple[Any, ...]) -> int | None:
 
 def field_lines(path: Path) -> Callable[[tuple[Any, ...]], int | None]:
     """A lookup of key-path lines in a config file that is read and parsed once: a
-    report naming n fields must not parse an O(n) file n times (issue 24, class 10)."""
+    report naming n fields must not parse an O(n) file n times."""
     try:
         node = compose_yaml(read_text(path))
     except FileProblem:

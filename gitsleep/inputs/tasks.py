@@ -684,7 +684,7 @@ _FILE_TEXT_SHAPE = ('{"path": "...", "text": "..."} or {"path": "...", "regex": 
 
 
 def _structured_check(op: CheckOp, arg: Any, where: str, report: Reporter) -> Check | None:
-    """A check whose arg is not plain text (issue 26): an argv, a workspace path, a file
+    """A check whose arg is not plain text: an argv, a workspace path, a file
     and what it must hold, or a count. Structured args are kept as canonical JSON."""
     shape = OPS[op].arg_shape
     if shape == "argv":

@@ -207,7 +207,7 @@ class GroupScore:
 
 def group_scores(result: EpochResult) -> list[GroupScore]:
     """Per split (val, test) and per group of a varying key: n and the mean before and
-    after, over the tasks scored under both documents (issue 38)."""
+    after, over the tasks scored under both documents."""
     rows: list[GroupScore] = []
     for split in ("val", "test"):
         baseline, final = split_passes(result, split)

@@ -95,7 +95,7 @@ class Scores:
 @dataclass(frozen=True)
 class AgentScores:
     """One agent's scores in a night of several: its name, model and backend, and its val
-    and held-out before and after (issue 40)."""
+    and held-out before and after."""
 
     name: str
     model: str = ""

@@ -148,7 +148,7 @@ class ExamChanges:
 
 @dataclass(frozen=True)
 class AgentReview:
-    """Several agents (issue 40): one agent's splits, base against head, and its verdict by
+    """Several agents: one agent's splits, base against head, and its verdict by
     the same rule as the skill's (held-out, else val)."""
 
     name: str
