@@ -26,7 +26,7 @@ BYPASS = re.compile(r"subprocess\.(run|Popen|check_output|call)\(\s*\[\s*\"git\"
                     r"\bsafe_git\(|\brepo\.git\.[a-z_]+\(|\bgit\.Repo\.init\(")
 PROCESS = re.compile(r"\bsubprocess\.(run|Popen|check_output|check_call|call)\(|"
                      r"\bos\.(system|popen|exec\w*|spawn\w*)\(")
-AGENT_PROCESS = {"backends/agent_procs.py"}  # agents and checks from the config, never git
+AGENT_PROCESS = {"sandbox/processes.py"}  # agents and checks from the config, never git
 
 
 def started_gits(trace: Path) -> list[list[str]]:

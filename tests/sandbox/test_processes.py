@@ -26,7 +26,7 @@ from tests.support.processes import carrying, gone, pids_in
 
 pytestmark = pytest.mark.slow  # agent processes killed on deadlines
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "brief-writer"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 
 
 def agent_repo(tmp_path: Path, program: Path) -> Path:
