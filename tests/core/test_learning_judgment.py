@@ -147,8 +147,8 @@ def test_the_optimizer_context_carries_the_train_groups_only() -> None:
     # the literal each group's pattern matches, each under the condition that picks it
     assert [e.content for e in proposal.edits] == [
         'Use the heading "## Summary"',
-        'When the task mentions "breaking", include "Verdictreject"; '
-        'otherwise include "Verdictapprove".']
+        'When the task mentions "breaking", include "Verdict: reject"; '
+        'otherwise include "Verdict: approve".']
 
 
 # -- item 7: the simulator obeys and proposes a conditional directive ----------------------
@@ -282,11 +282,12 @@ def test_the_prompt_shows_what_a_program_printed_never_how_it_is_run() -> None:
 
 def test_the_prompt_offers_the_conditional_shape_and_hygiene_wants_it_filled() -> None:
     prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [], TASKS, []), 2)
-    shape = ('When <condition 1>, the answer has "Verdictreject"; when <condition 2>, the '
-             'answer has "Verdictapprove".')
+    shape = ('When <condition 1>, the answer has "Verdict: reject"; when <condition 2>, the '
+             'answer has "Verdict: approve".')
     assert shape in prompt
     kept, refused = hygiene([Edit("add", shape)])
     assert kept == [] and "placeholder (<condition 1>)" in refused[0].reason
+    assert "fill <condition 1> and <condition 2> in your own words" in refused[0].reason
     filled = shape.replace("<condition 1>", "the changelog announces a breaking change") \
         .replace("<condition 2>", "it announces none")
     assert [e.content for e in hygiene([Edit("add", filled)])[0]] == [filled]
@@ -309,7 +310,7 @@ def test_the_prompt_offers_one_example_per_group_from_a_passing_train_answer() -
     passing = result("t3", "## Summary\nRenamed options.\nVerdict: reject", ())
     prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [passing], TASKS, []), 2)
     assert example(PROMPTS["t3"], "Verdict: reject") in prompt  # as the answer wrote it
-    assert example(PROMPTS["t2"], "Verdictapprove") in prompt  # from the check: no answer
+    assert example(PROMPTS["t2"], "Verdict: approve") in prompt  # from the check: no answer
     assert "VALONLY" not in prompt
 
 
