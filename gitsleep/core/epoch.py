@@ -123,6 +123,7 @@ class Epoch:
         # the judgment train asks for (from each task once, whoever answers it)
         keys = groups.varying_keys(agents.unique_tasks(self.split["train"]))
         self.groups = groups.named_groups(keys, [*self.split["val"], *self.split["test"]])
+        self.other_wants = groups.other_wants(keys, [*self.split["val"], *self.split["test"]])
         self.original = dict(documents)
         self.runner = CallRunner.for_settings(backend, settings, cache=cache,
                                               on_start=lambda call: self.search.call_started(call))
@@ -131,7 +132,8 @@ class Epoch:
                              progress=self.progress, steps=steps)
         self.search = Search(self.scorer, self.runner, settings, self.tasks, skill=skill,
                              progress=self.progress, redact=redact,
-                             val_groups=groups.named_groups(keys, self.split["val"]))
+                             val_groups=groups.named_groups(keys, self.split["val"]),
+                             val_others=self.other_wants)
 
     def run(self) -> EpochResult:
         started = time.perf_counter()
@@ -188,6 +190,7 @@ class Epoch:
             diagnosis=list(verdict.diagnosis),
             warnings=list(verdict.warnings),
             groups=self.groups,
+            other_wants=self.other_wants,
             agents=list(summaries.agents),
             agent_gate=self.settings.gate.agents,
         )
