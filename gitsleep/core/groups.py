@@ -115,9 +115,14 @@ def group_of(key: VaryingKey, task: Task) -> Group | None:
 def passed_groups(text: str, key: VaryingKey) -> list[Group]:
     """The groups whose every check `text` passes on its own; a typed slot (`<a|b>`)
     chooses nothing, so it counts as no value."""
-    probe = TYPED_SLOT.sub(" ", "\n".join([text, *_quoted(text), *_regex_quoted(text, key)]))
+    lines = [TYPED_SLOT.sub(" ", line)
+             for line in [text, *_quoted(text), *_regex_quoted(text, key)]]
+    # together, and each on its own: `\A` in a check (`(?m)\A\s*feat...`) reads the
+    # start of the answer, which a quoted line is when the rule asks for it
+    probes = ["\n".join(lines), *lines[1:]]
     return [g for g in key.groups
-            if all(OPS[c.op].satisfied_by is not None and passes(c, probe) for c in g.want)]
+            if any(all(OPS[c.op].satisfied_by is not None and passes(c, probe) for c in g.want)
+                   for probe in probes)]
 
 
 def _regex_quoted(text: str, key: VaryingKey) -> list[str]:

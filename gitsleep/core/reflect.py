@@ -16,6 +16,7 @@ from gitsleep.core import (
     agents,
     check_ops,
     check_text,
+    conditions,
     groups,
     hygiene,
     proposals,
@@ -440,6 +441,8 @@ def propose(
             document=document,
             own_wording=OWN_WORDING,
         )
+        kept, unfit = judge_conditions(runner, settings, kept, varying, train, mask)
+        refused += unfit
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]
         if parsed.error:
@@ -459,6 +462,35 @@ def propose(
                     ("user", mask(f"{prompt}\n\n{_rejection_note(refused)}")))
         seed += RETRY_SEED_SHIFT
     return proposal
+
+
+def judge_conditions(runner: CallRunner, settings: EpochSettings, edits: Sequence[Edit],
+                     keys: Sequence[groups.VaryingKey], train: Sequence[Task],
+                     mask: Callable[[str], str]) -> tuple[list[Edit], list[EditOutcome]]:
+    """The edits whose conditions pick the train tasks of their values (`conditions`), and
+    the others refused with the tasks each condition picked: one judge call per rule that
+    gives a value under a condition, before any scoring. A call that fails refuses its rule
+    (a condition nobody judged is not kept); it is an error, never a pick."""
+    kept: list[Edit] = []
+    refused: list[EditOutcome] = []
+    for edit in edits:
+        lines = [line for line in edit.content.split("\n") if line.strip()]
+        found = ([] if edit.op not in ("add", "replace") or not keys
+                 or all(worked.is_example(line) for line in lines)
+                 else conditions.of_rule(edit.content, keys))
+        asked = conditions.judged(found)
+        picks: list[set[str]] | str = []
+        if asked:
+            answer = runner.call(conditions.judge_call(settings.judge_model, found, train, mask))
+            picks = (conditions.parse_reply(answer.text or "", len(asked), [t.id for t in train])
+                     if answer.ok else f"the condition judge's call failed: {answer.error}")
+        why = (f"{picks}: a condition nobody judged is not kept" if isinstance(picks, str)
+               else conditions.problem(found, picks) if found else "")
+        if why:
+            refused.append(EditOutcome(edit, "rejected", why))
+        else:
+            kept.append(edit)
+    return kept, refused
 
 
 def _rejection_note(rejected: Sequence[EditOutcome]) -> str:

@@ -136,3 +136,12 @@ def test_a_commit_type_answer_of_another_type_is_wrong() -> None:
     counts = groups.wrong_counts(groups.named_groups(keys, val), groups.other_wants(keys, val),
                                  {f"v-{k}": ["feat: add a flag"] for k in kinds})
     assert sorted(counts.values()) == [0, 1, 1]
+
+
+def test_a_quoted_line_is_read_as_the_start_of_the_answer_a_check_anchors_on() -> None:
+    kinds = ("feat", "fix", "docs")
+    checks = {k: Check("regex", rf"(?m)\A\s*{k}(\([^)]*\))?!?: \S") for k in kinds}
+    train = [Task(f"t{i}", "p", "train", Judge("rule", (checks[k],)))
+             for i, k in enumerate(kinds * 2)]
+    keys = groups.varying_keys(train)
+    assert "a pin" in groups.value_problem('Always start with "feat: add a flag".', keys)
