@@ -234,3 +234,35 @@ def test_a_condition_that_picks_its_tasks_is_still_accepted_on_a_scripted_night(
     result, backend = sql_night(honest)
     assert result.decision == "accepted" and backend.condition_calls == 1
     assert (result.val.baseline, result.val.candidate) == (0.0, 1.0)
+
+
+def test_the_call_ceiling_counts_one_condition_call_per_edit_of_each_reflect_call() -> None:
+    from gitsleep.core.epoch import call_ceiling
+
+    settings = EpochSettings(model="a", optimizer_model="o", judge_model="j", rounds=2,
+                             proposals=3, edit_budget=2)
+    same = [Task(t.id, t.prompt, "train", Judge("rule", (REJECT,))) for t in TRAIN]
+    val = [Task("v1", "p", "val", Judge("rule", (REJECT,)))]
+    extra = call_ceiling(settings, [*TRAIN, *val], False) - call_ceiling(settings, [*same, *val],
+                                                                          False)
+    assert extra == 2 * 3 * 2 * 2  # rounds x proposals x (call and retry) x edits
+
+
+def test_the_dependency_review_condition_picks_exactly_its_breaking_tasks() -> None:
+    """The honest rule the bundled example learns offline passes the condition judge."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "examples/dependency-review/evals"
+    rows = [json.loads(line) for line in
+            (folder / "dependency-review/tasks.jsonl").read_text().splitlines() if line.strip()]
+    train = [Task(r["id"], r["prompt"], "train", Judge("rule", tuple(
+        Check(c["op"], c.get("arg")) for c in r["judge"]["checks"])))
+        for r in rows if r.get("split", "train") == "train"]
+    rule = ('When the task mentions "breaking", include "Verdict: reject"; otherwise include '
+            '"Verdict: approve".')
+    found = conditions.of_rule(rule, groups.varying_keys(train))
+    call = conditions.judge_call("j", found, train)
+    picks = conditions.parse_reply(simulate_conditions(dict(call.context or {})), 1,
+                                   [t.id for t in train])
+    assert isinstance(picks, list) and picks[0]
+    assert conditions.problem(found, picks) == ""
