@@ -254,6 +254,9 @@ class Proposal:
     parse_failures: int = 0
     calls: int = 0  # optimizer calls made: 1, or 2 with the retry
     contrasts: int = 0  # better/worse answer pairs shown (contrastive rollouts)
+    # rules whose conditions the judge was asked which train tasks they pick (one call
+    # each; the same rule asked again is answered by the cache)
+    judged_rules: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -441,8 +441,9 @@ def propose(
             document=document,
             own_wording=OWN_WORDING,
         )
-        kept, unfit = judge_conditions(runner, settings, kept, varying, train, mask)
+        kept, unfit, judged = judge_conditions(runner, settings, kept, varying, train, mask)
         refused += unfit
+        proposal.judged_rules += judged
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]
         if parsed.error:
@@ -466,13 +467,16 @@ def propose(
 
 def judge_conditions(runner: CallRunner, settings: EpochSettings, edits: Sequence[Edit],
                      keys: Sequence[groups.VaryingKey], train: Sequence[Task],
-                     mask: Callable[[str], str]) -> tuple[list[Edit], list[EditOutcome]]:
-    """The edits whose conditions pick the train tasks of their values (`conditions`), and
-    the others refused with the tasks each condition picked: one judge call per rule that
-    gives a value under a condition, before any scoring. A call that fails refuses its rule
-    (a condition nobody judged is not kept); it is an error, never a pick."""
+                     mask: Callable[[str], str],
+                     ) -> tuple[list[Edit], list[EditOutcome], list[str]]:
+    """The edits whose conditions pick the train tasks of their values (`conditions`), the
+    others refused with the tasks each condition picked, and the rules the judge was asked
+    about: one judge call per rule that gives a value under a condition, before any
+    scoring. A call that fails refuses its rule (a condition nobody judged is not kept);
+    it is an error, never a pick."""
     kept: list[Edit] = []
     refused: list[EditOutcome] = []
+    judged: list[str] = []
     for edit in edits:
         lines = [line for line in edit.content.split("\n") if line.strip()]
         found = ([] if edit.op not in ("add", "replace") or not keys
@@ -481,6 +485,7 @@ def judge_conditions(runner: CallRunner, settings: EpochSettings, edits: Sequenc
         asked = conditions.judged(found)
         picks: list[set[str]] | str = []
         if asked:
+            judged.append(edit.content)
             answer = runner.call(conditions.judge_call(settings.judge_model, found, train, mask))
             picks = (conditions.parse_reply(answer.text or "", len(asked), [t.id for t in train])
                      if answer.ok else f"the condition judge's call failed: {answer.error}")
@@ -490,7 +495,7 @@ def judge_conditions(runner: CallRunner, settings: EpochSettings, edits: Sequenc
             refused.append(EditOutcome(edit, "rejected", why))
         else:
             kept.append(edit)
-    return kept, refused
+    return kept, refused, judged
 
 
 def _rejection_note(rejected: Sequence[EditOutcome]) -> str:

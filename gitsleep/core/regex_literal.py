@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 import string
+from collections.abc import Callable
 from typing import Any
 
 from gitsleep.core.patterns import REPEATS, search, sre_c, sre_parse
@@ -398,7 +399,7 @@ def _separator(sub: list[tuple[Any, Any]], out: _Out, after: list[tuple[Any, Any
     return " " if takes(" ") and not _takes_space_next(after) else ""
 
 
-def _single_class(sub: list[tuple[Any, Any]]) -> Any:
+def _single_class(sub: list[tuple[Any, Any]]) -> Callable[[str], bool] | None:
     """A test of one character for a piece that is one literal or one class, else None."""
     if len(sub) != 1:
         return None

@@ -233,6 +233,7 @@ def test_a_condition_that_picks_its_tasks_is_still_accepted_on_a_scripted_night(
               'include "Verdict: approve".')
     result, backend = sql_night(honest)
     assert result.decision == "accepted" and backend.condition_calls == 1
+    assert [r for p in result.proposals for r in p.judged_rules] == [honest]
     assert (result.val.baseline, result.val.candidate) == (0.0, 1.0)
 
 
