@@ -225,7 +225,7 @@ def build_prompt(
                          "below ask")
             parts.append(line)
         parts.append("")
-    derived = skeleton.derive(c for c, _ in counts.most_common()) if counts else None
+    derived = _offered_skeleton(counts, train_groups(tasks))
     if derived:
         offer = {"op": "template", "content": derived, "anchor": "",
                  "rationale": "the failing checks want these headings and lines"}
@@ -255,6 +255,16 @@ def build_prompt(
         parts.append("")
     parts.append(f"Propose at most {budget} edit(s). Reply with JSON only.")
     return "\n".join(parts)
+
+
+def _offered_skeleton(counts: Counter[Check], keys: Sequence[groups.VaryingKey]) -> str | None:
+    """The skeleton of the failing checks, without a line that gives a value a varying
+    key's groups disagree on (`feat: add` for a classifier of commit types): gitsleep
+    offers only what hygiene would keep from the optimizer."""
+    derived = skeleton.derive(c for c, _ in counts.most_common()) if counts else None
+    lines = [line for line in (derived or "").split("\n")
+             if line and not any(groups.passed_groups(line, key) for key in keys)]
+    return "\n".join(lines) or None
 
 
 def _agent_names(tasks: dict[str, Task]) -> list[str]:

@@ -344,3 +344,31 @@ def test_a_block_holds_a_few_examples_at_most() -> None:
                                       Edit("add", example(PROMPTS["t4"], "verdict approve"))],
                                      rules)
     assert len(kept) == 1 and "at most 4 worked examples" in refused[0].reason
+
+
+# -- the skeleton gitsleep offers passes the guards a template from the optimizer passes ----
+
+
+def offered_template(tasks: dict[str, Task], failing: list[Check]) -> str | None:
+    prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [], tasks, []), 2,
+                                  counts=reflect.Counter({c: 2 for c in failing}))
+    lead = "this one is derived from the failing checks:\n"
+    if lead not in prompt:
+        return None
+    return str(json.loads(prompt.split(lead, 1)[1].split("\n", 1)[0])["content"])
+
+
+def test_the_offered_skeleton_keeps_a_varying_value_typed_and_passes_hygiene() -> None:
+    offered = offered_template(TASKS, [SUMMARY, REJECT, APPROVE])
+    assert offered == "## Summary\n<write the summary here>\nVerdict: <reject|approve>"
+    kept, refused = hygiene([Edit("template", offered)])
+    assert refused == [] and kept[0].content == offered
+
+
+def test_the_offered_skeleton_leaves_out_a_value_no_typed_line_can_hold() -> None:
+    kinds = ("feat", "fix", "docs")
+    checks = [Check("regex", rf"(?m)\A\s*{k}(\([^)]*\))?!?: \S") for k in kinds]
+    tasks = {f"t{i}": Task(f"t{i}", f"Commit {i}.", "train", Judge("rule", (SUMMARY, c)))
+             for i, c in enumerate(checks * 2)}
+    offered = offered_template(tasks, [SUMMARY, *checks])
+    assert offered == "## Summary\n<write the summary here>"
