@@ -8,7 +8,9 @@ alone (never from `cost.calls`):
 - one judge call per distinct (task id, sample, answer text) of a rubric task: the judge
   sees only the task and the answer, so the same answer is judged once;
 - one reflect call per proposal, plus one when it spent its retry (a reply that did not
-  parse, or whose every edit hygiene rejected).
+  parse, or whose every edit hygiene rejected);
+- one condition-judge call per distinct rule whose conditions were judged (a rule that
+  gives a value under a condition: `reflect.judge_conditions`), counted with the judges.
 
 A ratio of calls to floor above 1.00 means the cache or the schedule paid twice for
 something it already knew. Each epoch also runs once with a cache that stores nothing
@@ -75,7 +77,8 @@ def floor_of(result: EpochResult, tasks: Sequence[Task]) -> Floor:
                 if task.task_id in rubric_ids and sample.answer is not None:
                     judged.add((task.task_id, sample.sample, sample.answer))
     proposals = sum(p.calls for p in result.proposals)
-    return Floor(len(answers), len(judged), proposals)
+    conditions = {rule for p in result.proposals for rule in p.judged_rules}
+    return Floor(len(answers), len(judged) + len(conditions), proposals)
 
 
 PHASES = ("baseline", "reflect", "screen", "proposals", "edit alone", "merge", "leave-one-out",

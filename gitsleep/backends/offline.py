@@ -377,6 +377,43 @@ def simulate_judge(context: dict[str, Any]) -> str:
     )
 
 
+# Words a condition uses to say how it is phrased, not what it picks: "When you answer"
+# and "when the task mentions" name no property of a task.
+_CONDITION_FRAME = frozenset({
+    "when", "whenever", "if", "unless", "for", "the", "a", "an", "and", "or", "of", "in", "on",
+    "to", "with", "by", "as", "is", "are", "be", "it", "its", "this", "that", "these", "those",
+    "any", "each", "every", "all", "you", "your", "task", "tasks", "answer", "answers",
+    "reply", "replies", "respond", "mention", "mentions", "mentioned", "says", "say",
+    "contains", "contain", "include", "includes", "write", "writes", "writing", "given", "has",
+    "have", "there",
+})
+_QUOTED_WORDS = re.compile(r"\"([^\"]+)\"|'([^']+)'")
+_PREFIX = 5  # a condition word and a task word sharing their first letters: `reviewing`, `review`
+
+
+def condition_holds(condition: str, prompt: str) -> bool:
+    """The simulated condition judge, by words: each quoted phrase of the condition (one
+    of them, when it says "or") is in the task's text, and each other word of it (its
+    framing words aside) shares its first five letters with a word of the task. A
+    condition with no such word ("When you answer") holds for every task."""
+    folded = prompt.casefold()
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED_WORDS.finditer(condition)]
+    words = re.findall(r"[a-z0-9]+", _QUOTED_WORDS.sub(" ", condition).casefold())
+    present = [q.casefold() in folded for q in quoted]
+    if quoted and not (any(present) if "or" in words else all(present)):
+        return False  # `mentions "DROP" or "DELETE"`: one of them; else each of them
+    words = [w for w in words if w not in _CONDITION_FRAME]
+    task_words = {w[:_PREFIX] for w in re.findall(r"[a-z0-9]+", folded)}
+    return all(w[:_PREFIX] in task_words for w in words)
+
+
+def simulate_conditions(context: Mapping[str, Any]) -> str:
+    """`{"1": [ids], ...}`: per condition, the tasks `condition_holds` for."""
+    tasks = [(str(t[0]), str(t[1])) for t in context.get("tasks", [])]
+    return json.dumps({str(n): [i for i, prompt in tasks if condition_holds(str(text), prompt)]
+                       for n, text in enumerate(context.get("conditions", []), 1)})
+
+
 class OfflineBackend(Backend):
     """Deterministic simulator. Same inputs, same outputs; no network, no key."""
 
@@ -411,6 +448,8 @@ class OfflineBackend(Backend):
                 return self._in_workspace(call, found, list(documents), text)
         elif call.purpose == "propose":
             text = simulate_proposal(context)
+        elif call.purpose == "judge" and context.get("kind") == "conditions":
+            text = simulate_conditions(context)
         elif call.purpose == "judge":
             text = simulate_judge(context)
         else:

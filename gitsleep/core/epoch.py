@@ -123,6 +123,7 @@ class Epoch:
         # the judgment train asks for (from each task once, whoever answers it)
         keys = groups.varying_keys(agents.unique_tasks(self.split["train"]))
         self.groups = groups.named_groups(keys, [*self.split["val"], *self.split["test"]])
+        self.other_wants = groups.other_wants(keys, [*self.split["val"], *self.split["test"]])
         self.original = dict(documents)
         self.runner = CallRunner.for_settings(backend, settings, cache=cache,
                                               on_start=lambda call: self.search.call_started(call))
@@ -131,7 +132,8 @@ class Epoch:
                              progress=self.progress, steps=steps)
         self.search = Search(self.scorer, self.runner, settings, self.tasks, skill=skill,
                              progress=self.progress, redact=redact,
-                             val_groups=groups.named_groups(keys, self.split["val"]))
+                             val_groups=groups.named_groups(keys, self.split["val"]),
+                             val_others=self.other_wants)
 
     def run(self) -> EpochResult:
         started = time.perf_counter()
@@ -188,6 +190,7 @@ class Epoch:
             diagnosis=list(verdict.diagnosis),
             warnings=list(verdict.warnings),
             groups=self.groups,
+            other_wants=self.other_wants,
             agents=list(summaries.agents),
             agent_gate=self.settings.gate.agents,
         )
@@ -365,7 +368,9 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     copy (`_without_copied`), the merged candidate's val pass, the per-edit val passes of
     the ablation or the pruning (one or the other, at most `edit_budget`), a train
     re-score, and with `rollouts: K` the K - 1 sampled answers per locally judged train
-    task; then the final test pass. Rubric tasks add one judge call per answer.
+    task; then the final test pass. Rubric tasks add one judge call per answer. Train
+    tasks whose checks want different values of one line add, per reflect call, one
+    condition-judge call per edit (`reflect.judge_conditions`).
     `search: thrifty` adds each proposal's screen; its train passes score a sample of train
     and the rest only when the sample has no failure (at most train, as counted), and it
     scores val and held-out less often, never more (an upper bound for both searches).
@@ -380,6 +385,9 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     proposals = max(1, settings.proposals)
     sampled = rollouts.extra_calls(settings, [t for t in tasks if t.split == "train"])
     per_round = proposals * (2 + 2 * val) + (1 + settings.edit_budget) * val + train + sampled
+    if groups.varying_keys(agents.unique_tasks([t for t in tasks if t.split == "train"])):
+        # a rule that gives a value under a condition: one condition-judge call per rule
+        per_round += proposals * 2 * max(1, settings.edit_budget)
     if settings.search == "thrifty":  # each proposal's screen on a few train tasks
         per_round += proposals * _screen_calls(settings, [t for t in tasks if t.split == "train"])
     targets = 2 if with_memory else 1

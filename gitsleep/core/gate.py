@@ -10,9 +10,16 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 
-from gitsleep.core import judges
+from gitsleep.core import groups, judges
 from gitsleep.core.groups import group_means
-from gitsleep.core.models import GateSettings, PassResult, SplitSummary, TaskDelta, TaskResult
+from gitsleep.core.models import (
+    Check,
+    GateSettings,
+    PassResult,
+    SplitSummary,
+    TaskDelta,
+    TaskResult,
+)
 from gitsleep.core.scores import fmt_score
 
 BOOTSTRAP_SAMPLES = 2000
@@ -141,6 +148,7 @@ def judge_trial(
     best: PassResult, candidate: PassResult, gate: GateSettings,
     named_groups: dict[str, list[str]] | None = None,
     agents: Mapping[str, Sequence[str]] | None = None,
+    others: Mapping[str, tuple[tuple[Check, ...], ...]] | None = None,
 ) -> tuple[bool, str, float | None, float | None]:
     """(accepted, reason, best mean, candidate mean) on the tasks both passes scored.
 
@@ -149,7 +157,9 @@ def judge_trial(
     while one group's falls lifted one group by breaking another: refused.
     `agents` (agent -> its val task ids; several agents): the means compared are
     the `gate.agents` aggregate, and an agent that falls beyond noise refuses the
-    candidate (`agent_fell`)."""
+    candidate (`agent_fell`). `others` (val task id -> what the other groups of its keys
+    want, from `groups.other_wants`): a candidate whose answers carry another group's
+    value more often than the best's in some group is refused (`added_wrong_values`)."""
     pairs = paired(best, candidate)
     if not pairs:
         return False, "no val task was scored under both documents", None, None
@@ -187,12 +197,41 @@ def judge_trial(
         return (False, f"{shown}, but the val tasks that want {name} fell {b:.3f} -> {a:.3f} "
                 f"on {n} task(s): a candidate that lifts one group by breaking another is not "
                 "an improvement", before, after)
+    wrong = added_wrong_values(best, candidate, named_groups or {}, others or {})
+    if wrong:
+        return False, f"{shown}, but {wrong}", before, after
     hollow = _more_hollow(best, candidate, pairs)
     if hollow:
         return (False, f"{shown}, but {hollow} val answers repeat a placeholder of "
                 "the learned template or rule, or leave a part it requires empty (integrity): "
                 "a block the agent copies is not one to merge", before, after)
     return True, f"{shown}: improves by {after - before:+.3f}", before, after
+
+
+def wrong_values(result: PassResult, named: Mapping[str, list[str]],
+                 others: Mapping[str, tuple[tuple[Check, ...], ...]]) -> dict[str, int]:
+    """Per group, the answers of its tasks in `result` that carry another group's value."""
+    answers = {t.task_id: [s.answer for s in t.samples if s.answer is not None]
+               for t in result.tasks}
+    return groups.wrong_counts(dict(named), dict(others), answers)
+
+
+def added_wrong_values(best: PassResult, candidate: PassResult, named: Mapping[str, list[str]],
+                       others: Mapping[str, tuple[tuple[Check, ...], ...]]) -> str:
+    """Why the candidate adds wrong values (in the first group whose count rises, over the
+    tasks both passes scored), or ''. Behaviour, not wording: a pin however phrased shows
+    here, in the answers of the tasks it does not fit."""
+    if not others:
+        return ""
+    both = {t.task_id for t in best.tasks} & {t.task_id for t in candidate.tasks}
+    scored = {name: [i for i in ids if i in both] for name, ids in named.items()}
+    before, after = wrong_values(best, scored, others), wrong_values(candidate, scored, others)
+    for name, count in after.items():
+        if count > before.get(name, 0):
+            return (f"the val tasks that want {name}: {count} of their answers carry another "
+                    f"group's value ({before.get(name, 0)} before): an answer that carries "
+                    "another group's value is wrong, whatever its own checks look for")
+    return ""
 
 
 def held_out_integrity(baseline: PassResult, final: PassResult) -> str:

@@ -115,9 +115,14 @@ def group_of(key: VaryingKey, task: Task) -> Group | None:
 def passed_groups(text: str, key: VaryingKey) -> list[Group]:
     """The groups whose every check `text` passes on its own; a typed slot (`<a|b>`)
     chooses nothing, so it counts as no value."""
-    probe = TYPED_SLOT.sub(" ", "\n".join([text, *_quoted(text), *_regex_quoted(text, key)]))
+    lines = [TYPED_SLOT.sub(" ", line)
+             for line in [text, *_quoted(text), *_regex_quoted(text, key)]]
+    # together, and each on its own: `\A` in a check (`(?m)\A\s*feat...`) reads the
+    # start of the answer, which a quoted line is when the rule asks for it
+    probes = ["\n".join(lines), *lines[1:]]
     return [g for g in key.groups
-            if all(OPS[c.op].satisfied_by is not None and passes(c, probe) for c in g.want)]
+            if any(all(OPS[c.op].satisfied_by is not None and passes(c, probe) for c in g.want)
+                   for probe in probes)]
 
 
 def _regex_quoted(text: str, key: VaryingKey) -> list[str]:
@@ -214,3 +219,43 @@ def group_means(named: dict[str, list[str]],
             out.append((name, len(pairs), sum(b for b, _ in pairs) / len(pairs),
                         sum(a for _, a in pairs) / len(pairs)))
     return out
+
+
+# -- wrong values: an answer that carries another group's value ---------------------------
+
+# `1 = outage`, `4 -> cosmetic`, `2 - degraded`: one value and what it means. A line with two
+# or more of them lists a scale (`Severity: 1 = outage, 4 = cosmetic`); it gives no value.
+_MEANING = re.compile(r"\b\w{1,20}\s*(?:=|->|→|–|—|\s-\s)\s*\w")
+
+
+def other_wants(keys: Sequence[VaryingKey],
+                tasks: Iterable[Task]) -> dict[str, tuple[tuple[Check, ...], ...]]:
+    """Per task id (any split), what the other groups of each key it falls in want: an
+    answer that passes one of those is wrong, whatever its own checks say. Only groups a
+    line can pass (`contains`, `regex`) count."""
+    found: dict[str, tuple[tuple[Check, ...], ...]] = {}
+    for task in tasks:
+        for key in keys:
+            mine = group_of(key, task)
+            if mine is None:
+                continue
+            found[task.id] = found.get(task.id, ()) + tuple(
+                g.want for g in key.groups
+                if g != mine and all(c.op in VALUE_OPS for c in g.want))
+    return {tid: wants for tid, wants in found.items() if wants}
+
+
+def carries_another_value(answer: str, others: Sequence[tuple[Check, ...]]) -> bool:
+    """Whether `answer`, its scale lines left out, passes every check of another group."""
+    text = "\n".join(line for line in answer.split("\n") if len(_MEANING.findall(line)) < 2)
+    return any(all(OPS[c.op].judge(text, c.text)[0] for c in want) for want in others)
+
+
+def wrong_counts(named: dict[str, list[str]], others: dict[str, tuple[tuple[Check, ...], ...]],
+                 answers: dict[str, list[str]]) -> dict[str, int]:
+    """Per group (named as in `named_groups`), how many of its tasks' `answers` (task id ->
+    answers) carry another group's value: a pin lifts its own group and shows here, in the
+    groups it does not fit, even when their checks only look for their own value."""
+    return {name: sum(1 for tid in ids for answer in answers.get(tid, [])
+                      if carries_another_value(answer, others.get(tid, ())))
+            for name, ids in named.items()}

@@ -36,6 +36,7 @@ import difflib
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from gitsleep.base import hostile_text
 from gitsleep.core import documents as docs
@@ -154,6 +155,8 @@ def check_hygiene(
     simulated_optimizer: bool = False,
     varying: Sequence[groups.VaryingKey] = (),
     train_tasks: Sequence[Task] = (),
+    document: str = "",
+    own_wording: Sequence[str] = (),
 ) -> tuple[list[Edit], list[EditOutcome]]:
     """Keep the edits that read as real rules; reject the rest with a reason.
 
@@ -175,6 +178,8 @@ def check_hygiene(
     every group's without a condition (a hedge) is rejected, whoever proposed it.
     `train_tasks`: what a worked example (`worked`) must quote and show the value of; an
     example no train task and its checks support is rejected.
+    `document` (the document edited) and `own_wording` (gitsleep's own prompt sentences):
+    a rule that repeats either, or is only the skill's name, is rejected (`Echoes`).
     """
     choice_checks = list(dict.fromkeys([*failing_checks, *task_checks]))
     kept: list[Edit] = []
@@ -185,6 +190,7 @@ def check_hygiene(
     earlier: set[str] = set()
     template_kept = False
     examples = sum(1 for rule in current_rules if worked.is_example(rule))
+    echoes = Echoes.of(document, own_wording)
     for edit in edits:
         if edit.op in ("add", "replace") and any(
                 worked.is_example(line) for line in _content_lines(edit.content)):
@@ -212,6 +218,8 @@ def check_hygiene(
             failing_checks if contradiction_checks is None else contradiction_checks,
             choice_checks, free_values=not simulated_optimizer, varying=varying,
         )
+        if not problem and checked.op in ("add", "replace"):
+            problem = echoes.problem(_content_lines(checked.content))
         if not problem and checked.op == "add":
             checked = _superseding(checked, current_rules)
         names_a_rule = docs.anchor_names_a_rule(current_rules, checked.anchor)
@@ -227,6 +235,66 @@ def check_hygiene(
         kept.append(checked)
         earlier.update(docs.rule_key(line) for line in _content_lines(checked.content))
     return kept, rejected
+
+
+_FRONTMATTER_NAME = re.compile(r"\A---\s*\n(?:.*\n)*?name:\s*[\"']?(?P<name>[^\"'\n]+)")
+_TITLE = re.compile(r"^#\s+(?P<title>.+?)\s*#*\s*$", re.MULTILINE)
+ECHO_RUN = 8  # words in a row shared with the prompt or the document: a copy, not a rule
+ECHO_MIN = 4  # a line this short or shorter is judged whole (it is the echo, or it is not)
+
+
+@dataclass(frozen=True)
+class Echoes:
+    """What a rule must not repeat: gitsleep's own prompt (a real night proposed "A check
+    program must pass (how it is run is not shown; ...)" as a rule), the document it edits
+    (its text outside the learned block is already read by the agent) and the skill's name
+    (`precise-writer`, proposed as a rule on the same night)."""
+
+    own: tuple[tuple[str, ...], ...] = ()
+    document: tuple[tuple[str, ...], ...] = ()
+    names: tuple[tuple[str, ...], ...] = ()
+
+    @classmethod
+    def of(cls, document: str, own_wording: Sequence[str]) -> Echoes:
+        outside = docs.outside_block(document)
+        body = _FRONTMATTER.sub("", outside, count=1)
+        names = [m.group("name") for m in _FRONTMATTER_NAME.finditer(outside)]
+        names += [m.group("title") for m in _TITLE.finditer(body)][:1]
+        return cls(own=tuple(tuple(_words(text)) for text in own_wording),
+                   document=tuple(tuple(_words(line)) for line in body.split("\n")
+                                  if _words(line)),
+                   names=tuple(tuple(w) for n in names if (w := _words(n.replace("-", " ")))))
+
+    def problem(self, lines: Sequence[str]) -> str:
+        """Why one of the lines repeats the prompt, the document or the skill's name, or ''."""
+        for line in lines:
+            words = _words(line)
+            if tuple(words) in self.names:
+                return (f"content is the skill's name ({md.clip(line, 40)!r}), not a rule: "
+                        "say what every answer must do")
+            if any(_repeats(words, own) for own in self.own):
+                return (f"content repeats gitsleep's own prompt ({md.clip(line, 60)!r}): "
+                        "state what the answer must do in the rule's own words")
+            if any(_repeats(words, text) for text in self.document) or \
+                    _repeats(words, tuple(w for text in self.document for w in text)):
+                return (f"content repeats what the document already says "
+                        f"({md.clip(line, 60)!r}): the agent reads it there already")
+        return ""
+
+
+_FRONTMATTER = re.compile(r"\A---\s*\n(?:.*\n)*?---\s*\n")
+
+
+def _repeats(words: Sequence[str], source: Sequence[str]) -> bool:
+    """`words` (a short line whole, or a run of ECHO_RUN of a longer one) appear in order
+    in `source`."""
+    if len(words) < ECHO_MIN:
+        return False
+    if len(words) <= ECHO_RUN:
+        return _contains_run(list(source), list(words))
+    windows = {tuple(source[i : i + ECHO_RUN]) for i in range(len(source) - ECHO_RUN + 1)}
+    return any(tuple(words[i : i + ECHO_RUN]) in windows
+               for i in range(len(words) - ECHO_RUN + 1))
 
 
 def _hygiene_problem(
@@ -279,7 +347,8 @@ def _hygiene_problem(
         return edit, program
     token = _untyped_placeholder(lines, failing)
     if token:
-        return edit, f"content echoes a placeholder ({token}) instead of a concrete rule"
+        return edit, (f"content echoes a placeholder ({token}) instead of a concrete rule"
+                      + _fill_note(lines))
     for line in lines:
         pin = honesty.pin_problem(line, choice_checks or failing, free_values=free_values)
         if pin:
@@ -312,6 +381,9 @@ def _hygiene_problem(
     if fragment:
         return edit, fragment
     if rewritten != lines:
+        by_groups = groups.value_problem("\n".join(rewritten), varying)
+        if by_groups:  # gitsleep's own rewrite passes the guards the optimizer's rule does
+            return edit, by_groups
         note = "(a bare heading or label rewritten as a rule quoting a failing check)"
         edit = Edit(edit.op, "\n".join(rewritten), edit.anchor,
                     f"{edit.rationale} {note}".strip(), edit.target)
@@ -562,6 +634,17 @@ def _untyped_placeholder(lines: list[str], failing: Sequence[Check]) -> str:
     return ""
 
 
+def _fill_note(lines: list[str]) -> str:
+    """Which placeholders a copied shape still holds, for the note back to the optimizer
+    (a real 1.5B optimizer sent the conditional shape back with `<condition 1>` in it)."""
+    left = list(dict.fromkeys(m.group(0) for line in lines for m in _ANGLE.finditer(line)
+                              if "condition" in m.group(1).casefold()))
+    if not left:
+        return ""
+    return (f"; fill {' and '.join(left)} in your own words (what in a task picks each "
+            "value), keeping the quoted values")
+
+
 def _typed_for_a_check(line: str, failing: Sequence[Check]) -> bool:
     """Whether the line, its typed placeholders filled with any one option, gives a failing
     check that leaves a choice what it wants."""
@@ -680,13 +763,9 @@ def _template_problem(
         return edit, hostile.replace("content", "template", 1)
     if _MARKER_TEXT.search(content) or "<!--" in content or "-->" in content:
         return edit, "template contains the learned-block marker text or an HTML comment marker"
-    for line in lines:
-        pin = honesty.pin_problem(line, choice_checks or failing, template=True)
-        if pin:
-            return edit, pin
-    by_groups = groups.value_problem(content, varying, template=True)
-    if by_groups:
-        return edit, by_groups
+    values = _template_value_problem(content, choice_checks or failing, varying)
+    if values:
+        return edit, values
     program = program_quote(content, choice_checks or failing).replace("content", "template", 1)
     if program:
         return edit, program
@@ -724,6 +803,9 @@ def _template_problem(
             return edit, ("the template names nothing a failing check needs: give the headings "
                           "and labelled lines the failing checks ask for")
         content = rebuilt
+        values = _template_value_problem(content, choice_checks or failing, varying)
+        if values:  # gitsleep's own rebuild passes the guards an optimizer's template does
+            return edit, f"{values} (the template in words, rebuilt: {md.one_line(content)!r})"
     prose = "" if rebuilt else _prose_line(lines, failing)
     if prose:
         return edit, (f"template line {prose!r} is one answer's content, not a shape: write a "
@@ -736,6 +818,17 @@ def _template_problem(
         note = "(a template in words rebuilt as the skeleton of the failing checks it names)"
         edit = Edit(edit.op, content, edit.anchor, f"{edit.rationale} {note}".strip(), edit.target)
     return edit, ""
+
+
+def _template_value_problem(content: str, checks: Sequence[Check],
+                            varying: Sequence[groups.VaryingKey]) -> str:
+    """Why a template fixes a value the checks leave to the task (a pin, or a hedge of
+    every value), or '': asked of the template as written and of gitsleep's rebuild of it."""
+    for line in content.split("\n"):
+        pin = honesty.pin_problem(line, checks, template=True)
+        if pin:
+            return pin
+    return groups.value_problem(content, varying, template=True)
 
 
 def _names(check: Check, text: str) -> bool:

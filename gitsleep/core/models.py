@@ -254,6 +254,9 @@ class Proposal:
     parse_failures: int = 0
     calls: int = 0  # optimizer calls made: 1, or 2 with the retry
     contrasts: int = 0  # better/worse answer pairs shown (contrastive rollouts)
+    # rules whose conditions the judge was asked which train tasks they pick (one call
+    # each; the same rule asked again is answered by the cache)
+    judged_rules: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -400,6 +403,9 @@ class EpochResult:
     # the val and held-out tasks per group of a key whose train checks want different
     # values (group -> task ids, `gitsleep.core.groups`): scored per group for the reviewer
     groups: dict[str, list[str]] = field(default_factory=dict)
+    # per val and held-out task of those groups, what the other groups of its keys want: an
+    # answer that passes one carries a wrong value (`groups.other_wants`), counted per group
+    other_wants: dict[str, tuple[tuple[Check, ...], ...]] = field(default_factory=dict)
     # several agents: each agent's scores, in the configured order (empty for
     # a night of one agent), and how the gate aggregates them (mean | min)
     agents: list[AgentSummary] = field(default_factory=list)

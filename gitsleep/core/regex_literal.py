@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import re
+import string
+from collections.abc import Callable
 from typing import Any
 
 from gitsleep.core.patterns import REPEATS, search, sre_c, sre_parse
@@ -28,14 +30,16 @@ _MAX_OPTIONS = 10  # an alternation of more options than this is free text, not 
 _SPACE_AFTER = ":=,;.)]}!?|>-"  # an optional space after these reads naturally
 _FREE_TEXT = "medium"  # what fills a "Label:" the pattern asks no value for
 _SLOT_SAMPLE = {"number": "1", "text": "x"}
+_WORD = "add"  # what fills a lone `\\S` or `\\w` after a space (`feat: \\S`: `feat: add`)
 
 
 class _Out:
     """The text being built twice: as shown (typed placeholders) and as a sample that the
     pattern must match (each placeholder filled with its first option)."""
 
-    def __init__(self, typed: bool) -> None:
+    def __init__(self, typed: bool, natural: bool = True) -> None:
         self.typed = typed
+        self.natural = natural  # a separator where the pattern allows one, a word for `\\S`
         self.shown: list[str] = []
         self.sample: list[str] = []
         self.choices = 0  # places where the pattern leaves the value open
@@ -69,7 +73,7 @@ class _Out:
         return len(self.text())
 
     def copy(self) -> _Out:
-        other = _Out(self.typed)
+        other = _Out(self.typed, self.natural)
         other.shown, other.sample, other.choices = list(self.shown), list(self.sample), self.choices
         return other
 
@@ -157,20 +161,29 @@ def _build(pattern: str, *, typed: bool) -> tuple[str, int] | None:
         parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError, OverflowError):
         return None
-    out = _Out(typed)
     ignorecase = bool(parsed.state.flags & sre_c.SRE_FLAG_IGNORECASE)
-    try:
-        if not _walk(list(parsed), out, ignorecase):
+    for natural in (True, False):  # as a person writes it; else the shortest match
+        out = _Out(typed, natural)
+        try:
+            if not _walk(list(parsed), out, ignorecase):
+                return None
+        except RecursionError:
             return None
-    except RecursionError:
-        return None
+        found = _verified(pattern, out)
+        if found is not None:
+            return found
+    return None
+
+
+def _verified(pattern: str, out: _Out) -> tuple[str, int] | None:
+    """The text built (as shown, with its count of choices), when the pattern matches it."""
     shown, sample = "".join(out.shown), "".join(out.sample)
     candidates = []
     if sample.rstrip().endswith(":"):
         # A label the pattern asks no value for: the value is the agent's to give. Shown as a
         # typed placeholder (a template or example never fixes it to "medium"); the
         # plain literal keeps "medium", which the offline simulator's spec fixes.
-        value = "<text>" if typed else _FREE_TEXT
+        value = "<text>" if out.typed else _FREE_TEXT
         candidates.append((shown.rstrip() + " " + value, sample.rstrip() + " " + _FREE_TEXT))
     candidates += [(shown, sample), (shown.strip(), sample.strip())]
     for shown_text, sample_text in candidates:
@@ -205,7 +218,7 @@ _CATEGORY_RE = {
 
 def _walk(items: list[tuple[Any, Any]], out: _Out, ignorecase: bool) -> bool:
     """Append a text for `items` to `out`; False when the pattern has no safe one."""
-    for op, av in items:
+    for at, (op, av) in enumerate(items):
         if len(out) > _MAX_LITERAL:
             return False
         if op == sre_c.LITERAL:
@@ -224,6 +237,9 @@ def _walk(items: list[tuple[Any, Any]], out: _Out, ignorecase: bool) -> bool:
             if options is not None:
                 if not out.slot(_slot_name(options), options[0]):
                     return False
+                continue
+            if out.natural and out.text().endswith(" ") and _accepts_word(av):
+                out.add(_WORD)  # `feat: \\S` wants a word there: `feat: add`, never `feat: a`
                 continue
             picked = _class_char(av, at_start=not out.text().strip(), ignorecase=ignorecase)
             if picked is None:
@@ -261,7 +277,7 @@ def _walk(items: list[tuple[Any, Any]], out: _Out, ignorecase: bool) -> bool:
             if not _walk(list(sub), out, local):
                 return False
         elif op in REPEATS:
-            if not _walk_repeat(av, out, ignorecase):
+            if not _walk_repeat(av, out, ignorecase, items[at + 1:]):
                 return False
         elif getattr(sre_c, "ATOMIC_GROUP", None) is not None and op == sre_c.ATOMIC_GROUP:
             if not _walk(list(av), out, ignorecase):
@@ -340,11 +356,16 @@ def _slot_name(options: list[str]) -> str:
     return "|".join(options)
 
 
-def _walk_repeat(av: tuple[int, int, Any], out: _Out, ignorecase: bool) -> bool:
+def _walk_repeat(av: tuple[int, int, Any], out: _Out, ignorecase: bool,
+                 after: list[tuple[Any, Any]]) -> bool:
     low, _high, sub = av
     sub = list(sub)
     if low > _MAX_LITERAL:
         return False
+    separator = _separator(sub, out, after) if low <= 1 else ""
+    if separator:
+        out.add(separator)
+        return True
     if _is_space_class(sub):
         if low == 0:
             before = out.text()
@@ -360,6 +381,67 @@ def _walk_repeat(av: tuple[int, int, Any], out: _Out, ignorecase: bool) -> bool:
             out.add(" ")
         return out.slot("text", _FREE_TEXT)
     return all(_walk(sub, out, ignorecase) for _ in range(low))
+
+
+def _separator(sub: list[tuple[Any, Any]], out: _Out, after: list[tuple[Any, Any]]) -> str:
+    """What a person writes between two words where the pattern allows a separator
+    (`verdict\\W*reject`: `Verdict: reject`, never `Verdictreject`): `: ` when the piece
+    takes a colon (a space after it when it takes one too), ` ` when it takes only a
+    space; '' when the text does not end in a word, the pattern goes on with something
+    other than a word (`severity\\W*[:=]` keeps its own colon) or it is not the natural form."""
+    if not out.natural or not out.text()[-1:].isalnum() or not _starts_a_word(after):
+        return ""
+    takes = _single_class(sub)
+    if takes is None:
+        return ""
+    if takes(":"):
+        return ": " if takes(" ") and not _takes_space_next(after) else ":"
+    return " " if takes(" ") and not _takes_space_next(after) else ""
+
+
+def _single_class(sub: list[tuple[Any, Any]]) -> Callable[[str], bool] | None:
+    """A test of one character for a piece that is one literal or one class, else None."""
+    if len(sub) != 1:
+        return None
+    op, av = sub[0]
+    if op == sre_c.LITERAL:
+        return lambda ch: ch == chr(av)
+    if op == sre_c.IN:
+        return lambda ch: _in_class(ch, av)
+    return None
+
+
+def _takes_space_next(after: list[tuple[Any, Any]]) -> bool:
+    """Whether the pattern's next piece is an optional space (`:?\\s*`): it gives the space."""
+    return bool(after) and after[0][0] in REPEATS and after[0][1][0] == 0 \
+        and _is_space_class(list(after[0][1][2]))
+
+
+def _starts_a_word(items: list[tuple[Any, Any]]) -> bool:
+    """Whether what the pattern asks next begins with a letter or digit (optional spaces
+    and a colon of its own skipped: `:?\\s*reject` still goes on with a word)."""
+    for op, av in items:
+        if op == sre_c.AT:
+            continue
+        if op in REPEATS and av[0] == 0 and _single_class(list(av[2])) is not None:
+            continue  # an optional separator of its own: look past it
+        if op == sre_c.LITERAL:
+            return chr(av).isalnum()
+        if op == sre_c.IN:
+            return any(_in_class(ch, av) for ch in string.ascii_letters + string.digits)
+        if op in (sre_c.BRANCH,):
+            return all(_starts_a_word(list(alt)) for alt in av[1])
+        if op == sre_c.SUBPATTERN:
+            return _starts_a_word(list(av[3]))
+        if op in REPEATS:
+            return _starts_a_word(list(av[2]))
+        return False
+    return False
+
+
+def _accepts_word(items: list[tuple[Any, Any]]) -> bool:
+    """Whether a character class takes every letter of the word put where it wants one."""
+    return all(_in_class(ch, items) for ch in _WORD)
 
 
 def _is_digits(sub: list[tuple[Any, Any]]) -> bool:

@@ -10,7 +10,7 @@ from both. `Trials` makes and judges one candidate at a time; `Round` is one rou
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -19,6 +19,7 @@ from gitsleep.core import agents, gate, honesty, judges, reflect, rollouts
 from gitsleep.core import documents as docs
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import (
+    Check,
     Edit,
     EditOutcome,
     EpochSettings,
@@ -113,13 +114,15 @@ class Trials:
 
     def __init__(self, scorer: Scorer, settings: EpochSettings, *, skill: str,
                  progress: Callable[[str], None], redact: Callable[[str], str] | None,
-                 val_groups: dict[str, list[str]]) -> None:
+                 val_groups: dict[str, list[str]],
+                 val_others: Mapping[str, tuple[tuple[Check, ...], ...]] | None = None) -> None:
         self.scorer = scorer
         self.settings = settings
         self.skill = skill
         self.progress = progress
         self.redact = redact
         self.val_groups = val_groups
+        self.val_others = val_others or {}  # val task -> what the other groups want
         self.val_agents = agents.agent_ids(scorer.split["val"])  # several agents: theirs
         self.rejected: list[Edit] = []  # fed back to the optimizer as rejected
         self.screened = 0  # proposals `search: thrifty` kept off val
@@ -224,7 +227,8 @@ class Trials:
     def judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
         """Fill in the gate's verdict on a fully scored candidate."""
         accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate,
-                                                        self.val_groups, self.val_agents)
+                                                        self.val_groups, self.val_agents,
+                                                        others=self.val_others)
         pairs = gate.paired(best_val, val)
         trial.baseline, trial.candidate, trial.accepted, trial.reason = before, after, accepted, why
         trial.interval = gate.bootstrap_interval([a - b for _, b, a in pairs])
@@ -297,7 +301,9 @@ class Search:
 
     def __init__(self, scorer: Scorer, runner: CallRunner, settings: EpochSettings,
                  tasks: dict[str, Task], *, skill: str, progress: Callable[[str], None],
-                 redact: Callable[[str], str] | None, val_groups: dict[str, list[str]]) -> None:
+                 redact: Callable[[str], str] | None, val_groups: dict[str, list[str]],
+                 val_others: Mapping[str, tuple[tuple[Check, ...], ...]] | None = None,
+                 ) -> None:
         self.scorer = scorer
         self.runner = runner
         self.settings = settings
@@ -308,7 +314,7 @@ class Search:
         self.original = dict(scorer.original)
         self.current = dict(scorer.original)  # the documents as the accepted edits left them
         self.trials = Trials(scorer, settings, skill=skill, progress=progress, redact=redact,
-                             val_groups=val_groups)
+                             val_groups=val_groups, val_others=val_others)
         self.record = SearchRecord()
         self._asking = threading.local()  # what each thread's optimizer call is for
 

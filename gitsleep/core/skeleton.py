@@ -19,6 +19,7 @@ from gitsleep.core.models import Check
 from gitsleep.core.regex_literal import merge_typed
 
 MAX_LINES = 12
+MAX_OPTIONS = 8  # a typed placeholder holds at most this many values (`TYPED_SLOT`)
 _LABELLED = re.compile(r"^[^:\n]{1,40}:(?:\s|$)")
 
 
@@ -40,14 +41,40 @@ def structural_line(check: Check) -> list[str]:
 def derive(checks: Iterable[Check]) -> str | None:
     """A skeleton for the structural checks, in the order given; None when none is. Two
     checks that want one label with different values (`Severity:\\s*[12]` on some tasks,
-    `[34]` on others) give one line with every value: `Severity: <1-4>`."""
+    `[34]` on others; `Verdict:\\s*reject` and `Verdict:\\s*approve`) give one line with
+    every value: `Severity: <1-4>`, `Verdict: <reject|approve>`."""
     lines: list[str] = []
     for check in checks:
         for line in structural_line(check):
             merged = next(((i, m) for i, old in enumerate(lines)
-                           for m in [merge_typed(old, line)] if m), None)
+                           for m in [merge_typed(old, line) or _one_label(old, line)] if m),
+                          None)
             if merged is not None:  # one label whose value differs per task: one line
                 lines[merged[0]] = merged[1]
             elif line not in lines:
                 lines.append(line)
     return "\n".join(lines[:MAX_LINES]) if lines else None
+
+
+_LABEL_VALUE = re.compile(r"^(?P<label>[^:<>\n]{1,40}):\s*(?P<value>\S.*?)\s*$")
+_CHOICE = re.compile(r"^<([^<>|]+(?:\|[^<>|]+)+)>$")
+
+
+def _one_label(first: str, second: str) -> str | None:
+    """`Verdict: <reject|approve>` for `Verdict: reject` and `Verdict: approve`: one label
+    whose literal values differ per task is one typed line, never a line per value (a hedge
+    that every answer would copy); None for two different labels."""
+    a, b = _LABEL_VALUE.match(first), _LABEL_VALUE.match(second)
+    if a is None or b is None or \
+            a.group("label").strip().casefold() != b.group("label").strip().casefold():
+        return None
+    options: list[str] = []
+    for value in (a.group("value"), b.group("value")):
+        choice = _CHOICE.match(value)
+        if choice is None and "<" in value:
+            return None  # a placeholder of another kind (`<text>`): not a choice of values
+        options += choice.group(1).split("|") if choice else [value]
+    distinct = list(dict.fromkeys(options))
+    if len(distinct) < 2 or len(distinct) > MAX_OPTIONS:
+        return None
+    return f"{a.group('label')}: <{'|'.join(distinct)}>"

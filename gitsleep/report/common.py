@@ -199,23 +199,32 @@ class GroupScore:
     n: int
     baseline: float
     candidate: float
+    # answers of the group's tasks that carry another group's value, before and after
+    wrong_baseline: int = 0
+    wrong_candidate: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {"split": self.split, "group": self.group, "n": self.n,
-                "baseline": self.baseline, "candidate": self.candidate}
+                "baseline": self.baseline, "candidate": self.candidate,
+                "wrong_baseline": self.wrong_baseline, "wrong_candidate": self.wrong_candidate}
 
 
 def group_scores(result: EpochResult) -> list[GroupScore]:
     """Per split (val, test) and per group of a varying key: n and the mean before and
-    after, over the tasks scored under both documents."""
+    after, over the tasks scored under both documents, and the answers of those tasks that
+    carry another group's value (a wrong value), before and after."""
     rows: list[GroupScore] = []
     for split in ("val", "test"):
         baseline, final = split_passes(result, split)
         if baseline is None or final is None:
             continue
         values = {tid: (b, a) for tid, b, a in gate.paired(baseline, final)}
+        scored = {name: [i for i in ids if i in values] for name, ids in result.groups.items()}
+        wrong_before = gate.wrong_values(baseline, scored, result.other_wants)
+        wrong_after = gate.wrong_values(final, scored, result.other_wants)
         for name, n, before, after in groups.group_means(result.groups, values):
-            rows.append(GroupScore(split, name, n, before, after))
+            rows.append(GroupScore(split, name, n, before, after, wrong_before.get(name, 0),
+                                   wrong_after.get(name, 0)))
     return rows
 
 

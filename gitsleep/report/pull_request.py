@@ -170,10 +170,15 @@ def _group_section(result: EpochResult, prose: _Prose) -> list[str]:
         return []
     names = {"val": "val", "test": "held-out (test)"}
     return ["", "### Scores per group (tasks whose checks want different values)", "",
-            md.table(["split", "the tasks that want", "n", "baseline", "candidate"],
+            md.table(["split", "the tasks that want", "n", "baseline", "candidate",
+                      "wrong values"],
                      [[names[r.split], prose.code(r.group, 120), str(r.n),
-                       fmt_score(r.baseline), fmt_score(r.candidate)] for r in rows],
-                     "llrrr")]
+                       fmt_score(r.baseline), fmt_score(r.candidate),
+                       f"{r.wrong_baseline} -> {r.wrong_candidate}"] for r in rows],
+                     "llrrrr"),
+            "", "_Wrong values: answers of the group's tasks that carry another group's "
+                "value (a pin shows here even when those tasks' checks only look for their "
+                "own); the gate refuses a change that adds them._"]
 
 
 @dataclass(frozen=True)

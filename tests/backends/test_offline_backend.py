@@ -125,3 +125,24 @@ def test_backend_complete_for_each_purpose_reports_tokens() -> None:
     )
     assert json.loads(no_quotes.text)["score"] == 0.5
     assert backend.simulated and backend.name == "offline"
+
+
+def test_the_simulated_condition_judge_answers_by_words() -> None:
+    from gitsleep.backends.offline import condition_holds, simulate_conditions
+
+    drop = "Review this SQL statement: DROP TABLE users; it destroys data."
+    select = "Review this SQL statement: SELECT 1;"
+    assert condition_holds('the task mentions "destroys"', drop)
+    assert not condition_holds('the task mentions "destroys"', select)
+    assert condition_holds('the task mentions "DELETE" or "DROP"', drop)  # one of them
+    assert not condition_holds('the task mentions "DELETE" and "DROP"', drop)
+    assert condition_holds("When you answer", select)  # names nothing about a task
+    assert condition_holds("When reviewing a statement", select)  # `review`, `statement`
+    assert not condition_holds("If in doubt", drop)
+    reply = simulate_conditions({"conditions": ['mentions "DROP"', "If in doubt"],
+                                 "tasks": [["a", drop], ["b", select]]})
+    assert json.loads(reply) == {"1": ["a"], "2": []}
+    backend = OfflineBackend()
+    answer = backend.complete(ModelCall("judge", "j", (("user", "?"),), context={
+        "kind": "conditions", "conditions": ["When you answer"], "tasks": [["a", drop]]}))
+    assert json.loads(answer.text or "") == {"1": ["a"]}

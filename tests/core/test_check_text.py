@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -63,6 +65,54 @@ def test_a_literal_derived_from_a_regex_matches_it(pattern, expected):
 )
 def test_no_literal_for_patterns_that_cannot_give_one(pattern):
     assert example_for_check(Check("regex", pattern)) is None
+
+
+# What a person would write, not the shortest match: a separator where the pattern allows
+# one, a word where it wants a non-space (the shortest match gave `Verdictreject`,
+# `Severity<1|2>` and `feat: a`, and real optimizers copied them into rules).
+HUMAN_EXAMPLES = [
+    (r"(?im)^\W*verdict\W*reject\b", "Verdict: reject"),
+    (r"(?im)^\W*severity\W*[12]\b", "Severity: <1|2>"),
+    (r"(?m)\A\s*feat(\([^)]*\))?!?: \S", "feat: add"),
+    (r"(?m)\A\s*docs(\([^)]*\))?!?: \S", "docs: add"),
+    (r"(?i)verdict\W*approve", "Verdict: approve"),  # tests/core/test_learning_judgment.py
+    (r"verdict\s*reject", "verdict reject"),  # only a space is allowed there
+    (r"(?i)verdict:?\s*reject", "Verdict: reject"),
+    (r"(?i)severity\W*[:=]\s*[1-4]", "Severity: <1-4>"),  # no second separator
+]
+
+
+@pytest.mark.parametrize(("pattern", "expected"), HUMAN_EXAMPLES)
+def test_an_example_reads_as_a_person_would_write_it_and_passes_its_check(pattern, expected):
+    example = example_for_check(Check("regex", pattern))
+
+    assert example == expected
+    assert re.search(pattern, sample_fill(example))
+
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _example_regexes() -> list[str]:
+    """Every regex check of the bundled examples' task files (JSON lines)."""
+    found: set[str] = set()
+    for path in sorted(EXAMPLES_DIR.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            judge = json.loads(line).get("judge", {}) if line.strip() else {}
+            found.update(c["arg"] for c in judge.get("checks", []) if c.get("op") == "regex")
+    return sorted(found)
+
+
+def test_the_examples_task_files_have_regex_checks() -> None:
+    assert len(_example_regexes()) >= 4
+
+
+@pytest.mark.parametrize("pattern", _example_regexes())
+def test_every_example_regex_gets_a_spaced_example_that_passes_it(pattern):
+    example = example_for_check(Check("regex", pattern))
+
+    assert example is not None and re.search(pattern, sample_fill(example))
+    assert ": " in example or not re.search(r"[A-Za-z]:", pattern)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from gitsleep.core import gate
-from gitsleep.core.models import GateSettings, PassResult, SampleResult, Score, TaskResult
+from gitsleep.core.models import Check, GateSettings, PassResult, SampleResult, Score, TaskResult
 
 
 def pass_of(values: dict[str, float | None]) -> PassResult:
@@ -177,3 +177,39 @@ def test_a_candidate_whose_answers_copy_its_template_is_refused_whatever_its_gai
     # a candidate with no hollow answer is judged on its score as before
     assert gate.judge_trial(best, hollow_pass({"a": 1.0, "b": 0.0, "c": 0.0}, set()),
                             GateSettings())[0]
+
+
+# -- an answer that carries another group's value is wrong -------------------------------
+
+REJECT_WANT = (Check("regex", r"(?i)verdict\W*reject"),)
+APPROVE_WANT = (Check("regex", r"(?i)verdict\W*approve"),)
+SQL_GROUPS = {"regex (?i)verdict\\W*reject": ["drop", "delete"],
+              "regex (?i)verdict\\W*approve": ["select", "insert"]}
+SQL_OTHERS = {"drop": (APPROVE_WANT,), "delete": (APPROVE_WANT,),
+              "select": (REJECT_WANT,), "insert": (REJECT_WANT,)}
+
+
+def answered(answers: dict[str, tuple[str, float]]) -> PassResult:
+    return PassResult("p", "val", "v", [
+        TaskResult(tid, "val", [SampleResult(0, text, None, Score(v, v, "ok"))],
+                   value=v, hard=v, soft=v) for tid, (text, v) in answers.items()])
+
+
+def test_a_pin_that_lifts_its_group_and_adds_wrong_values_to_the_other_is_refused() -> None:
+    """The approve tasks' checks look only for `Verdict: approve`: they stay at 0 under a
+    pin of `Verdict: reject`, so their mean does not fall, yet each of their answers now
+    carries the wrong value."""
+    best = answered({"drop": ("ok", 0.0), "delete": ("ok", 0.0),
+                     "select": ("ok", 0.0), "insert": ("ok", 0.0)})
+    pinned = answered({"drop": ("Verdict: reject", 1.0), "delete": ("Verdict: reject", 1.0),
+                       "select": ("Verdict: reject", 0.0), "insert": ("Verdict: reject", 0.0)})
+    ok, reason, _, _ = gate.judge_trial(best, pinned, GateSettings(), SQL_GROUPS,
+                                        others=SQL_OTHERS)
+    assert not ok
+    assert "2 of their answers carry another group's value (0 before)" in reason
+    assert gate.wrong_values(pinned, SQL_GROUPS, SQL_OTHERS) == {
+        "regex (?i)verdict\\W*reject": 0, "regex (?i)verdict\\W*approve": 2}
+    # the same scores without the wrong values: accepted
+    honest = answered({"drop": ("Verdict: reject", 1.0), "delete": ("Verdict: reject", 1.0),
+                       "select": ("ok", 0.0), "insert": ("ok", 0.0)})
+    assert gate.judge_trial(best, honest, GateSettings(), SQL_GROUPS, others=SQL_OTHERS)[0]

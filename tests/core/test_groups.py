@@ -85,3 +85,63 @@ def test_a_typed_slot_names_no_value_and_a_template_value_is_never_conditional()
     keys = groups.varying_keys(VERDICT)
     assert groups.value_problem("Verdict: <approve|reject>", keys, template=True) == ""
     assert "a pin" in groups.value_problem("Verdict: reject if unsure", keys, template=True)
+
+
+# -- an answer that carries another group's value is wrong -------------------------------
+
+REJECT, APPROVE = Check("regex", r"(?i)verdict\W*reject"), Check("regex", r"(?i)verdict\W*approve")
+
+
+def sql_tasks(split: str = "val") -> list[Task]:
+    return [task("drop", REJECT, split=split), task("select", APPROVE, split=split),
+            task("delete", REJECT, split=split), task("insert", APPROVE, split=split)]
+
+
+def test_an_answer_carrying_another_groups_value_is_counted_under_its_own_group() -> None:
+    keys = groups.varying_keys(sql_tasks("train"))
+    val = sql_tasks()
+    others = groups.other_wants(keys, val)
+    answers = {"drop": ["## Impact\nVerdict: reject"],
+               "select": ["## Impact\nVerdict: approve\nVerdict: reject"],  # its own and more
+               "delete": ["## Impact\nVerdict: reject"],
+               "insert": ["## Impact\nVerdict: reject"]}
+    named = groups.named_groups(keys, val)
+    assert groups.wrong_counts(named, others, answers) == {
+        "regex (?i)verdict\\W*reject": 0, "regex (?i)verdict\\W*approve": 2}
+
+
+def test_an_answer_that_lists_a_scale_carries_no_wrong_value() -> None:
+    high, low = Check("regex", r"(?i)severity\W*[12]\b"), Check("regex", r"(?i)severity\W*[34]\b")
+    train = [task("t1", high), task("t2", low), task("t3", high)]
+    val = [task("v1", low, split="val"), task("v2", high, split="val")]
+    keys = groups.varying_keys(train)
+    others = groups.other_wants(keys, val)
+    named = groups.named_groups(keys, val)
+    scale = {"v1": ["Severity: 1 = outage, 4 = cosmetic\nSeverity: 4"],
+             "v2": ["Severity scale: 1 - outage, 2 - degraded, 3 - minor, 4 - cosmetic\n"
+                    "Severity: 2"]}
+    assert groups.wrong_counts(named, others, scale) == {"regex " + high.text: 0,
+                                                        "regex " + low.text: 0}
+    pinned = {"v1": ["Severity: 1"], "v2": ["Severity: 2"]}
+    assert groups.wrong_counts(named, others, pinned)["regex " + low.text] == 1
+
+
+def test_a_commit_type_answer_of_another_type_is_wrong() -> None:
+    kinds = ("feat", "fix", "docs")
+    checks = {k: Check("regex", rf"(?m)\A\s*{k}(\([^)]*\))?!?: \S") for k in kinds}
+    train = [Task(f"t{i}", "p", "train", Judge("rule", (checks[k],)))
+             for i, k in enumerate(kinds * 2)]
+    val = [Task(f"v-{k}", "p", "val", Judge("rule", (checks[k],))) for k in kinds]
+    keys = groups.varying_keys(train)
+    counts = groups.wrong_counts(groups.named_groups(keys, val), groups.other_wants(keys, val),
+                                 {f"v-{k}": ["feat: add a flag"] for k in kinds})
+    assert sorted(counts.values()) == [0, 1, 1]
+
+
+def test_a_quoted_line_is_read_as_the_start_of_the_answer_a_check_anchors_on() -> None:
+    kinds = ("feat", "fix", "docs")
+    checks = {k: Check("regex", rf"(?m)\A\s*{k}(\([^)]*\))?!?: \S") for k in kinds}
+    train = [Task(f"t{i}", "p", "train", Judge("rule", (checks[k],)))
+             for i, k in enumerate(kinds * 2)]
+    keys = groups.varying_keys(train)
+    assert "a pin" in groups.value_problem('Always start with "feat: add a flag".', keys)

@@ -546,3 +546,88 @@ def test_a_rule_that_copies_the_prompts_scaffolding_is_refused() -> None:
     kept, _ = hygiene([Edit("add", "Every answer must have a section headed 'Impact'.")],
                       failing=[impact])
     assert [e.content for e in kept] == ["Every answer must have a section headed 'Impact'."]
+
+
+# -- gitsleep's own rewrites pass every guard an optimizer's edit passes ------------------
+
+COMMIT_TYPES = ("feat", "fix", "docs")
+
+
+def commit_type_tasks() -> list:
+    """A classifier of changes: each train task's one regex wants its own commit type."""
+    from gitsleep.core.models import Judge, Task
+
+    return [Task(f"t{i}", f"Write the commit message for change {i}.", "train",
+                 Judge("rule", (Check("regex", rf"(?m)\A\s*{kind}(\([^)]*\))?!?: \S"),)))
+            for i, kind in enumerate(COMMIT_TYPES * 2)]
+
+
+def commit_type_hygiene(edits: list[Edit]):
+    from gitsleep.core import groups
+
+    tasks = commit_type_tasks()
+    checks = [c for t in tasks for c in t.judge.checks]
+    return check_hygiene(edits, failing_checks=list(dict.fromkeys(checks)),
+                         task_prompts=[t.prompt for t in tasks], current_rules=[],
+                         task_checks=checks, varying=groups.varying_keys(tasks),
+                         train_tasks=tasks)
+
+
+def test_a_template_rebuilt_from_words_is_refused_as_the_same_template_written_out() -> None:
+    # the real night's reply: a template in words, rebuilt as the failing checks' skeleton
+    in_words = Edit("template", "Every answer must start with the commit type: feat, fix "
+                                "or docs.")
+    written_out = Edit("template", "feat: add\nfix: add\ndocs: add")
+    for edit in (in_words, written_out):
+        kept, refused = commit_type_hygiene([edit])
+        assert kept == [], edit
+        # `\A` reads the first line only: the rebuilt lines pin `feat` for every answer
+        assert "a pin" in refused[0].reason or "a hedge" in refused[0].reason
+
+
+def test_a_rebuilt_template_that_chooses_nothing_is_still_kept() -> None:
+    summary = Check("section_present", "Summary")
+    kept, refused = check_hygiene(
+        [Edit("template", "Every answer must have a section headed Summary.")],
+        failing_checks=[summary], task_prompts=[], current_rules=[])
+    assert refused == [] and kept[0].content.startswith("## Summary")
+
+
+# -- an edit that echoes gitsleep's prompt or the document it edits ----------------------
+
+WRITER_DOC = ("---\nname: precise-writer\ndescription: Writes precise answers.\n---\n"
+              "# Precise writer\n\nAnswer in at most three sentences and name every number "
+              "you rely on.\n")
+
+
+def echo_hygiene(content: str):
+    return check_hygiene([Edit("add", content)], failing_checks=[Check("max_chars", "300")],
+                         task_prompts=[], current_rules=[], document=WRITER_DOC,
+                         own_wording=reflect.OWN_WORDING)
+
+
+@pytest.mark.parametrize(("content", "why"), [
+    # seen on a real night on an IFBench slice, each as a rule
+    ("A check program must pass (how it is run is not shown; what it printed is in the "
+     "Judge line of each failing task)", "gitsleep's own prompt"),
+    ("Find what in the tasks separates the groups and write one rule that names that "
+     "condition for each value.", "gitsleep's own prompt"),
+    ("Answer in at most three sentences and name every number you rely on.",
+     "the document already says"),
+    ("precise-writer", "the skill's name"),
+    ("Precise writer.", "the skill's name"),
+])
+def test_an_edit_that_echoes_the_prompt_the_document_or_the_skill_name_is_refused(
+        content: str, why: str) -> None:
+    kept, refused = echo_hygiene(content)
+    assert kept == [] and why in refused[0].reason
+
+
+@pytest.mark.parametrize("content", [
+    "Every answer must have a section headed \"## Summary\".",
+    "Keep every answer under 300 characters and name the numbers it relies on first.",
+    "Write for a precise reader: one claim per sentence.",
+])
+def test_a_rule_in_its_own_words_beside_the_prompt_and_document_is_kept(content: str) -> None:
+    kept, refused = echo_hygiene(content)
+    assert refused == [] and len(kept) == 1

@@ -147,8 +147,8 @@ def test_the_optimizer_context_carries_the_train_groups_only() -> None:
     # the literal each group's pattern matches, each under the condition that picks it
     assert [e.content for e in proposal.edits] == [
         'Use the heading "## Summary"',
-        'When the task mentions "breaking", include "Verdictreject"; '
-        'otherwise include "Verdictapprove".']
+        'When the task mentions "breaking", include "Verdict: reject"; '
+        'otherwise include "Verdict: approve".']
 
 
 # -- item 7: the simulator obeys and proposes a conditional directive ----------------------
@@ -282,11 +282,12 @@ def test_the_prompt_shows_what_a_program_printed_never_how_it_is_run() -> None:
 
 def test_the_prompt_offers_the_conditional_shape_and_hygiene_wants_it_filled() -> None:
     prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [], TASKS, []), 2)
-    shape = ('When <condition 1>, the answer has "Verdictreject"; when <condition 2>, the '
-             'answer has "Verdictapprove".')
+    shape = ('When <condition 1>, the answer has "Verdict: reject"; when <condition 2>, the '
+             'answer has "Verdict: approve".')
     assert shape in prompt
     kept, refused = hygiene([Edit("add", shape)])
     assert kept == [] and "placeholder (<condition 1>)" in refused[0].reason
+    assert "fill <condition 1> and <condition 2> in your own words" in refused[0].reason
     filled = shape.replace("<condition 1>", "the changelog announces a breaking change") \
         .replace("<condition 2>", "it announces none")
     assert [e.content for e in hygiene([Edit("add", filled)])[0]] == [filled]
@@ -309,7 +310,7 @@ def test_the_prompt_offers_one_example_per_group_from_a_passing_train_answer() -
     passing = result("t3", "## Summary\nRenamed options.\nVerdict: reject", ())
     prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [passing], TASKS, []), 2)
     assert example(PROMPTS["t3"], "Verdict: reject") in prompt  # as the answer wrote it
-    assert example(PROMPTS["t2"], "Verdictapprove") in prompt  # from the check: no answer
+    assert example(PROMPTS["t2"], "Verdict: approve") in prompt  # from the check: no answer
     assert "VALONLY" not in prompt
 
 
@@ -343,3 +344,31 @@ def test_a_block_holds_a_few_examples_at_most() -> None:
                                       Edit("add", example(PROMPTS["t4"], "verdict approve"))],
                                      rules)
     assert len(kept) == 1 and "at most 4 worked examples" in refused[0].reason
+
+
+# -- the skeleton gitsleep offers passes the guards a template from the optimizer passes ----
+
+
+def offered_template(tasks: dict[str, Task], failing: list[Check]) -> str | None:
+    prompt = reflect.build_prompt(reflect.Evidence("skill", DOC, [], [], tasks, []), 2,
+                                  counts=reflect.Counter({c: 2 for c in failing}))
+    lead = "this one is derived from the failing checks:\n"
+    if lead not in prompt:
+        return None
+    return str(json.loads(prompt.split(lead, 1)[1].split("\n", 1)[0])["content"])
+
+
+def test_the_offered_skeleton_keeps_a_varying_value_typed_and_passes_hygiene() -> None:
+    offered = offered_template(TASKS, [SUMMARY, REJECT, APPROVE])
+    assert offered == "## Summary\n<write the summary here>\nVerdict: <reject|approve>"
+    kept, refused = hygiene([Edit("template", offered)])
+    assert refused == [] and kept[0].content == offered
+
+
+def test_the_offered_skeleton_leaves_out_a_value_no_typed_line_can_hold() -> None:
+    kinds = ("feat", "fix", "docs")
+    checks = [Check("regex", rf"(?m)\A\s*{k}(\([^)]*\))?!?: \S") for k in kinds]
+    tasks = {f"t{i}": Task(f"t{i}", f"Commit {i}.", "train", Judge("rule", (SUMMARY, c)))
+             for i, c in enumerate(checks * 2)}
+    offered = offered_template(tasks, [SUMMARY, *checks])
+    assert offered == "## Summary\n<write the summary here>"

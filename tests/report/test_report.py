@@ -602,6 +602,23 @@ def test_the_body_scores_each_group_of_a_varying_key_on_val_and_held_out() -> No
     body = report.pr_body(result, rerun="", redactor=Redactor([]))
     section = body.split("### Scores per group", 1)[1].split("###", 1)[0]
     rows = [r for r in section.splitlines() if r.startswith("| ") and "Verdict" in r]
-    assert len(rows) == 4 and all(r.endswith("| 1 | 0.000 | 1.000 |") for r in rows)
+    assert len(rows) == 4 and all(r.endswith("| 1 | 0.000 | 1.000 | 0 -> 0 |") for r in rows)
     assert rows[0].startswith("| val |") and rows[2].startswith("| held-out (test) |")
     assert [g.group for g in report.group_scores(result)][:2] == list(result.groups)
+
+
+def test_the_group_table_counts_the_answers_that_carry_another_groups_value() -> None:
+    result = make_result(n_val=3, n_test=2)
+    result.groups = {r"regex Verdict:\s*reject": ["val-1", "test-0"],
+                     r"regex Verdict:\s*approve": ["val-2", "test-1"]}
+    result.other_wants = {"test-1": ((Check("regex", r"Verdict:\s*reject"),),),
+                          "test-0": ((Check("regex", r"Verdict:\s*approve"),),)}
+    final = next(p for p in result.passes if p.split == "test" and p.label == "final")
+    final.tasks[1].samples[0].answer = "A brief.\nVerdict: reject"  # a pin, on an approve task
+    body = report.pr_body(result, rerun="", redactor=Redactor([]))
+    section = body.split("### Scores per group", 1)[1].split("###", 1)[0]
+    rows = [r for r in section.splitlines() if r.startswith("| held-out")]
+    assert rows[0].endswith("| 0 -> 0 |") and rows[1].endswith("| 0 -> 1 |")
+    assert "carry another group's value" in section
+    assert [(g.wrong_baseline, g.wrong_candidate) for g in report.group_scores(result)
+            if g.split == "test"] == [(0, 0), (0, 1)]
