@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
-from gitsleep.commands import consolidate_cmd, status_cmd
+from gitsleep.commands import consolidate_cmd
+from gitsleep.flows import status as status_flow
 from gitsleep.inputs.config import Config
 from gitsleep.inputs.tasks import parse_task_file
 from tests.support.cli import run_cli
@@ -174,11 +175,11 @@ def test_messages_the_docs_quote_are_the_ones_the_code_prints() -> None:
     """Issue 41: the docs and what the commands print agree (status words, the line a
     simulated night prints, the agent's not-found line)."""
     commands = " ".join((DOCS / "commands.md").read_text(encoding="utf-8").split())
-    merged = status_cmd.freshness({"merged": True, "up_to_date": False})
-    stale = status_cmd.freshness({"merged": False, "up_to_date": False})
+    merged = status_flow.freshness({"merged": True, "up_to_date": False})
+    stale = status_flow.freshness({"merged": False, "up_to_date": False})
     assert f"`{merged.replace('`', '')}`" in commands
     assert f"`{stale.split(';')[0]}; ...`" in commands
-    assert f"`{status_cmd.freshness({'up_to_date': True})}`" in commands
+    assert f"`{status_flow.freshness({'up_to_date': True})}`" in commands
     git_md = " ".join((DOCS / "git.md").read_text(encoding="utf-8").split())
     assert f"`kept local: {consolidate_cmd.SIMULATED_LOCAL.split(': pass')[0]}: ...`" in git_md
     agent = CommandBackend(AgentSpec(command=("./tools/agent.py",)), env={})

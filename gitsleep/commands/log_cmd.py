@@ -14,18 +14,10 @@ from gitsleep.git_forge.gitrun import git_out
 from gitsleep.inputs.config import config_path, load_config
 
 
-def branch_refs(repo: Path, prefix: str) -> list[str]:
-    """The local and remote-tracking refs of every gitsleep branch."""
-    out = git_out(repo, "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}",
-                       "refs/remotes/")
-    return [ref for ref in out.split() if ref.startswith(f"refs/heads/{prefix}")
-            or f"/{prefix}" in ref.removeprefix("refs/remotes/")]
-
-
 def epochs_for(repo: Path, prefix: str, base: str,
                skills: list[str] | None) -> list[history.RecordedEpoch]:
     """The epochs; one line on stderr names any note or trailer gitsleep did not write."""
-    found = history.read_history(repo, base=base, branch_refs=branch_refs(repo, prefix),
+    found = history.read_history(repo, base=base, branch_refs=history.branch_refs(repo, prefix),
                                  skills=skills)
     skipped = found.skipped_line()
     if skipped:
