@@ -71,6 +71,7 @@ def test_init_from_a_plain_directory_marks_the_placeholder_and_warns_once(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """This checkout is installed from a directory (editable): no commit pip could record."""
     assert init_cmd.installed_commit() is None
+    sh(tmp_path, "git", "init", "-q")  # init refuses outside a git repository
     result = run_cli(capsys, "--repo", str(tmp_path), "init", "--action-repo", "acme/gitsleep")
 
     assert result.code == 0, result.err
@@ -89,6 +90,7 @@ def test_init_from_a_plain_directory_marks_the_placeholder_and_warns_once(
 
 def test_action_ref_names_the_commit_or_a_tag_everywhere(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sh(tmp_path, "git", "init", "-q")  # init refuses outside a git repository
     result = run_cli(capsys, "--repo", str(tmp_path), "init", "--action-repo", "acme/gitsleep",
                      "--action-ref", SHA)
 

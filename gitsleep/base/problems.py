@@ -17,7 +17,8 @@ WARNING = "warning"
 
 # Stable codes, grouped by what they are about. Tests and docs refer to them.
 CODES: dict[str, str] = {
-    # configuration (beyond schema errors, which stop `validate` with exit 2)
+    # configuration
+    "GS000": "config cannot be read or is invalid (validate stops here, exit 2)",
     "GS001": "task file listed twice for one skill",
     "GS002": "two configured paths are one file (a repeat or a symlink)",
     "GS003": "document reached through a symlink",
@@ -61,6 +62,8 @@ CODES: dict[str, str] = {
     "GS136": "workspace task with an answer backend that cannot work in a folder",
     "GS138": "workspace folder that holds one of the skill's task files",
     "GS140": "a text some tasks ask for and none checks the absence of",
+    "GS150": "skill has no held-out (test) tasks: val decides",
+    "GS151": "val or held-out has too few tasks for a decision to be more than a hint",
     # skill and memory documents
     "GS200": "document missing",
     "GS201": "document is not UTF-8 text",

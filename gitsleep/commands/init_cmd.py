@@ -225,6 +225,10 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
     except repo_paths.SymlinkLoop:
         raise UsageError(f"--repo {obj.get('repo')}: is a symlink loop") from None
     cfg = config_path(repo, obj.get("config"))
+    if not _inside_git_repo(repo):  # refused before anything is written
+        raise UsageError(f"{repo}: not inside a git repository: run `git init` there first "
+                         "(gitsleep works on branches of a git repository), then "
+                         "`gitsleep init`")
     if action_repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", action_repo):
         raise click.BadParameter(f"{action_repo!r} is not owner/repo", param_hint="--action-repo")
     if action_ref is not None and not _REF.fullmatch(action_ref):
@@ -268,8 +272,6 @@ def command(ctx: click.Context, force: bool, action_repo: str | None,
 
     config_flag = f" --config {obj['config']}" if obj.get("config") else ""
     click.echo("\nNext steps:")
-    if not _inside_git_repo(repo):
-        click.echo("  0. git init   (gitsleep works on branches of a git repository)")
     click.echo(f"  1. gitsleep{config_flag} validate               "
                "check the setup (offline, no model calls)")
     click.echo(f"  2. gitsleep{config_flag} consolidate --dry-run  "

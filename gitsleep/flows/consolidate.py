@@ -336,8 +336,12 @@ def up_to_date(setup: Setup, skill: SkillConfig, claimed: Claimed,
 
 
 def require_tracked(repo: git.Repo, base_sha: str, relative: str) -> None:
-    """A document must be committed at the base: gitsleep commits on top of it."""
+    """A document must be committed at the base: gitsleep commits on top of it. One that
+    is nowhere (a wrong path in the config) is said as `validate` says it."""
     if not run_git(repo.git, "ls-tree", "--name-only", base_sha, "--", relative).strip():
+        if not (Path(repo.working_dir) / relative).exists():
+            raise UsageError(f"{relative}: document not found: create it or fix the path in "
+                             "the config (validate: GS200)")
         raise UsageError(f"{relative}: not tracked by git at the base commit {base_sha[:12]}; "
                          "commit it first (git add + git commit)")
 

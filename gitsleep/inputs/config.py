@@ -747,42 +747,53 @@ KEY_MAX_COST = ("budget", "max_cost")
 
 
 def config_path(repo: str | Path, config: str | None = None) -> Path:
-    """The config file: `--config` as given (relative to the cwd), else `<repo>/.gitsleep.yml`."""
+    """The config file: `--config` as given (relative to the cwd), else `<repo>/.gitsleep.yml`.
+
+    A `--repo` folder that does not exist is named as such (UsageError), not as a
+    missing `.gitsleep.yml` inside it."""
+    if not config and not Path(repo).is_dir():
+        what = "is a file, not a folder" if Path(repo).exists() else "no such folder"
+        raise UsageError(f"--repo {repo}: {what}: pass the folder of your git repository")
     return Path(config) if config else Path(repo) / CONFIG_NAME
 
 
+class ConfigError(UsageError):
+    """A config file gitsleep cannot use (exit 2): one line naming the file, the line when
+    known, the field and the fix; `validate --json` reports it as its one problem."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+        self.path = path
+        self.line = line
+        self.message = message
+
+
 def load_config(path: Path) -> Config:
-    """Read and validate a config file; any problem is one UsageError line (exit 2)."""
+    """Read and validate a config file; any problem is one ConfigError line (exit 2)."""
     label = str(path)
     try:
         text = read_text(path)
         node = compose_yaml(text)
         data = construct_yaml(node) if node is not None else None
     except FileProblem as problem:
-        where = f"{label}:{problem.line}" if problem.line else label
         missing = problem.code == "GS100" and problem.message.startswith("not found")
         hint = " (run `gitsleep init` to create one)" if missing else ""
-        raise UsageError(f"{where}: {problem.message}{hint}") from None
+        raise ConfigError(label, problem.line, f"{problem.message}{hint}") from None
     if data is None:
-        raise UsageError(
-            f"{label}: is empty: add `version: 1` and a `skills:` list (or run `gitsleep init`)"
-        )
+        raise ConfigError(label, None, "is empty: add `version: 1` and a `skills:` list "
+                          "(or run `gitsleep init`)")
     if not isinstance(data, dict):
-        raise UsageError(
-            f"{label}:1: must be a mapping of keys (version, backend, model, skills, ...), "
-            f"not a {type(data).__name__}"
-        )
+        raise ConfigError(label, 1, "must be a mapping of keys (version, backend, model, "
+                          f"skills, ...), not a {type(data).__name__}")
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(_describe(exc, label, node)) from None
+        raise ConfigError(label, *_describe(exc, node)) from None
     config._source = path
     entry = config.agent_problem()
     if entry is not None:
         loc, why = entry
-        line = _line_of(node, loc)
-        raise UsageError(f"{label}:{line}: {key_path(loc)}: {why}" if line
-                         else f"{label}: {key_path(loc)}: {why}")
+        raise ConfigError(label, _line_of(node, loc), f"{key_path(loc)}: {why}")
     return config
 
 
@@ -901,16 +912,14 @@ def _explain(err: Mapping[str, Any]) -> str:
     return f"{message}{got}: change the value"
 
 
-def _describe(exc: ValidationError, label: str, node: yaml.Node | None) -> str:
-    """One line for the first error: file:line: key.path: reason and fix (+N more)."""
+def _describe(exc: ValidationError, node: yaml.Node | None) -> tuple[int | None, str]:
+    """(line, `key.path: reason and fix (+N more)`) for the first error."""
     errors = exc.errors()
     err = errors[0]
     loc = tuple(err["loc"])
-    line = _line_of(node, loc)
-    where = f"{label}:{line}" if line else label
     path = key_path(loc) or "(top level)"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {path}: {_explain(err)}{more}"
+    return _line_of(node, loc), f"{path}: {_explain(err)}{more}"
 
 
 def field_line(path: Path, loc: tuple[Any, ...]) -> int | None:

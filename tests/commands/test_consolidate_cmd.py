@@ -53,3 +53,20 @@ def test_push_with_a_remote_pushes_and_exits_0(
     done = run_cli(capsys, "--repo", str(work), "consolidate", "--push")
     assert done.code == 0, done.err
     assert git(work, "rev-parse", f"origin/{BRANCH}") == git(work, "rev-parse", BRANCH)
+
+
+def test_a_skill_path_that_does_not_exist_is_said_as_validate_says_it(
+        work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = work / ".gitsleep.yml"
+    config.write_text(config.read_text().replace(
+        "skill: skills/brief-writer/SKILL.md", "skill: skills/nope/SKILL.md"))
+    git(work, "commit", "--quiet", "-am", "a wrong path")
+    done = run_cli(capsys, "--repo", str(work), "consolidate", "--no-push")
+    assert done.code == 2
+    line = one_line_refusal(done.err)
+    assert "commit it first" not in line
+    assert line == ("gitsleep: error: skills/nope/SKILL.md: document not found: create it or "
+                    "fix the path in the config (validate: GS200)")
+    checked = run_cli(capsys, "--repo", str(work), "validate")
+    assert "skills/nope/SKILL.md: GS200 document not found: create it or fix the path" \
+        in checked.out

@@ -18,6 +18,12 @@ TAG = "COMMIT_SHA"  # an editable install records no commit: the placeholder sta
 WORKFLOW = ".github/workflows/gitsleep.yml"
 
 
+@pytest.fixture(autouse=True)
+def in_git(tmp_path: Path) -> None:
+    """init works in a git repository (it refuses elsewhere): tmp_path is one."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+
+
 def check_workflow_schema(path: Path) -> None:
     tool = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
     assert tool, "check-jsonschema is a test dependency"
