@@ -354,13 +354,23 @@ def frontmatter_problems(text: str, rel: str) -> list[Problem]:
                                 f"frontmatter name {name!r} must be 1-64 lowercase letters, "
                                 "digits and single hyphens"))
     description = data.get("description")
+    still = (" (a warning: agents that load skills by it may skip this one; gitsleep still "
+             "improves the skill and never edits the description)")
     if description is None:
         problems.append(Problem(rel, 1, "GS204", WARNING,
                                 "frontmatter has no 'description': say what the skill does "
-                                "and when to use it"))
-    elif not (isinstance(description, str) and 1 <= len(description.strip()) <= 1024):
+                                f"and when to use it{still}"))
+    elif not isinstance(description, str):
         problems.append(Problem(rel, line_of("description"), "GS204", WARNING,
-                                "frontmatter description must be text of 1-1024 characters"))
+                                "frontmatter description must be text (got a "
+                                f"{type(description).__name__}): write it as one line of "
+                                f"text{still}"))
+    elif not 1 <= len(description.strip()) <= 1024:
+        size = len(description.strip())
+        fix = "shorten it to 1024 or fewer" if size else "say what the skill does in 1-1024"
+        problems.append(Problem(rel, line_of("description"), "GS204", WARNING,
+                                f"frontmatter description is {size} characters, the Agent "
+                                f"Skills limit is 1-1024: {fix} characters{still}"))
     return problems
 
 

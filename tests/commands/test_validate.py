@@ -234,7 +234,7 @@ def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> No
     ("frontmatter", "code", "expected"),
     [
         ("---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---' but never closes"),
-        ("---\nname: [writer\n---\n", 1, ":3: GS202 frontmatter: YAML does not parse"),
+        ("---\nname: [writer\n---\n", 1, ":2: GS202 frontmatter: YAML does not parse"),
         ("---\n- a\n---\n", 1, ":2: GS202 frontmatter must be a mapping"),
         ("\ufeff---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---'"),
         # issue 41 item 12: a name or description outside the Agent Skills limits is text
@@ -245,8 +245,13 @@ def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> No
         ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", 0, ":2: GS203 warning"),
         ("---\nname: writer\n---\n", 0, ":1: GS204 warning: frontmatter has no 'description'"),
         ("---\nname: writer\ndescription: ''\n---\n", 0,
-         ":3: GS204 warning: frontmatter description must"),
-        ("---\nname: writer\ndescription: " + "d" * 1068 + "\n---\n", 0, ":3: GS204 warning"),
+         ":3: GS204 warning: frontmatter description is 0 characters, the Agent Skills limit "
+         "is 1-1024: say what the skill does in 1-1024 characters"),
+        ("---\nname: writer\ndescription: " + "d" * 1068 + "\n---\n", 0,
+         ":3: GS204 warning: frontmatter description is 1068 characters, the Agent Skills "
+         "limit is 1-1024: shorten it to 1024 or fewer characters (a warning: agents that "
+         "load skills by it may skip this one; gitsleep still improves the skill and never "
+         "edits the description)"),
         ("\ufeff---\nname: Writer_Bot\ndescription: d\n---\n", 0, ":2: GS203 warning"),
     ],
 )
