@@ -1,9 +1,10 @@
 """`gitsleep init`: a working setup in one command, without touching what is already there.
 
 Writes `.gitsleep.yml` (offline backend, so it runs with no key), an example skill with
-an empty learned block, example tasks in all three splits, the nightly workflow, and
-ignores gitsleep's run artifacts in `.gitignore`. Existing files are kept unless
-`--force`; `.gitignore` is only ever appended to.
+an empty learned block, example tasks in all three splits, two workflows (the nightly one
+and the pull-request review one), and ignores gitsleep's run artifacts in `.gitignore`.
+Existing files are kept unless `--force`; `.gitignore` is only ever appended to. Outside
+a git repository it writes nothing.
 """
 
 from __future__ import annotations
@@ -218,7 +219,7 @@ def _inside_git_repo(path: Path) -> bool:
 @click.pass_context
 def command(ctx: click.Context, force: bool, action_repo: str | None,
             action_ref: str | None) -> None:
-    """Write .gitsleep.yml, an example skill and tasks, and the nightly workflow."""
+    """Write .gitsleep.yml, an example skill and tasks, and the nightly and review workflows."""
     obj = ctx.obj or {}
     try:
         repo = repo_paths.real_path(Path(obj.get("repo") or "."))

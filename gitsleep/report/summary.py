@@ -25,6 +25,10 @@ from gitsleep.report.outcome import (
     opens_pr,
 )
 
+# how a night that accepted nothing reads in "the epoch ...: nothing to review"
+NOT_ACCEPTED = {"rejected": "was rejected", "no_edits": "made no edits",
+                "aborted": "was aborted"}
+
 
 def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> str:
     """One line for the terminal: skill, decision, scores, edit counts, reason."""
@@ -44,7 +48,8 @@ def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> st
 def no_pr_reason(result: EpochResult, pr: PrResult) -> str:
     """Why no pull request was opened or updated, in a few words."""
     if result.decision != "accepted":
-        return f"the epoch was {result.decision.replace('_', ' ')}: nothing to review"
+        done = NOT_ACCEPTED.get(result.decision, f"was {result.decision.replace('_', ' ')}")
+        return f"the epoch {done}: nothing to review"
     if pr.reason:
         return pr.reason
     if not opens_pr(result):
