@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitsleep.base import bundled
-from gitsleep.commands import init_cmd
+from gitsleep.flows import init as init_flow
 from gitsleep.inputs.config import load_config
 from gitsleep.inputs.tasks import load_skill_tasks
 from tests.support.cli import run_cli
@@ -191,7 +191,7 @@ def test_real_bundled_workflow_is_copied_when_present(
     run(capsys, tmp_path, "init")
     written = (tmp_path / ".github/workflows/gitsleep.yml").read_bytes()
     # the bundled workflow, with its setup comment and (when known) the action repo filled in
-    assert written == init_cmd.fill_workflow(source.read_bytes(), init_cmd.installed_from())
+    assert written == init_flow.fill_workflow(source.read_bytes(), init_flow.installed_from())
     assert len(written.splitlines()) == len(source.read_bytes().splitlines())
 
 
