@@ -4,7 +4,7 @@ Checks the config, every task file (formats, judges, splits, leaks), the skill a
 memory documents (UTF-8, frontmatter, learned-block integrity and size) and looks for
 secrets in task files, which are sent to a model provider. It makes no network call and
 never imports the model, git or forge clients. The CLI command is
-`gitsleep.commands.validate_cmd`, which prints what `validate_repo` finds; `prepare`
+`gitsleep.commands.validate_cmd`, which prints what `validate` (below) returns; `prepare`
 reads `frontmatter_problems` from here.
 """
 from __future__ import annotations
