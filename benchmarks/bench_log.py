@@ -45,7 +45,7 @@ if source:
     spec.loader.exec_module(history)
 else:
     from gitsleep.git_forge import history
-from gitsleep.commands.log_cmd import branch_refs
+from gitsleep.git_forge.history import branch_refs
 options = {"details": False} if not details and source == "" else {}
 started = time.perf_counter()
 epochs = history.read_epochs(repo, base="HEAD", branch_refs=branch_refs(repo, "gitsleep/"),

@@ -14,11 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 
 from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
-from gitsleep.commands import consolidate_cmd, status_cmd
+from gitsleep.flows import consolidate as consolidate_flow
+from gitsleep.flows import status as status_flow
 from gitsleep.inputs.config import Config
 from gitsleep.inputs.tasks import parse_task_file
 from tests.support.cli import run_cli
@@ -166,21 +168,63 @@ def test_the_demo_output_the_readme_quotes_is_what_the_demo_prints(
     result = run_cli(capsys, "demo")
     assert result.code == 0, result.err
     printed = [line.rstrip() for line in result.out.splitlines()]
-    for line in quoted.strip().splitlines():
-        assert line.rstrip() in printed, line
+    shown = [line.rstrip() for line in quoted.strip().splitlines()]
+    # "It starts like this": the demo's first lines, in order, none left out
+    assert printed[:len(shown)] == shown
+
+
+COMMON_FLAGS = {"--help", "-v", "--verbose", "-q", "--quiet"}  # the group's, said once
+
+
+def documented_flags(commands_md: str) -> dict[str, set[str]]:
+    """Per command, the flags its entry in the command list at the top of commands.md
+    names (the entry's first line and the lines indented under it)."""
+    block = fenced(commands_md)[0][1]
+    entries: dict[str, list[str]] = {}
+    current = None
+    for line in block.splitlines():
+        head = re.match(r"  ([a-z]+)\s{2,}", line)
+        if head:
+            current = head.group(1)
+            entries[current] = [line[head.end():]]
+        elif current and line.startswith(" " * 16):
+            entries[current].append(line)
+    return {name: set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", " ".join(lines)))
+            for name, lines in entries.items()}
+
+
+def test_every_commands_help_flags_are_the_ones_commands_md_lists() -> None:
+    """Each command's flags (as `--help` lists them) and the flags its entry in
+    docs/commands.md names are the same set: none undocumented, none that does not exist."""
+    from gitsleep.cli import COMMANDS, cli
+
+    documented = documented_flags((DOCS / "commands.md").read_text(encoding="utf-8"))
+    assert set(documented) == set(COMMANDS)
+    for name in COMMANDS:
+        command = cli.get_command(click_context(), name)
+        assert command is not None
+        flags = {opt for param in command.params
+                 for opt in (*param.opts, *param.secondary_opts) if opt.startswith("--")}
+        assert flags - COMMON_FLAGS == documented[name], name
+
+
+def click_context() -> click.Context:
+    from gitsleep.cli import cli
+
+    return click.Context(cli)
 
 
 def test_messages_the_docs_quote_are_the_ones_the_code_prints() -> None:
     """Issue 41: the docs and what the commands print agree (status words, the line a
     simulated night prints, the agent's not-found line)."""
     commands = " ".join((DOCS / "commands.md").read_text(encoding="utf-8").split())
-    merged = status_cmd.freshness({"merged": True, "up_to_date": False})
-    stale = status_cmd.freshness({"merged": False, "up_to_date": False})
+    merged = status_flow.freshness({"merged": True, "up_to_date": False})
+    stale = status_flow.freshness({"merged": False, "up_to_date": False})
     assert f"`{merged.replace('`', '')}`" in commands
     assert f"`{stale.split(';')[0]}; ...`" in commands
-    assert f"`{status_cmd.freshness({'up_to_date': True})}`" in commands
+    assert f"`{status_flow.freshness({'up_to_date': True})}`" in commands
     git_md = " ".join((DOCS / "git.md").read_text(encoding="utf-8").split())
-    assert f"`kept local: {consolidate_cmd.SIMULATED_LOCAL.split(': pass')[0]}: ...`" in git_md
+    assert f"`kept local: {consolidate_flow.SIMULATED_LOCAL.split(': pass')[0]}: ...`" in git_md
     agent = CommandBackend(AgentSpec(command=("./tools/agent.py",)), env={})
     said = str(agent._spawn_error(FileNotFoundError()))
     clis = " ".join((DOCS / "agent-clis.md").read_text(encoding="utf-8").split())

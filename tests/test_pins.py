@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep.commands import init_cmd
+from gitsleep.flows import init as init_flow
 from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.slow  # installs gitsleep with pip
@@ -58,19 +58,20 @@ def sh(cwd: Path, *args: str, env: dict[str, str] | None = None,
 ])
 def test_the_commit_pip_recorded_for_a_git_install(recorded: dict[str, object],
                                                     commit: str | None) -> None:
-    assert init_cmd.recorded_commit(json.dumps(recorded)) == commit
+    assert init_flow.recorded_commit(json.dumps(recorded)) == commit
 
 
 def test_a_broken_record_is_no_commit() -> None:
-    assert init_cmd.recorded_commit("{not json") is None
-    assert init_cmd.recorded_commit(None) is None
-    assert init_cmd.recorded_commit('["a list"]') is None
+    assert init_flow.recorded_commit("{not json") is None
+    assert init_flow.recorded_commit(None) is None
+    assert init_flow.recorded_commit('["a list"]') is None
 
 
 def test_init_from_a_plain_directory_marks_the_placeholder_and_warns_once(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """This checkout is installed from a directory (editable): no commit pip could record."""
-    assert init_cmd.installed_commit() is None
+    assert init_flow.installed_commit() is None
+    sh(tmp_path, "git", "init", "-q")  # init refuses outside a git repository
     result = run_cli(capsys, "--repo", str(tmp_path), "init", "--action-repo", "acme/gitsleep")
 
     assert result.code == 0, result.err
@@ -89,6 +90,7 @@ def test_init_from_a_plain_directory_marks_the_placeholder_and_warns_once(
 
 def test_action_ref_names_the_commit_or_a_tag_everywhere(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sh(tmp_path, "git", "init", "-q")  # init refuses outside a git repository
     result = run_cli(capsys, "--repo", str(tmp_path), "init", "--action-repo", "acme/gitsleep",
                      "--action-ref", SHA)
 
@@ -170,13 +172,13 @@ def test_install_at_a_sha_then_init_and_pre_commit_use_that_sha(
 
 
 def test_the_setup_comment_counts_the_pins_it_filled_in() -> None:
-    nightly = init_cmd.workflow_template()
-    review = init_cmd.workflow_template("gitsleep-review.yml")
+    nightly = init_flow.workflow_template()
+    review = init_flow.workflow_template("gitsleep-review.yml")
     assert nightly is not None and review is not None
-    filled = init_cmd.fill_workflow(nightly, "acme/gitsleep", SHA).decode()
+    filled = init_flow.fill_workflow(nightly, "acme/gitsleep", SHA).decode()
     assert f"set the gitsleep action to acme/gitsleep@{SHA} (twice below)." in filled
     assert filled.count(f"acme/gitsleep@{SHA}") == 3  # the comment and the two pins
-    once = init_cmd.fill_workflow(review, "acme/gitsleep", SHA).decode()
+    once = init_flow.fill_workflow(review, "acme/gitsleep", SHA).decode()
     assert f"set the gitsleep action to acme/gitsleep@{SHA} (once below)." in once
     assert "COMMIT_SHA" not in once and "OWNER" not in once
 
@@ -185,23 +187,23 @@ def test_filled_workflows_say_init_wrote_them_and_drop_the_placeholder_ignore() 
     """Issue 41 item 9: the review workflow's header still said "Copy this file to ..."
     after `init` wrote it there, and the zizmor ignore meant for the placeholder pin
     stayed after the SHA was filled in."""
-    for name, path in (("gitsleep-nightly.yml", init_cmd.WORKFLOW_PATH),
-                       ("gitsleep-review.yml", init_cmd.REVIEW_WORKFLOW_PATH)):
-        source = init_cmd.workflow_template(name)
+    for name, path in (("gitsleep-nightly.yml", init_flow.WORKFLOW_PATH),
+                       ("gitsleep-review.yml", init_flow.REVIEW_WORKFLOW_PATH)):
+        source = init_flow.workflow_template(name)
         assert source is not None and b"ignore[unpinned-uses]" in source
-        filled = init_cmd.fill_workflow(source, "acme/gitsleep", SHA).decode()
+        filled = init_flow.fill_workflow(source, "acme/gitsleep", SHA).decode()
         assert f"# `gitsleep init` wrote this file as {path}. Before it runs:" in filled
         assert "Copy this file" not in filled
         assert "ignore[unpinned-uses]" not in filled
         assert f"uses: acme/gitsleep@{SHA}\n" in filled
-        placeholder = init_cmd.fill_workflow(source, "acme/gitsleep", None).decode()
+        placeholder = init_flow.fill_workflow(source, "acme/gitsleep", None).decode()
         assert "ignore[unpinned-uses]" in placeholder  # still a placeholder to ignore
 
 
 def test_the_review_workflow_runs_for_claude_code_skill_folders() -> None:
     """Issue 41 item 15: Claude Code keeps project skills under .claude/skills/ (and
     .agents/skills/); a pull request touching only those started no review."""
-    review = init_cmd.workflow_template("gitsleep-review.yml")
+    review = init_flow.workflow_template("gitsleep-review.yml")
     assert review is not None
     paths = yaml.safe_load(review)[True]["pull_request"]["paths"]
     assert ".claude/skills/**" in paths and ".agents/skills/**" in paths

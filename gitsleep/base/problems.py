@@ -17,7 +17,8 @@ WARNING = "warning"
 
 # Stable codes, grouped by what they are about. Tests and docs refer to them.
 CODES: dict[str, str] = {
-    # configuration (beyond schema errors, which stop `validate` with exit 2)
+    # configuration
+    "GS000": "config cannot be read or is invalid (validate stops here, exit 2)",
     "GS001": "task file listed twice for one skill",
     "GS002": "two configured paths are one file (a repeat or a symlink)",
     "GS003": "document reached through a symlink",
@@ -61,6 +62,8 @@ CODES: dict[str, str] = {
     "GS136": "workspace task with an answer backend that cannot work in a folder",
     "GS138": "workspace folder that holds one of the skill's task files",
     "GS140": "a text some tasks ask for and none checks the absence of",
+    "GS150": "skill has no held-out (test) tasks: val decides",
+    "GS151": "val or held-out has too few tasks for a decision to be more than a hint",
     # skill and memory documents
     "GS200": "document missing",
     "GS201": "document is not UTF-8 text",
@@ -172,6 +175,39 @@ def read_text(path: Path) -> str:
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+# (words in the parser's message, the fix); the first that matches wins
+_YAML_FIXES = (
+    ("tab character", "indent with spaces, not tabs: replace the tab"),
+    ("quoted scalar", "a quoted value that starts on this line is never closed: add the "
+                      "closing quote"),
+    ("flow sequence", "a `[` list that starts on this line is never closed: add `]`, or "
+                      "write one `- item` per line"),
+    ("flow mapping", "a `{` mapping that starts on this line is never closed: add `}`"),
+    ("mapping values are not allowed", "a value holding `: ` needs quotes, or a key on this "
+                                       "line is indented too far"),
+    ("cannot start any token", "a value starting with this character needs quotes"),
+    ("expected '-' indicator", "the items of one list start in the same column: align this "
+                               "line with the `-` of the items above it"),
+    ("expected <block end>", "the keys of one mapping start in the same column: align this "
+                             "line with the keys above it"),
+    ("could not find expected ':'", "a key needs `: ` after it (or the line above ends a "
+                                    "quoted value too early)"),
+)
+_UNCLOSED = ("quoted scalar", "flow sequence", "flow mapping")
+
+
+def yaml_fix(exc: yaml.MarkedYAMLError, line: int | None) -> tuple[int | None, str]:
+    """(the line to name, the fix) for a YAML error. The parser notices an unclosed quote
+    or bracket where the text ends: the line to open is where it was opened."""
+    said = f"{exc.context or ''} {exc.problem or ''}"
+    if any(kind in (exc.context or "") for kind in _UNCLOSED) and exc.context_mark:
+        line = exc.context_mark.line + 1
+    for words, fix in _YAML_FIXES:
+        if words in said:
+            return line, fix
+    return line, "check the indentation and the quotes on this line and the one above"
+
+
 def compose_yaml(text: str) -> yaml.Node | None:
     """Parse YAML into nodes (which keep line numbers), refusing alias bombs and deep nesting."""
     try:
@@ -188,8 +224,9 @@ def compose_yaml(text: str) -> yaml.Node | None:
             # PyYAML 6.0.4's bundled libyaml refuses deep flow nesting in its scanner,
             # before our own depth check sees an event: the same problem, the same code.
             raise FileProblem("GS104", "is nested too deeply to read", line=line) from None
+        line, fix = yaml_fix(exc, line)
         what = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise FileProblem("GS101", f"YAML does not parse: {what}", line=line) from None
+        raise FileProblem("GS101", f"YAML does not parse: {what}: {fix}", line=line) from None
     except yaml.YAMLError as exc:
         # e.g. a ReaderError for a control character: its text ends with a second line
         # ('in "<unicode string>", position 0'), which would break one-line output.

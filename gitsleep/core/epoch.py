@@ -349,6 +349,13 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
             return Verdict("rejected", f"{scored}; none was accepted: the best rose val "
                            f"{fmt_score(rose.baseline)} -> {fmt_score(rose.candidate)}, but "
                            f"{rose.reason.split(', but ', 1)[1]} (see gate trials)")
+        if (rose is not None and rose.baseline is not None and rose.candidate is not None
+                and not gate.improves(rose.baseline, rose.candidate, settings.gate.min_delta)):
+            # it rose, yet not by more than the margin the gate asks for
+            return Verdict("rejected", f"{scored}; none was accepted: the best rose val "
+                           f"{fmt_score(rose.baseline)} -> {fmt_score(rose.candidate)}, but "
+                           f"its gain {rose.candidate - rose.baseline:+.3f} is not more than "
+                           f"gate.min_delta {settings.gate.min_delta:.3f} (see gate trials)")
         return Verdict("rejected", f"{scored}; none beat {fmt_score(val.baseline)} "
                        "(see gate trials)")
     failing = sum(1 for t in base_train.tasks if t.hard is not None and t.hard < 1.0)

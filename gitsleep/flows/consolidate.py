@@ -11,21 +11,21 @@ interrupted one, or nothing) is `gitsleep.git_forge.recovery`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import git
 
 from gitsleep import __version__, report
-from gitsleep.base.errors import UsageError
+from gitsleep.base.errors import GitsleepError, UsageError
 from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary, Task
 from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_inputs
 from gitsleep.git_forge import forge, gitops, history, record
 from gitsleep.git_forge import publish_sequence as sequence
-from gitsleep.git_forge.gitrun import run_git
+from gitsleep.git_forge.gitrun import git_run, run_git
 from gitsleep.git_forge.publish_sequence import Claimed, forge_call
 from gitsleep.git_forge.record import Digests
 from gitsleep.git_forge.recovery import GitOptions, plan_recovery
@@ -33,8 +33,9 @@ from gitsleep.inputs import repo_paths
 from gitsleep.inputs.config import SkillConfig
 from gitsleep.report.outcome import Edits, PrResult, SkillSummary, opens_pr, section
 
-__all__ = ["GitOptions", "SkillOutcome", "consolidate", "dry_run", "read_inputs",
-           "rerun_command"]  # read_inputs: the benchmarks read a skill's inputs from here
+# read_inputs: the benchmarks read a skill's inputs from here
+__all__ = ["GitOptions", "Night", "SkillOutcome", "consolidate", "dry_run", "nights",
+           "read_inputs", "rerun_command", "simulated_push", "uncommitted"]
 
 
 @dataclass
@@ -185,7 +186,9 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             error = claimed.push_notes()
             if error is not None:
                 setup.say(f"{skill.name}: notes push failed: {error}")
-        pr, body = _sync_pr(setup, skill, result, claimed, options, pushed=pushed)
+        refuse_unpushed(options, claimed, commit, result)
+        pr, body = _sync_pr(setup, skill, result, claimed, options, pushed=pushed,
+                            commit=commit)
     summary = report.json_summary(result, branch=branch, commit=commit, pr=pr,
                                   diagnostics_path=diagnostics.path, redactor=setup.redactor)
     return SkillOutcome(skill.name, summary, result.abort_code, result,
@@ -203,6 +206,82 @@ def _commit(setup: Setup, claimed: Claimed, tree: Path, skill: SkillConfig,
     commit = claimed.commit(tree, paths, message, note)
     setup.say(f"{skill.name}: committed {commit[:12]} on {claimed.branch}")
     return commit
+
+
+# -- every chosen skill, and what the command decides before them ---------------------------
+
+
+SIMULATED_LOCAL = ("a simulated night (offline backend) is not pushed unless asked: pass "
+                   "--push (or --pr) to send it to the remote")
+
+
+def simulated_push(setup: Setup, push: bool | None,
+                   pr: bool | None) -> tuple[bool | None, str | None]:
+    """(push, why it stays local): a night the offline simulator answered, proposed or
+    judged is a try-out, so its branch is not pushed to the team's remote (nor a pull
+    request opened) unless `--push` or `--pr` asks. A remote that is a folder on this
+    machine (the throw-away bare repository of `gitsleep demo`, a tutorial or a test) is
+    nobody's shared remote: there the spec's default holds (push when a remote exists)."""
+    if push is not None or pr or "offline" not in setup.config.backends():
+        return push, None
+    if gitops.remotes_all_on_this_machine(setup.repo):
+        return push, None
+    return False, SIMULATED_LOCAL
+
+
+def uncommitted(repo: Path, skill: SkillConfig) -> list[str]:
+    """The skill's documents and task files with changes git has not committed.
+
+    `--no-optional-locks` keeps `git status` from refreshing the user's index, and
+    `git_run` keeps it from running the repository's fsmonitor or hooks.
+    """
+    paths = [p for p in (skill.skill, skill.memory) if p] + [t.path for t in skill.tasks]
+    done = git_run(repo, "--no-optional-locks", "status", "--porcelain", "-z",
+                   "--untracked-files=all", "--", *paths)
+    if done.status != 0:
+        return []
+    entries = [e for e in done.out.decode("utf-8", "replace").split("\0") if e]
+    return sorted({e[3:] for e in entries if len(e) > 3 and e[2] == " "})
+
+
+@dataclass
+class Night:
+    """One chosen skill's night: its outcome, or the error that stopped it (several
+    skills: each runs even when another fails)."""
+
+    skill: str
+    outcome: SkillOutcome | None = None
+    error: GitsleepError | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return self.error.exit_code
+        return self.outcome.exit_code if self.outcome is not None else 0
+
+
+def nights(setup: Setup, chosen: list[SkillConfig], options: GitOptions, *, dry: bool
+           ) -> Iterator[Night]:
+    """Each chosen skill's night in turn (a dry run, or through git). One skill's error
+    is raised as it is; with several, it is that skill's result and the others run."""
+    for skill in chosen:
+        out_dir = (options.output_dir / skill.name
+                   if options.output_dir and len(chosen) > 1 else options.output_dir)
+        try:
+            if dry:
+                outcome = dry_run(setup, skill, out_dir, options.base)
+            else:
+                outcome = consolidate(setup, skill, replace(options, output_dir=out_dir))
+        except GitsleepError as exc:
+            if len(chosen) == 1:
+                raise
+            setup.say(f"{skill.name}: error: {exc}")
+            yield Night(skill.name, error=exc)
+            continue
+        unused = [] if dry else uncommitted(setup.repo, skill)
+        if unused:
+            outcome.summary = replace(outcome.summary, uncommitted=tuple(unused))
+        yield Night(skill.name, outcome)
 
 
 # -- a branch that already records this epoch ----------------------------------------------
@@ -257,8 +336,12 @@ def up_to_date(setup: Setup, skill: SkillConfig, claimed: Claimed,
 
 
 def require_tracked(repo: git.Repo, base_sha: str, relative: str) -> None:
-    """A document must be committed at the base: gitsleep commits on top of it."""
+    """A document must be committed at the base: gitsleep commits on top of it. One that
+    is nowhere (a wrong path in the config) is said as `validate` says it."""
     if not run_git(repo.git, "ls-tree", "--name-only", base_sha, "--", relative).strip():
+        if not (Path(repo.working_dir) / relative).exists():
+            raise UsageError(f"{relative}: document not found: create it or fix the path in "
+                             "the config (validate: GS200)")
         raise UsageError(f"{relative}: not tracked by git at the base commit {base_sha[:12]}; "
                          "commit it first (git add + git commit)")
 
@@ -271,10 +354,36 @@ def _history_chart(setup: Setup, skill: SkillConfig, branch: str, base: str,
     return report.held_out_chart(history.held_out_points(epochs), metric)
 
 
+NO_REMOTE = "the repository has no remote (add one: `git remote add origin <url>`)"
+
+
+def kept(claimed: Claimed, commit: str | None) -> str:
+    """Where the night's work stays when a flag asked for more than could be done."""
+    if commit:
+        return f"; the night's commit {commit[:12]} stays on {claimed.branch}"
+    return ""
+
+
+def refuse_unpushed(options: GitOptions, claimed: Claimed, commit: str | None,
+                    result: EpochResult) -> None:
+    """`--push` or `--pr` given, a commit to send, and no remote: exit 2, said in one line,
+    rather than a night that reads as pushed (nothing is undone: the commit stays)."""
+    if claimed.remote is not None or not commit or result.decision == "aborted":
+        return
+    if options.pr:
+        raise UsageError(f"--pr: no pull request was opened and nothing was pushed: "
+                         f"{NO_REMOTE}{kept(claimed, commit)}")
+    if options.push:
+        raise UsageError(f"--push: nothing was pushed: {NO_REMOTE}{kept(claimed, commit)}")
+
+
 def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, claimed: Claimed,
-             options: GitOptions, *, pushed: bool) -> tuple[PrResult, str | None]:
+             options: GitOptions, *, pushed: bool,
+             commit: str | None = None) -> tuple[PrResult, str | None]:
     """Create, update or close the skill's PR per the rules; never without a push.
-    Returns what was done and the body it was given (None when none was rendered)."""
+    Returns what was done and the body it was given (None when none was rendered).
+    `--pr` that cannot reach a forge (no token) is exit 2: a flag given is honoured or
+    refused, never dropped without a word."""
     if options.pr is False or options.push is False:
         reason = "--no-pr" if options.pr is False else options.local_reason or "--no-push"
         return PrResult(reason=reason), None
@@ -285,7 +394,8 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, claimed: Cla
     hub, why_not = claimed.forge(setup.env)
     if hub is None:
         if options.pr:
-            raise UsageError(f"--pr cannot open a pull request: {why_not}")
+            raise UsageError(f"--pr: no pull request was opened: {why_not}"
+                             f"{kept(claimed, commit)}")
         setup.say(f"{skill.name}: no pull request: {why_not}")
         return PrResult(reason=why_not), None
     branch, base_name = claimed.branch, claimed.base_name

@@ -197,6 +197,14 @@ class History:
                 "show <commit>` and `git show <commit>` show them")
 
 
+def branch_refs(repo: Path, prefix: str) -> list[str]:
+    """The local and remote-tracking refs of every gitsleep branch (named `<prefix>...`)."""
+    out = git_out(repo, "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}",
+                  "refs/remotes/")
+    return [ref for ref in out.split() if ref.startswith(f"refs/heads/{prefix}")
+            or f"/{prefix}" in ref.removeprefix("refs/remotes/")]
+
+
 def read_epochs(repo: Path, *, base: str, branch_refs: list[str],
                 skills: list[str] | None = None, details: bool = True) -> list[RecordedEpoch]:
     """Every recorded epoch of `skills` (all when None), oldest first (see `read_history`)."""

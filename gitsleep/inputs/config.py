@@ -417,8 +417,12 @@ class Config(_Section):
         if "command" in self.backends()[1:] and self.agent is None or (
                 self.backend == "command" and self.agent is None
                 and any(not agents for agents in self._agent_lists().values())):
-            raise ValueError("a backend is `command` but there is no `agent:` section: add "
-                             "`agent: codex` (a preset) or `agent: {command: [...]}`")
+            answer, propose, _ = self.backends()
+            key = ("backend" if answer == "command" else
+                   "optimizer_backend" if propose == "command" else "judge_backend")
+            raise ValueError(f"{key}: `command` runs an agent CLI, and there is no `agent:` "
+                             "section saying which: add `agent: codex` (a preset) or "
+                             "`agent: {command: [...]}`")
         return self
 
     @model_validator(mode="after")
@@ -747,42 +751,53 @@ KEY_MAX_COST = ("budget", "max_cost")
 
 
 def config_path(repo: str | Path, config: str | None = None) -> Path:
-    """The config file: `--config` as given (relative to the cwd), else `<repo>/.gitsleep.yml`."""
+    """The config file: `--config` as given (relative to the cwd), else `<repo>/.gitsleep.yml`.
+
+    A `--repo` folder that does not exist is named as such (UsageError), not as a
+    missing `.gitsleep.yml` inside it."""
+    if not config and not Path(repo).is_dir():
+        what = "is a file, not a folder" if Path(repo).exists() else "no such folder"
+        raise UsageError(f"--repo {repo}: {what}: pass the folder of your git repository")
     return Path(config) if config else Path(repo) / CONFIG_NAME
 
 
+class ConfigError(UsageError):
+    """A config file gitsleep cannot use (exit 2): one line naming the file, the line when
+    known, the field and the fix; `validate --json` reports it as its one problem."""
+
+    def __init__(self, path: str, line: int | None, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+        self.path = path
+        self.line = line
+        self.message = message
+
+
 def load_config(path: Path) -> Config:
-    """Read and validate a config file; any problem is one UsageError line (exit 2)."""
+    """Read and validate a config file; any problem is one ConfigError line (exit 2)."""
     label = str(path)
     try:
         text = read_text(path)
         node = compose_yaml(text)
         data = construct_yaml(node) if node is not None else None
     except FileProblem as problem:
-        where = f"{label}:{problem.line}" if problem.line else label
         missing = problem.code == "GS100" and problem.message.startswith("not found")
         hint = " (run `gitsleep init` to create one)" if missing else ""
-        raise UsageError(f"{where}: {problem.message}{hint}") from None
+        raise ConfigError(label, problem.line, f"{problem.message}{hint}") from None
     if data is None:
-        raise UsageError(
-            f"{label}: is empty: add `version: 1` and a `skills:` list (or run `gitsleep init`)"
-        )
+        raise ConfigError(label, None, "is empty: add `version: 1` and a `skills:` list "
+                          "(or run `gitsleep init`)")
     if not isinstance(data, dict):
-        raise UsageError(
-            f"{label}:1: must be a mapping of keys (version, backend, model, skills, ...), "
-            f"not a {type(data).__name__}"
-        )
+        raise ConfigError(label, 1, "must be a mapping of keys (version, backend, model, "
+                          f"skills, ...), not a {type(data).__name__}")
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(_describe(exc, label, node)) from None
+        raise ConfigError(label, *_describe(exc, node)) from None
     config._source = path
     entry = config.agent_problem()
     if entry is not None:
         loc, why = entry
-        line = _line_of(node, loc)
-        raise UsageError(f"{label}:{line}: {key_path(loc)}: {why}" if line
-                         else f"{label}: {key_path(loc)}: {why}")
+        raise ConfigError(label, _line_of(node, loc), f"{key_path(loc)}: {why}")
     return config
 
 
@@ -889,28 +904,53 @@ def _explain(err: Mapping[str, Any]) -> str:
     if kind == "missing":
         return "required key is missing: add it"
     if kind == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "")
+        expected = str(err.get("ctx", {}).get("expected", ""))
+        if " or " not in expected:  # one value allowed: say it as the fix
+            return f"must be {expected}{got}: set `{last}: {expected}`"
         return f"must be {expected}{got}: use one of those values"
     if kind in _TYPE_NAMES:
         return f"must be {_TYPE_NAMES[kind]}{got}: change the value"
     if kind == "value_error":
         return str(err["msg"]).removeprefix("Value error, ")
     if kind in ("too_short", "too_long") and isinstance(value, (list, str)):
-        return f"{err['msg']}{got}: change the value"
+        return _length(kind, last, value, err.get("ctx", {}))
     message = str(err["msg"]).replace("Input should be", "must be")
     return f"{message}{got}: change the value"
 
 
-def _describe(exc: ValidationError, label: str, node: yaml.Node | None) -> str:
-    """One line for the first error: file:line: key.path: reason and fix (+N more)."""
+_ADD = {"skills": "add a skill (its name, skill and tasks), or run `gitsleep init` in an "
+                  "empty folder to see one"}
+
+
+def _length(kind: str, key: str, value: list[Any] | str, ctx: Mapping[str, Any]) -> str:
+    """A list or text of the wrong length, said as counts and a fix."""
+    unit = "item" if isinstance(value, list) else "character"
+    if kind == "too_short":
+        least = ctx.get("min_length", 1)
+        fix = _ADD.get(key, f"add {'one' if unit == 'item' else 'text'}")
+        return (f"must have at least {least} {unit}{'s' if least != 1 else ''}, it has "
+                f"{len(value)}: {fix}")
+    most = ctx.get("max_length", 0)
+    return (f"must have at most {most} {unit}{'s' if most != 1 else ''}, it has {len(value)}: "
+            "remove some")
+
+
+_KEY_FIRST = re.compile(r"([a-z_]+(?:\.[a-z_]+)*): (.+)", re.DOTALL)
+
+
+def _describe(exc: ValidationError, node: yaml.Node | None) -> tuple[int | None, str]:
+    """(line, `key.path: reason and fix (+N more)`) for the first error. A check across
+    keys (no key path of its own) that names its key first is placed on that key's line."""
     errors = exc.errors()
     err = errors[0]
     loc = tuple(err["loc"])
-    line = _line_of(node, loc)
-    where = f"{label}:{line}" if line else label
+    explained = _explain(err)
+    named = _KEY_FIRST.fullmatch(explained) if not loc and err["type"] == "value_error" else None
+    if named is not None:
+        loc, explained = tuple(named.group(1).split(".")), named.group(2)
     path = key_path(loc) or "(top level)"
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {path}: {_explain(err)}{more}"
+    return _line_of(node, loc), f"{path}: {explained}{more}"
 
 
 def field_line(path: Path, loc: tuple[Any, ...]) -> int | None:

@@ -4,11 +4,12 @@ Checks the config, every task file (formats, judges, splits, leaks), the skill a
 memory documents (UTF-8, frontmatter, learned-block integrity and size) and looks for
 secrets in task files, which are sent to a model provider. It makes no network call and
 never imports the model, git or forge clients. The CLI command is
-`gitsleep.commands.validate_cmd`, which prints what `validate_repo` finds; `prepare`
+`gitsleep.commands.validate_cmd`, which prints what `validate` (below) returns; `prepare`
 reads `frontmatter_problems` from here.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Iterable, Mapping
@@ -18,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from gitsleep.base.errors import UsageError
+from gitsleep.base.errors import EXIT_OK, EXIT_PROBLEMS, UsageError
 from gitsleep.base.problems import (
     ERROR,
     WARNING,
@@ -38,7 +39,9 @@ from gitsleep.inputs.config import (
     KEY_MAX_COST,
     AgentEntryConfig,
     Config,
+    ConfigError,
     apply_overrides,
+    config_path,
     field_lines,
     key_path,
     load_config,
@@ -351,13 +354,23 @@ def frontmatter_problems(text: str, rel: str) -> list[Problem]:
                                 f"frontmatter name {name!r} must be 1-64 lowercase letters, "
                                 "digits and single hyphens"))
     description = data.get("description")
+    still = (" (a warning: agents that load skills by it may skip this one; gitsleep still "
+             "improves the skill and never edits the description)")
     if description is None:
         problems.append(Problem(rel, 1, "GS204", WARNING,
                                 "frontmatter has no 'description': say what the skill does "
-                                "and when to use it"))
-    elif not (isinstance(description, str) and 1 <= len(description.strip()) <= 1024):
+                                f"and when to use it{still}"))
+    elif not isinstance(description, str):
         problems.append(Problem(rel, line_of("description"), "GS204", WARNING,
-                                "frontmatter description must be text of 1-1024 characters"))
+                                "frontmatter description must be text (got a "
+                                f"{type(description).__name__}): write it as one line of "
+                                f"text{still}"))
+    elif not 1 <= len(description.strip()) <= 1024:
+        size = len(description.strip())
+        fix = "shorten it to 1024 or fewer" if size else "say what the skill does in 1-1024"
+        problems.append(Problem(rel, line_of("description"), "GS204", WARNING,
+                                f"frontmatter description is {size} characters, the Agent "
+                                f"Skills limit is 1-1024: {fix} characters{still}"))
     return problems
 
 
@@ -447,20 +460,121 @@ def repo_relative(repo_root: Path, given: str) -> str:
 # --- the command ---------------------------------------------------------------------------
 
 
-def split_lines(splits: Mapping[str, Mapping[str, int]]) -> list[str]:
-    """Per skill, its split sizes, and a warning when val or held-out is too small to trust."""
-    lines = []
+def split_warnings(splits: Mapping[str, Mapping[str, int]]) -> list[tuple[str, str, str]]:
+    """(skill, code, message) for each split too small to trust: no held-out tasks (val
+    decides), or fewer than SMALL_SPLIT val or held-out tasks."""
+    found = []
     for skill, n in splits.items():
-        lines.append(f"{skill}: {n['train']} train, {n['val']} val, {n['test']} held-out (test)")
         if not n["test"]:
             # A warning, not an error: shared/spec/interface.md promises that val decides
             # when no task is in `test` (and the PR body says so).
-            lines.append(f"{skill}: warning: no held-out (test) tasks, so val decides whether "
-                         "a pull request opens and its gain is not checked on unseen tasks; "
-                         "add a task file with `split: test`")
+            found.append((skill, "GS150", "no held-out (test) tasks, so val decides whether "
+                          "a pull request opens and its gain is not checked on unseen tasks; "
+                          "add a task file with `split: test`"))
         small = small_splits(n["val"], n["test"])
         if small:
-            lines.append(f"  warning: {' and '.join(small)}: fewer than {SMALL_SPLIT} tasks, "
-                         "so one task moves the score a lot and a decision on it is a hint; "
-                         "add tasks (or move some from train)")
+            found.append((skill, "GS151", f"{' and '.join(small)}: fewer than {SMALL_SPLIT} "
+                          "tasks, so one task moves the score a lot and a decision on it is "
+                          "a hint; add tasks (or move some from train)"))
+    return found
+
+
+def split_lines(splits: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Per skill, its split sizes, and a warning when val or held-out is too small to trust."""
+    warned = split_warnings(splits)
+    lines = []
+    for skill, n in splits.items():
+        lines.append(f"{skill}: {n['train']} train, {n['val']} val, {n['test']} held-out (test)")
+        for _, code, message in (w for w in warned if w[0] == skill):
+            lines.append(f"{skill}: warning: {message}" if code == "GS150"
+                         else f"  warning: {message}")
     return lines
+
+
+# --- the command's one call ------------------------------------------------------------------
+
+
+@dataclass
+class Validation:
+    """What `gitsleep validate` reports: the problems, the split sizes (lines for stderr,
+    and their warnings as problems for `--json`), the commands a night would run, and the
+    config error that stopped it (exit 2), if one did."""
+
+    problems: list[Problem]
+    split_problems: list[Problem]
+    sizes: list[str]
+    commands: list[str]
+    scope: str
+    key_env: list[str]
+    stopped: ConfigError | None = None
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for p in self.problems if p.is_error)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.problems) - self.errors + len(self.split_problems)
+
+    @property
+    def exit_code(self) -> int:
+        if self.stopped is not None:
+            return self.stopped.exit_code
+        return EXIT_PROBLEMS if self.errors else EXIT_OK
+
+    def summary(self) -> str:
+        if self.problems or self.warnings:
+            return f"{self.errors} error(s), {self.warnings} warning(s) ({self.scope})"
+        return f"no problems ({self.scope})"
+
+
+def _absent(path: Path) -> bool:
+    """Nothing at `path`. A link that loops or dangles is there (its reader says what is
+    wrong with it), and so is a path git or the OS cannot follow for another reason."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def check_given_paths(repo_root: Path, paths: Iterable[str]) -> None:
+    """A PATH that does not exist (from here, or in the repository) is a usage error
+    (exit 2), not a clean bill: a typo must not pass a pre-commit hook or CI."""
+    for given in paths:
+        if _absent(Path(given)) and _absent(repo_root / given):
+            raise UsageError(f"{given}: no such file: `gitsleep validate PATH` checks files "
+                             "that exist (check the spelling, or leave PATH out to check "
+                             "everything)")
+
+
+def validate(repo_root: Path, config_arg: str | None, paths: tuple[str, ...],
+             env: Mapping[str, str], *, learned_block_only: bool = False) -> Validation:
+    """Everything `gitsleep validate` checks. A config that cannot be read is returned as
+    the one problem (`stopped`); a PATH that does not exist raises UsageError."""
+    check_given_paths(repo_root, paths)
+    cfg = config_path(repo_root, config_arg)
+    try:
+        if learned_block_only:
+            report = learned_block_report(repo_root, cfg, paths)
+            return Validation(report.problems, [], [], [], f"{report.files} document(s)", [])
+        config = load_config(cfg)
+    except ConfigError as exc:
+        shown = repo_relative(repo_root, exc.path)
+        return Validation([Problem(shown, exc.line, "GS000", ERROR, exc.message)], [], [], [],
+                          "the config", [], stopped=exc)
+    report = validate_repo(repo_root, config, env, cfg)
+    shown = repo_relative(repo_root, str(cfg))
+    if paths:
+        wanted = {repo_relative(repo_root, p) for p in paths} | {shown}
+        report.problems = [p for p in report.problems if p.path in wanted]
+    line_of = field_lines(cfg)
+    index = {skill.name: i for i, skill in enumerate(config.skills)}
+    warned = [Problem(shown, line_of(("skills", index[skill])), code, WARNING,
+                      f"skill {skill}: {message}")
+              for skill, code, message in split_warnings(report.splits)]
+    return Validation(report.problems, warned, split_lines(report.splits), report.commands,
+                      f"{report.skills} skill(s), {report.tasks} task(s), "
+                      f"{report.files} file(s)", [config.api_key_env])

@@ -50,7 +50,7 @@ from gitsleep.report.pull_request import (
     pr_body,
     pr_title,
 )
-from gitsleep.report.summary import json_summary, no_pr_reason, summary_line
+from gitsleep.report.summary import json_summary, night_lines, no_pr_reason, summary_line
 
 __all__ = [
     "ANSWER_CHARS", "ANSWER_PAIRS", "COMMIT_TASK_LINES", "DIAGNOSTICS_SCHEMA",
@@ -59,7 +59,7 @@ __all__ = [
     "answer_pairs",
     "block_diff", "commit_message", "commit_subject", "diagnostics", "dumps_diagnostics",
     "group_scores", "held_out_chart", "integrity_counts", "json_summary", "metric_note",
-    "model_costs", "no_pr_reason", "plural", "pr_body", "pr_title",
+    "model_costs", "night_lines", "no_pr_reason", "plural", "pr_body", "pr_title",
     "response_head", "simulated", "small_sample_note", "small_splits", "split_passes",
     "summary_line", "task_changes", "write_diagnostics",
 ]

@@ -8,7 +8,13 @@ from pathlib import Path
 from gitsleep.base.redact import Redactor
 from gitsleep.core import markdown as md
 from gitsleep.core.models import EpochResult
-from gitsleep.report.common import change, default_redactor, model_costs, simulated
+from gitsleep.report.common import (
+    change,
+    default_redactor,
+    model_costs,
+    simulated,
+    small_sample_note,
+)
 from gitsleep.report.outcome import (
     AgentScores,
     CostSummary,
@@ -18,6 +24,10 @@ from gitsleep.report.outcome import (
     SkillSummary,
     opens_pr,
 )
+
+# how a night that accepted nothing reads in "the epoch ...: nothing to review"
+NOT_ACCEPTED = {"rejected": "was rejected", "no_edits": "made no edits",
+                "aborted": "was aborted"}
 
 
 def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> str:
@@ -38,7 +48,8 @@ def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> st
 def no_pr_reason(result: EpochResult, pr: PrResult) -> str:
     """Why no pull request was opened or updated, in a few words."""
     if result.decision != "accepted":
-        return f"the epoch was {result.decision.replace('_', ' ')}: nothing to review"
+        done = NOT_ACCEPTED.get(result.decision, f"was {result.decision.replace('_', ' ')}")
+        return f"the epoch {done}: nothing to review"
     if pr.reason:
         return pr.reason
     if not opens_pr(result):
@@ -71,3 +82,29 @@ def json_summary(
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
     )
     return summary.redacted(default_redactor(redactor))
+
+
+def night_lines(summary: SkillSummary, result: EpochResult | None, *, dry_run: bool,
+                local_reason: str | None) -> tuple[list[str], bool]:
+    """What `consolidate` prints for one skill's night, and whether it goes to stderr
+    (an aborted night, exit 3 or 6, is an error)."""
+    err = summary.decision == "aborted"
+    dry = " (dry run: nothing committed, pushed or opened)" if dry_run else ""
+    decision = "up to date" if summary.up_to_date else summary.decision
+    lines = [f"{summary.skill}: {decision}: {summary.reason}{dry}"]
+    small = small_sample_note(result) if result is not None and not err else ""
+    if small:  # an aborted run decided nothing to call a hint
+        lines.append(f"  warning: {small}")
+    if summary.uncommitted:
+        lines.append(f"  not used: uncommitted changes to {', '.join(summary.uncommitted)}; "
+                     "consolidate reads the committed base, so commit them to include "
+                     "them (or try them first with --dry-run)")
+    if summary.commit:
+        lines.append(f"  commit {summary.commit} on {summary.branch}")
+        if local_reason:
+            lines.append(f"  kept local: {local_reason}")
+    if summary.pr.operation != "none":
+        lines.append(f"  pull request {summary.pr.operation}: {summary.pr.url}")
+    if summary.diagnostics:
+        lines.append(f"  diagnostics: {summary.diagnostics}")
+    return lines, err

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from gitsleep.base import bundled
-from gitsleep.commands import init_cmd
+from gitsleep.flows import init as init_flow
 from gitsleep.inputs.config import load_config
 from gitsleep.inputs.tasks import load_skill_tasks
 from tests.support.cli import run_cli
@@ -15,6 +16,12 @@ from tests.support.cli import run_cli
 WORKFLOW = b"name: gitsleep nightly\non: {workflow_dispatch: {}}\n"
 CREATED = (".gitsleep.yml", "skills/example-skill/SKILL.md", "evals/example-skill/tasks.jsonl",
            ".github/workflows/gitsleep.yml")
+
+
+@pytest.fixture(autouse=True)
+def in_git(tmp_path: Path) -> None:
+    """init works in a git repository (it refuses elsewhere): tmp_path is one."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
 
 
 @pytest.fixture
@@ -45,7 +52,7 @@ def test_fresh_init_writes_everything_and_validates(
     assert (repo / ".github/workflows/gitsleep.yml").read_bytes() == WORKFLOW
     assert (repo / ".gitignore").read_text() == (
         "# gitsleep run diagnostics and response cache\n.gitsleep/runs/\n.gitsleep/cache/\n")
-    assert "Next steps" in out and "gitsleep validate" in out and "git init" in out
+    assert "Next steps" in out and "gitsleep validate" in out
 
     code, out, err = run(capsys, repo, "validate")
     # the example's 2 val and 2 held-out tasks get the small-split warning, counted
@@ -184,5 +191,18 @@ def test_real_bundled_workflow_is_copied_when_present(
     run(capsys, tmp_path, "init")
     written = (tmp_path / ".github/workflows/gitsleep.yml").read_bytes()
     # the bundled workflow, with its setup comment and (when known) the action repo filled in
-    assert written == init_cmd.fill_workflow(source.read_bytes(), init_cmd.installed_from())
+    assert written == init_flow.fill_workflow(source.read_bytes(), init_flow.installed_from())
     assert len(written.splitlines()) == len(source.read_bytes().splitlines())
+
+
+def test_init_outside_a_git_repository_refuses_and_writes_nothing(
+    tmp_path_factory: pytest.TempPathFactory, examples: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path_factory.mktemp("plain")  # not under the git repository tmp_path is
+    code, out, err = run(capsys, plain, "init")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"gitsleep: error: {plain.resolve()}: not inside a git repository: run `git init` "
+        "there first (gitsleep works on branches of a git repository), then `gitsleep init`"]
+    assert list(plain.iterdir()) == []

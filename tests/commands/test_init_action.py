@@ -10,12 +10,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep.commands import init_cmd
+from gitsleep.flows import init as init_flow
 from tests.support.cli import run_cli
 from tests.support.gitrepo import git, isolate_git
 
 TAG = "COMMIT_SHA"  # an editable install records no commit: the placeholder stays
 WORKFLOW = ".github/workflows/gitsleep.yml"
+
+
+@pytest.fixture(autouse=True)
+def in_git(tmp_path: Path) -> None:
+    """init works in a git repository (it refuses elsewhere): tmp_path is one."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
 
 
 def check_workflow_schema(path: Path) -> None:
@@ -57,7 +63,7 @@ def test_without_a_known_repository_next_steps_say_to_replace_owner(
 
     assert result.code == 0, result.err
     text = (tmp_path / WORKFLOW).read_text()
-    found = init_cmd.installed_from()  # a GitHub checkout of gitsleep names itself
+    found = init_flow.installed_from()  # a GitHub checkout of gitsleep names itself
     if found:
         assert f"uses: {found}@{TAG}" in text and "OWNER" not in text
     else:
@@ -91,9 +97,9 @@ def test_the_origin_of_a_gitsleep_checkout_names_the_action(
     git(tmp_path, "init", "--quiet", str(checkout))
     git(checkout, "remote", "add", "origin", "git@github.com:acme/gitsleep.git")
     (checkout / "pkg").mkdir()
-    assert init_cmd.origin_repo(checkout / "pkg") == "acme/gitsleep"
+    assert init_flow.origin_repo(checkout / "pkg") == "acme/gitsleep"
     git(checkout, "remote", "set-url", "origin", "/srv/git/gitsleep.git")
-    assert init_cmd.origin_repo(checkout / "pkg") is None
+    assert init_flow.origin_repo(checkout / "pkg") is None
 
 
 @pytest.mark.parametrize(("url", "repo"), [
@@ -104,4 +110,4 @@ def test_the_origin_of_a_gitsleep_checkout_names_the_action(
     ("https://github.com/acme", None),
 ])
 def test_github_repo_from_url(url: str, repo: str | None) -> None:
-    assert init_cmd.github_repo(url) == repo
+    assert init_flow.github_repo(url) == repo

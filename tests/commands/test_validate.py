@@ -122,7 +122,62 @@ def test_json_format(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "path": TASKS, "line": 3, "code": "GS112", "severity": "error",
         "message": f"duplicate task id 't1' (first at {TASKS}:1): ids must be unique within a "
                    "skill; rename one",
+    }, {
+        "path": ".gitsleep.yml", "line": 4, "code": "GS151", "severity": "warning",
+        "message": "skill writer: val (1 task) and held-out (2 tasks): fewer than 5 tasks, so "
+                   "one task moves the score a lot and a decision on it is a hint; add tasks "
+                   "(or move some from train)",
     }]
+
+
+def test_json_has_the_split_size_warnings_the_text_prints(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / ".gitsleep.yml").write_text(CONFIG.replace(
+        f"      - path: {HELD_OUT}\n        split: test\n", ""))
+    code, out, err = run(capsys, repo, "validate", "--json")
+    assert code == 0, err
+    assert [(p["code"], p["severity"]) for p in json.loads(out)] == [
+        ("GS150", "warning"), ("GS151", "warning")]
+    assert "no held-out (test) tasks" in err and "2 warning(s)" in err
+
+
+def test_json_prints_a_config_error_as_its_one_problem(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / ".gitsleep.yml").write_text(CONFIG.replace("backend: offline", "backend: nope"))
+    code, out, err = run(capsys, repo, "validate", "--json")
+    assert code == 2
+    (problem,) = json.loads(out)
+    assert problem["path"] == ".gitsleep.yml" and problem["line"] == 2
+    assert problem["code"] == "GS000" and problem["severity"] == "error"
+    assert problem["message"].startswith("backend: ")
+    assert err.count("gitsleep: error: ") == 1
+    code, out, err = run(capsys, repo, "validate")  # text: the one line, as before
+    assert (code, out) == (2, "")
+    assert err.startswith(f"gitsleep: error: {repo / '.gitsleep.yml'}:2: backend: ")
+
+
+def test_a_path_that_does_not_exist_is_exit_2(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, repo, "validate", "nope.jsonl")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "gitsleep: error: nope.jsonl: no such file: `gitsleep validate PATH` checks files "
+        "that exist (check the spelling, or leave PATH out to check everything)"]
+    code, _, _ = run(capsys, repo, "validate", TASKS)
+    assert code == 0
+
+
+def test_a_repo_folder_that_does_not_exist_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gone = tmp_path / "nonexistent"
+    for command in ("validate", "status", "log", "plan"):
+        result = run_cli(capsys, "--repo", str(gone), command)
+        assert result.code == 2
+        assert result.err.splitlines() == [
+            f"gitsleep: error: --repo {gone}: no such folder: pass the folder of your git "
+            "repository"], command
 
 
 def test_warnings_alone_are_clean(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -137,6 +192,7 @@ def test_warnings_alone_are_clean(repo: Path, capsys: pytest.CaptureFixture[str]
 def test_no_config_or_bad_config_cannot_run(
     tmp_path: Path, repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    (tmp_path / "empty").mkdir()
     code, _, err = run(capsys, tmp_path / "empty", "validate")
     assert code == 2 and "gitsleep: error:" in err and "not found" in err
     (repo / ".gitsleep.yml").write_text(CONFIG + "gate:\n  metrc: hard\n")
@@ -178,7 +234,7 @@ def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> No
     ("frontmatter", "code", "expected"),
     [
         ("---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---' but never closes"),
-        ("---\nname: [writer\n---\n", 1, ":3: GS202 frontmatter: YAML does not parse"),
+        ("---\nname: [writer\n---\n", 1, ":2: GS202 frontmatter: YAML does not parse"),
         ("---\n- a\n---\n", 1, ":2: GS202 frontmatter must be a mapping"),
         ("\ufeff---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---'"),
         # issue 41 item 12: a name or description outside the Agent Skills limits is text
@@ -189,8 +245,13 @@ def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> No
         ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", 0, ":2: GS203 warning"),
         ("---\nname: writer\n---\n", 0, ":1: GS204 warning: frontmatter has no 'description'"),
         ("---\nname: writer\ndescription: ''\n---\n", 0,
-         ":3: GS204 warning: frontmatter description must"),
-        ("---\nname: writer\ndescription: " + "d" * 1068 + "\n---\n", 0, ":3: GS204 warning"),
+         ":3: GS204 warning: frontmatter description is 0 characters, the Agent Skills limit "
+         "is 1-1024: say what the skill does in 1-1024 characters"),
+        ("---\nname: writer\ndescription: " + "d" * 1068 + "\n---\n", 0,
+         ":3: GS204 warning: frontmatter description is 1068 characters, the Agent Skills "
+         "limit is 1-1024: shorten it to 1024 or fewer characters (a warning: agents that "
+         "load skills by it may skip this one; gitsleep still improves the skill and never "
+         "edits the description)"),
         ("\ufeff---\nname: Writer_Bot\ndescription: d\n---\n", 0, ":2: GS203 warning"),
     ],
 )

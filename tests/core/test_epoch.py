@@ -664,3 +664,21 @@ def test_the_pr_rule_asks_the_gate_its_one_improves_rule(monkeypatch: pytest.Mon
     assert result.decision == "rejected" and not result.pr_eligible
     assert not record.recorded_improvement({"Gitsleep-Test": "0.250 -> 1.000"}, 0.0)
     assert (0.25, 1.0, 0.0) in asked
+
+
+def test_a_night_whose_candidates_rose_but_missed_min_delta_says_so() -> None:
+    """Candidates that rose on val but by no more than `gate.min_delta` were not beaten
+    by the current documents: the rejected night's line names the margin they missed."""
+    strict = settings()
+    strict = replace(strict, gate=replace(strict.gate, min_delta=0.9))
+    result = run_epoch(example_tasks(), {"skill": skill_text(), "memory": None}, strict,
+                       OfflineBackend(), skill="brief-writer")
+    assert result.decision == "rejected"
+    assert "none beat" not in result.reason
+    best = max((t for t in result.trials if t.candidate is not None),
+               key=lambda t: t.candidate or 0.0)
+    assert best.candidate is not None and best.baseline is not None
+    assert best.candidate > best.baseline
+    assert (f"the best rose val {best.baseline:.3f} -> {best.candidate:.3f}, but its gain "
+            f"+{best.candidate - best.baseline:.3f} is not more than gate.min_delta 0.900"
+            ) in result.reason

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.commands.init_cmd import origin_repo
+from gitsleep.flows.init import origin_repo
 from gitsleep.git_forge.gitrun import SAFE_CONFIG, git_run
 from tests.support.gitrepo import git, isolate_git, make_repo
 

@@ -225,7 +225,7 @@ def test_api_key_in_api_key_env_is_refused_without_echoing_it(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("skills: [\n  {name: a\n", ".gitsleep.yml:3: YAML does not parse"),
+        ("skills: [\n  {name: a\n", ".gitsleep.yml:2: YAML does not parse"),
         ("a: 1\n\tb: 2\n", ".gitsleep.yml:2: YAML does not parse"),
         ("", "is empty"),
         ("# only a comment\n", "is empty"),
@@ -399,3 +399,45 @@ def test_config_imports_everything_at_the_top() -> None:
               if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
               for node in ast.walk(func) if isinstance(node, (ast.Import, ast.ImportFrom))]
     assert inside == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "raw"),
+    [
+        ("version: 1\nskills: []\n",
+         ".gitsleep.yml:2: skills: must have at least 1 item, it has 0: add a skill (its "
+         "name, skill and tasks)", "List should have"),
+        ("version: 2\n" + MINIMAL, ".gitsleep.yml:1: version: must be 1 (got 2): set "
+                                   "`version: 1`", "use one of those values"),
+        ("version: 1\nbackend: command\n" + MINIMAL,
+         ".gitsleep.yml:2: backend: `command` runs an agent CLI, and there is no `agent:` "
+         "section saying which: add `agent: codex`", "(top level)"),
+        ("version: 1\nbackend: offline\noptimizer_backend: command\n" + MINIMAL,
+         ".gitsleep.yml:3: optimizer_backend: `command` runs an agent CLI", "(top level)"),
+    ],
+)
+def test_config_errors_say_the_field_and_the_fix_in_plain_words(
+        tmp_path: Path, text: str, expected: str, raw: str) -> None:
+    message = error_of(tmp_path, text)
+    assert expected in message and raw not in message
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fix"),
+    [
+        ('version: 1\ngate:\n  metric: "hard\n' + MINIMAL, 3,
+         "a quoted value that starts on this line is never closed: add the closing quote"),
+        ("version: 1\nskills:\n  - name: a\n    skill: s.md\n    tasks: [a, b\n", 5,
+         "a `[` list that starts on this line is never closed: add `]`"),
+        ("version: 1\nskills:\n  - name: a\n\tskill: s.md\n", 4,
+         "indent with spaces, not tabs: replace the tab"),
+        ("version: 1\nskills:\n  - name: a\n    tasks:\n    - path: t.jsonl\n   split: val\n",
+         6, "align this line with the `-` of the items above it"),
+        ("version: 1\nmodel: a: b\n", 2, "a value holding `: ` needs quotes"),
+    ],
+)
+def test_yaml_errors_name_the_line_of_the_mistake_and_a_fix(
+        tmp_path: Path, text: str, line: int, fix: str) -> None:
+    message = error_of(tmp_path, text)
+    assert f".gitsleep.yml:{line}: YAML does not parse: " in message
+    assert message.endswith(fix) or fix in message

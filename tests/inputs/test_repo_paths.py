@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -362,6 +363,8 @@ def examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _init(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> CliResult:
+    if not (root / ".git").exists():  # init refuses outside a git repository
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
     return run_cli(capsys, "--repo", str(root), "init", *args)
 
 
@@ -414,6 +417,7 @@ def test_init_on_odd_files_is_one_line_and_writes_nothing(
     tmp_path: Path, examples: Path, capsys: pytest.CaptureFixture[str],
     make: Callable[[Path], None], fragment: str, force: bool
 ) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     make(tmp_path)
     before = _snapshot(tmp_path)
     result = _init(capsys, tmp_path, *(["--force"] if force else []))

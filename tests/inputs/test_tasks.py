@@ -244,7 +244,7 @@ def test_a_key_named_twice_in_json_is_an_error_not_a_silent_overwrite(
 def test_yaml_parse_error_has_line(tmp_path: Path) -> None:
     tasks, problems = parse(tmp_path, "- id: a\n  prompt: [unclosed\n- id: b\n", "t.yaml")
     problem = only(problems, "GS101")
-    assert tasks == [] and problem.line == 3 and "YAML does not parse" in problem.message
+    assert tasks == [] and problem.line == 2 and "YAML does not parse" in problem.message
 
 
 @pytest.mark.parametrize(

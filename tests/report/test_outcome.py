@@ -136,7 +136,7 @@ OUTCOME_MODULES = ("report/outcome.py", "report/__init__.py", "report/common.py"
                    "report/action_outputs.py", "flows/consolidate.py",
                    "git_forge/history.py", "git_forge/recovery.py", "git_forge/record.py",
                    "git_forge/publish_sequence.py", "commands/consolidate_cmd.py",
-                   "commands/log_cmd.py", "commands/demo_cmd.py")
+                   "commands/log_cmd.py", "flows/log.py", "commands/demo_cmd.py")
 # The JSON edge, where a record becomes the on-disk shape or is read from it: `to_json`
 # and `from_json` on every record, and diagnostics.json, written as rendered (the file and
 # the note are the same text: `report.diagnostics`, its writers, `record.with_proof`).

@@ -116,6 +116,7 @@ def test_example_review_workflow_runs_on_pull_requests_with_least_privilege():
 def test_init_offers_the_review_workflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     if not (bundled.examples_dir() / "workflows" / "gitsleep-review.yml").is_file():
         pytest.skip("the bundled examples are not in this install")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)  # init refuses elsewhere
     result = run_cli(capsys, "--repo", str(tmp_path), "init")
     assert result.code == 0, result.err
     assert ".github/workflows/gitsleep-review.yml: created" in result.out
