@@ -63,7 +63,7 @@ FORK_NOTE = ("This pull request comes from a fork: GitHub gives its workflow run
              "read-only token and no secrets")
 TARGET_REFUSAL = (
     "review refuses to run under pull_request_target for a pull request from another "
-    "repository (that event gives the run this repository's secrets and a write token, "
+    "repository, or whose event payload does not name both repositories (that event gives the run this repository's secrets and a write token, "
     "and the pull request's files would be read and scored with them): run it on "
     "`pull_request` (see docs/review.md)")
 BASE_WORKTREE = "gitsleep-review-base"  # names the private worktree of the base commit
@@ -272,23 +272,48 @@ def base_checkout(setup: Setup, sha: str) -> Iterator[Path]:
 # -- the pull request -----------------------------------------------------------------------
 
 
+def _event_pull(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The event payload's `pull_request` (GITHUB_EVENT_PATH), or None when the file is
+    missing, not JSON or holds none."""
+    path = env.get("GITHUB_EVENT_PATH", "")
+    if not path:
+        return None
+    try:
+        event = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    return pull if isinstance(pull, dict) else None
+
+
+def _repo_of(pull: Mapping[str, Any], side: str) -> Mapping[str, Any]:
+    part = pull.get(side)
+    repo = part.get("repo") if isinstance(part, dict) else None
+    return repo if isinstance(repo, dict) else {}
+
+
+def same_repository(pull: Mapping[str, Any]) -> bool:
+    """Whether the payload says the head lives in the base's repository: both named by a
+    non-empty `full_name`, the same, and their ids (when given) equal. A payload that does
+    not say where the head lives is not taken as the same repository."""
+    head, base = _repo_of(pull, "head"), _repo_of(pull, "base")
+    names = [repo.get("full_name") for repo in (head, base)]
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        return False
+    if "id" in head and "id" in base and head["id"] != base["id"]:
+        return False
+    return names[0] == names[1]
+
+
 def pull_request_from_env(env: Mapping[str, str], explicit: int | None) -> PullRequestRef | None:
     """The PR this run is for: `--pr`, the event payload (GITHUB_EVENT_PATH) or GITHUB_REF
-    `refs/pull/N/merge`. A fork PR is one whose head repository is not the base's."""
-    event: Any = {}
-    path = env.get("GITHUB_EVENT_PATH", "")
-    if path:
-        try:
-            event = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            event = {}
-    pull = event.get("pull_request") if isinstance(event, dict) else None
+    `refs/pull/N/merge`. A fork PR is one whose payload does not show its head in the
+    base's repository."""
+    pull = _event_pull(env)
     number: int | None = None
     fork = False
-    if isinstance(pull, dict):
-        head_repo = (pull.get("head") or {}).get("repo") or {}
-        base_repo = (pull.get("base") or {}).get("repo") or {}
-        fork = not head_repo or head_repo.get("full_name") != base_repo.get("full_name")
+    if pull is not None:
+        fork = not same_repository(pull)
         if isinstance(pull.get("number"), int):
             number = pull["number"]
     if explicit is not None:
@@ -301,11 +326,12 @@ def pull_request_from_env(env: Mapping[str, str], explicit: int | None) -> PullR
 
 def refuse_untrusted_event(env: Mapping[str, str]) -> None:
     """Under `pull_request_target` the run holds the base repository's secrets: a review
-    of a pull request that is not clearly from this repository is refused (exit 2)."""
+    of a pull request whose payload does not show it comes from this repository (a fork,
+    repositories by id only or without names, no readable payload) is refused (exit 2)."""
     if env.get("GITHUB_EVENT_NAME", "") != "pull_request_target":
         return
-    pr = pull_request_from_env(env, None)
-    if pr is None or pr.fork:
+    pull = _event_pull(env)
+    if pull is None or not same_repository(pull):
         raise UsageError(TARGET_REFUSAL)
 
 
