@@ -151,7 +151,7 @@ def generic_body(prompt: str) -> list[str]:
     ]
 
 
-RECENT_MODEL = re.compile(r"^offline-recent-([1-9][0-9]{0,2})$")
+RECENT_MODEL = re.compile(r"^offline-recent-([1-9][0-9]{0,2})\Z")
 
 
 def recent_only(documents: list[str], model: str) -> list[str]:

@@ -47,7 +47,7 @@ from gitsleep.inputs.tasks import check_skill_tasks, skill_problems
 from gitsleep.report import SMALL_SPLIT, small_splits
 from gitsleep.sandbox.check_program import night_commands
 
-FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 DEFAULT_BLOCK_LIMITS = (40, 4000)  # max_lines, max_chars when there is no config
 
 # Token shapes worth refusing in files that are sent to a model provider. The message

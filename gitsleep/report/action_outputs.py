@@ -49,7 +49,7 @@ EXIT_MEANINGS = {
     EXIT_LOCKED: "another gitsleep run holds the lock for this skill",
     EXIT_BUDGET: "budget exhausted before a decision; nothing committed",
 }
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 # --- api-key-env ------------------------------------------------------------------------

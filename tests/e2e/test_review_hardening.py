@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_review_run import (
-    CONFIG,
     NOTES_MD,
-    as_json,
     review,
     without_rule,
 )

@@ -63,9 +63,10 @@ FORK_NOTE = ("This pull request comes from a fork: GitHub gives its workflow run
              "read-only token and no secrets")
 TARGET_REFUSAL = (
     "review refuses to run under pull_request_target for a pull request from another "
-    "repository, or whose event payload does not name both repositories (that event gives the run this repository's secrets and a write token, "
-    "and the pull request's files would be read and scored with them): run it on "
-    "`pull_request` (see docs/review.md)")
+    "repository, or whose event payload does not name both repositories (that event "
+    "gives the run this repository's secrets and a write token, and the pull request's "
+    "files would be read and scored with them): run it on `pull_request` (see "
+    "docs/review.md)")
 BASE_WORKTREE = "gitsleep-review-base"  # names the private worktree of the base commit
 
 
