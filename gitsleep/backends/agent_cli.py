@@ -26,7 +26,6 @@ import hashlib
 import json
 import posixpath
 import re
-import shutil
 import tempfile
 import threading
 import time
@@ -44,6 +43,7 @@ from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import processes as agent_procs
 from gitsleep.sandbox import workspace as task_workspace
+from gitsleep.sandbox.cleanup import remove_tree
 from gitsleep.sandbox.processes import STDERR_TAIL_BYTES
 
 MESSAGE_MAX_CHARS = 500
@@ -374,7 +374,7 @@ class CommandBackend(Backend):
             return run
         finally:
             if not keep_workspace:
-                shutil.rmtree(workspace, ignore_errors=True)
+                remove_tree(workspace)  # read-only folders the agent left too
 
     def complete(self, call: ModelCall) -> Answer:
         self.version()  # a missing or unrunnable program stops here, before any task

@@ -31,6 +31,7 @@ from gitsleep.core.sandbox import (
     workspace_key,
 )
 from gitsleep.git_forge.task_trees import Tree, WorkspaceCache, escaping_link
+from gitsleep.sandbox.cleanup import remove_tree
 
 if TYPE_CHECKING:
     from gitsleep.core.models import Check
@@ -297,7 +298,7 @@ def judge_answer(folder: Path, found: Mapping[str, Any], changed: Sequence[str],
         outcomes = judge_checks(folder, checks, changed, answer_file=answer_path,
                                 pristine=pristine, redact=redact, **command_options)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
     return tuple((index, ok, why) for index, (ok, why) in sorted(outcomes.items()))
 
 
