@@ -443,13 +443,13 @@ class CommandBackend(Backend):
         if text is None or not text.strip():
             return
         answer_file = self.spec.answer_file
+        started = time.monotonic()  # the snapshot's reading is the call's time too
         after = sandbox.snapshot(workspace)
         run.changed = [p for p in sandbox.changed_files(before, after)
                        if answer_file is None or workspace_path(p) != workspace_path(answer_file)]
         # the diff before the checks: they put back the fixture files they name
         run.diff = task_workspace.agent_diff(tree, workspace, run.changed, *given,
                                              redact=self.redactor.redact)
-        started = time.monotonic()
         run.checks = task_workspace.judge_answer(workspace, task_folder, run.changed,
                                                  text.strip(), redact=self.redactor.redact,
                                                  pristine=tree.path,

@@ -28,6 +28,7 @@ from gitsleep.core.sandbox import (
     file_contains,
     file_exists,
     judged_in_workspace,
+    oversized,
     workspace_key,
 )
 from gitsleep.git_forge.task_trees import Tree, WorkspaceCache, escaping_link
@@ -223,9 +224,13 @@ def judge_checks(
     from gitsleep.sandbox.check_program import run_check
 
     outcomes: dict[int, tuple[bool, str]] = {}
+    too_big = oversized(folder)  # the agent's unbounded files are named, never judged
     for index, check in enumerate(checks):
         spec = OPS.get(check.op)
         if spec is None or not judged_in_workspace(check.op):  # the same set as the cache key
+            continue
+        if too_big:
+            outcomes[index] = (False, too_big)
             continue
         if spec.runs_program:
             argv = command_argv(check.text)
