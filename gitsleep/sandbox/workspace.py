@@ -205,6 +205,32 @@ def put_back_named(folder: Path, pristine: Path, argv: Sequence[str]) -> str:
     return ""
 
 
+def argv_path_problem(folder: Path, argv: Sequence[str], *, links: bool = True) -> str:
+    """Why a check's argv may not run in `folder`, or '': an item that is a relative path
+    holding '..' (the kernel follows a link before it goes up, so `lib/../check.sh` can
+    leave the folder however `check.sh` is put back), or one that goes through a symlink
+    in the folder (a link the agent left in place of what the check reads). Options
+    (`-x`, `--x=y`) and text with spaces are not paths."""
+    for item in argv:
+        text = item.replace("\\", "/")
+        if not text or text.startswith(("/", "-")) or any(c.isspace() for c in text):
+            continue
+        parts = [part for part in text.split("/") if part not in ("", ".")]
+        if ".." in parts:
+            return (f"the check's path {item!r} holds '..': name the file from the "
+                    "workspace folder without going up")
+        path = folder
+        for count, part in enumerate(parts if links else (), start=1):
+            path = path / part
+            if path.is_symlink():
+                link = "/".join(parts[:count])
+                return (f"the check's path {item!r} goes through the symlink {link!r}: "
+                        "a check reads only what the workspace holds, not through a link")
+            if not path.is_dir():
+                break
+    return ""
+
+
 def judge_checks(
     folder: Path,
     checks: Sequence[Check],
@@ -237,7 +263,14 @@ def judge_checks(
             if argv is None:
                 outcomes[index] = (False, "the command check's arg is not an argv list")
                 continue
-            problem = put_back_named(folder, pristine, argv) if pristine is not None else ""
+            # '..' first; links after the named fixture files are put back (that removes
+            # the agent's links on their way), so what is left is a link the check reads
+            problem = argv_path_problem(folder, argv, links=False)
+            if not problem and pristine is not None:
+                problem = put_back_named(folder, pristine, argv)
+            problem = problem or argv_path_problem(folder, argv)
+            if problem and "could not be put back" not in problem:
+                problem += "; the check was not run"
             outcomes[index] = (False, problem) if problem else run_check(
                 argv, folder, answer_file=answer_file, **command_options)
         elif check.op == "file_exists":
