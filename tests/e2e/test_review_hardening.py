@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_review_run import (
+    CONFIG,
     NOTES_MD,
+    as_json,
     review,
     without_rule,
 )
@@ -61,3 +63,51 @@ def test_a_cache_reached_through_a_committed_link_is_refused(
                for line in checked.out.splitlines()), checked.out
     night = run_cli(capsys, "--repo", str(work), "consolidate", "--dry-run")
     assert night.code == 2 and f"'{linked}'" in night.err
+
+
+RENAMED = "skills/incident-notes/SKILL.md"
+
+
+def _rename_notes(work: Path, document: str | None) -> None:
+    """The head renames skill `notes` to `incident-notes`; its document moves to
+    `document` with the learned Owner rule gone (None: the document is deleted)."""
+    config = CONFIG.replace("  - name: notes\n    skill: skills/notes/SKILL.md\n",
+                            "  - name: incident-notes\n    skill: "
+                            f"{document or RENAMED}\n")
+    git(work, "rm", "--quiet", NOTES_MD)
+    files = {".gitsleep.yml": config}
+    if document is not None:
+        files[document] = WORSE
+    commit_files(work, files, "rename the skill")
+
+
+def test_a_renamed_skill_whose_document_moved_is_scored_against_the_base(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "new at the head" and "removed at the head", nothing to review, exit 0."""
+    work, _ = repo
+    _rename_notes(work, RENAMED)
+    result = review(capsys, work, "--json", "--fail-on-regression")
+    assert result.code == 7, result.err
+    data = as_json(result)
+    renamed = next(s for s in data["skills"] if s["skill"] == "incident-notes")
+    assert (renamed["status"], renamed["verdict"]) == ("scored", "regressed")
+    assert renamed["splits"]["test"]["n"] == 4  # the base's held-out tasks of `notes`
+    assert any("renamed from notes" in note for note in renamed["notes"]), renamed
+    assert [s["skill"] for s in data["skills"]].count("notes") == 0
+
+
+def test_a_base_skill_whose_document_is_gone_is_unscored(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    other = "skills/brand-new/SKILL.md"  # a new document: nothing to compare it with
+    _rename_notes(work, other)
+    (work / other).write_text("# Something else entirely\n\nNew text.\n")
+    commit_files(work, {other: "# Something else entirely\n\nNew text.\n"}, "unrelated")
+    result = review(capsys, work, "--json", "--fail-on-regression")
+    assert result.code == 8, result.err
+    data = as_json(result)
+    gone = next(s for s in data["skills"] if s["skill"] == "notes")
+    assert gone["status"] == "unscored" and NOTES_MD in gone["reason"]
+    new = next(s for s in data["skills"] if s["skill"] == "incident-notes")
+    assert new["status"] == "skipped" and "new at the head" in new["reason"]
+    assert review(capsys, work, "--fail-on-regression", "--allow-unscored").code == 0

@@ -449,6 +449,7 @@ class Planned:
     runner: CallRunner
     needed: int
     exam_changes: verdict.ExamChanges
+    name: str = ""  # the skill as the head names it (a renamed skill's exam is the base's)
 
 
 @dataclass(frozen=True)
@@ -481,6 +482,51 @@ def chosen_skills(setup: Setup, before: Config | None, names: Sequence[str]
     else:
         order = list(head) + [n for n in base if n not in head]
     return [SkillSides(n, head.get(n), base.get(n)) for n in order]
+
+
+def renamed_documents(setup: Setup, sha: str) -> dict[str, str]:
+    """head path -> base path of each file git's rename detection (its usual similarity)
+    finds moved between REF and the working tree, paths relative to `setup.repo`."""
+    done = git_run(setup.repo, "diff", "--find-renames", "--name-status", "-z", "--relative",
+                   sha, "--")
+    if done.status != 0:
+        return {}
+    fields = done.out.decode("utf-8", "surrogateescape").split("\0")
+    moved: dict[str, str] = {}
+    index = 0
+    while index < len(fields) and fields[index]:
+        status = fields[index]
+        if status.startswith(("R", "C")) and index + 2 < len(fields):
+            moved[fields[index + 2]] = fields[index + 1]
+            index += 3
+        else:
+            index += 2
+    return moved
+
+
+def pair_renamed(setup: Setup, sha: str, before: Config | None,
+                 chosen: list[SkillSides]) -> list[SkillSides]:
+    """A skill the head names that the base does not is matched to a base skill the head
+    no longer names by its document: the same path, or one git's rename detection says
+    moved there. The pair is reviewed as one skill, on the base's exam (a rename must not
+    turn a worse document into two skips)."""
+    if before is None:
+        return chosen
+    head_names = {s.name for s in setup.config.skills}
+    orphans = {s.skill: s for s in before.skills if s.name not in head_names}
+    if not orphans:
+        return chosen
+    moved = renamed_documents(setup, sha)
+    paired: dict[str, SkillConfig] = {}  # head name -> its base skill
+    for sides in chosen:
+        if sides.head is None or sides.base is not None:
+            continue
+        found = orphans.get(sides.head.skill) or orphans.get(moved.get(sides.head.skill, ""))
+        if found is not None and found.name not in {b.name for b in paired.values()}:
+            paired[sides.name] = found
+    taken = {b.name for b in paired.values()}
+    return [SkillSides(s.name, s.head, paired.get(s.name, s.base)) for s in chosen
+            if not (s.head is None and s.name in taken)]
 
 
 def _fingerprint(task: Task) -> tuple[Any, ...]:
@@ -562,9 +608,11 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
                                   f"task files are the same at {ref} and the head", changed,
                                   exam_changes=changes)
     if sides.head is None and read_here(setup.repo, skill.skill) is None:
-        return verdict.SkillReview(sides.name, "skipped", f"removed at the head: "
-                                  f"{skill.skill} and its entry in skills: are gone, so there "
-                                  "is nothing to score", changed, exam_changes=changes)
+        return verdict.SkillReview(sides.name, "unscored", f"removed or moved at the head: "
+                                  f"{skill.skill} and its entry in skills: are gone and no "
+                                  "skill of the head has its document (by path or git's "
+                                  "rename detection), so its change has no verdict",
+                                  changed, exam_changes=changes)
     if exam is None:
         return _unscored(sides, changed, f"no exam: {no_exam}", changes)
     exam_skill = sides.head if exam.trusted_head else sides.base
@@ -585,9 +633,12 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     elif base_documents["memory"] is not None and head_documents["memory"] is None:
         notes.append(f"the memory document {base_paths['memory']} was removed: the head was "
                      "scored without it")
-    settings = setup.config.epoch_settings(skill=sides.name)
+    if sides.head is not None and sides.base is not None and sides.head.name != sides.base.name:
+        notes.append(f"renamed from {sides.base.name} ({sides.base.skill} at the base): "
+                     f"scored on the exam of {exam_skill.name}")
+    settings = setup.config.epoch_settings(skill=exam_skill.name)
     try:
-        backend = make_backend(setup, sides.name)
+        backend = make_backend(setup, exam_skill.name)
     except (BackendError, UsageError) as exc:  # no key, or an agent.env secret unset
         if pr is not None and pr.fork:
             raise ForkWithoutSecrets(str(exc)) from None
@@ -597,7 +648,7 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     setup.say(f"{sides.name}: this review needs at most {needed} model calls "
               f"(budget.max_calls {settings.max_calls}; cache hits are free)")
     return Planned(exam_skill, changed, tasks, base_documents, head_documents, notes, runner,
-                   needed, changes)
+                   needed, changes, sides.name)
 
 
 def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
@@ -641,7 +692,8 @@ def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     notes = list(plan.notes)
     if decided_by == "val":
         notes.append("no held-out task: val decides")
-    return verdict.SkillReview(plan.skill.name, "scored", reason, changed, splits, notes,
+    return verdict.SkillReview(plan.name or plan.skill.name, "scored", reason, changed,
+                               splits, notes,
                                judged, decided_by, plan.runner.cost.calls,
                                plan.runner.cost.cache_hits, plan.exam_changes, agent_reviews)
 
@@ -714,7 +766,8 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
                         if before_config is not None else [])
     exam_setup = replace(setup, config=exam.config) if exam is not None else setup
     force = "all" in options.skills
-    chosen = chosen_skills(setup, before_config, [n for n in options.skills if n != "all"])
+    chosen = pair_renamed(setup, sha, before_config, chosen_skills(
+        setup, before_config, [n for n in options.skills if n != "all"]))
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
                          [s.name for s in chosen if s.head is not None], runs=False)
     pr = pull_request_from_env(setup.env, options.pr)
