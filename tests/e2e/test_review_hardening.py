@@ -14,6 +14,7 @@ from tests.e2e.test_review_run import (
     CONFIG,
     NOTES_MD,
     as_json,
+    on_base,
     review,
     without_rule,
 )
@@ -111,3 +112,40 @@ def test_a_base_skill_whose_document_is_gone_is_unscored(
     new = next(s for s in data["skills"] if s["skill"] == "incident-notes")
     assert new["status"] == "skipped" and "new at the head" in new["reason"]
     assert review(capsys, work, "--fail-on-regression", "--allow-unscored").code == 0
+
+
+SCRIPT = "skills/notes/scripts/format.sh"
+
+
+def _with_package(work: Path) -> None:
+    """The base gives `notes` a package: its folder, with a script beside SKILL.md."""
+    config = CONFIG.replace("    skill: skills/notes/SKILL.md\n",
+                            "    skill: skills/notes/SKILL.md\n    package: skills/notes\n")
+    on_base(work, {".gitsleep.yml": config, SCRIPT: "#!/bin/sh\necho Owner: me\n"}, "package")
+
+
+def test_a_package_only_change_has_no_verdict_unless_the_head_is_trusted(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "nothing changed", exit 0: the head's package was silently unused."""
+    work, _ = repo
+    _with_package(work)
+    commit_files(work, {SCRIPT: "#!/bin/sh\necho nothing\n"}, "the package only")
+    result = review(capsys, work, "--json", "--fail-on-regression")
+    assert result.code == 8, result.err
+    notes = as_json(result)["skills"][0]
+    assert notes["status"] == "unscored" and "package" in notes["reason"]
+    assert notes["exam_changes"]["package"] == [SCRIPT]
+    trusted = review(capsys, work, "--json", "--fail-on-regression", "--trust-head")
+    assert trusted.code == 0, trusted.err
+    assert as_json(trusted)["skills"][0]["status"] == "scored"
+
+
+def test_a_package_change_beside_a_worse_document_is_listed_and_not_used(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    work, _ = repo
+    _with_package(work)
+    commit_files(work, {SCRIPT: "#!/bin/sh\necho nothing\n", NOTES_MD: WORSE}, "both")
+    result = review(capsys, work, "--fail-on-regression")
+    assert result.code == 7, result.err
+    assert (f"  exam: the head changes the skill's package, not used: {SCRIPT}"
+            in result.out), result.out

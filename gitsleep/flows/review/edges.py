@@ -545,6 +545,23 @@ def _fixture_changed(setup: Setup, sha: str, folder: str) -> bool:
     return trees[0] != trees[1]
 
 
+def package_changes(setup: Setup, sha: str, sides: SkillSides) -> list[str]:
+    """The files of the skill's package (the base's folder, else the head's) that differ
+    between REF and the head's HEAD, as the package is read from git at a commit; the skill
+    and memory documents a package folder holds are not the package's change."""
+    skill = sides.base or sides.head
+    if skill is None or not skill.package:
+        return []
+    done = git_run(setup.repo, "diff", "--name-only", "-z", "--no-renames", "--relative",
+                   sha, "HEAD", "--", skill.package)
+    if done.status != 0:
+        return []
+    documents = {p for s in (sides.base, sides.head) if s is not None
+                 for p in (s.skill, s.memory) if p}
+    names = done.out.decode("utf-8", "surrogateescape").split("\0")
+    return [name for name in names if name and name not in documents]
+
+
 def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
                  settings: list[str]) -> verdict.ExamChanges:
     """What the head changes in the skill's exam: val and held-out tasks added, removed or
@@ -576,7 +593,8 @@ def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
         elif (_fingerprint(task) != _fingerprint(after[task_id])
               or (task.workspace and _fixture_changed(setup, sha, task.workspace))):
             changed.setdefault(task.split, []).append(task_id)
-    return verdict.ExamChanges(added, removed, changed, settings, sides.head is None, error)
+    return verdict.ExamChanges(added, removed, changed, settings, sides.head is None, error,
+                               package_changes(setup, sha, sides))
 
 
 def _unscored(sides: SkillSides, changed: list[str], why: str,
@@ -599,6 +617,8 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     changed = _changed_files(setup, sha, skill, before, raw)
     if sides.head is None:
         changed.append(f"{setup.config_file.name} (skill {sides.name} removed from skills:)")
+    package_only = bool(changes.package) and not changed
+    changed += list(changes.package)
     if raw["skill"] is None:
         return verdict.SkillReview(sides.name, "skipped", f"new at the head: "
                                   f"{base_paths['skill']} does not exist at {ref}, so there is "
@@ -615,6 +635,9 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
                                   changed, exam_changes=changes)
     if exam is None:
         return _unscored(sides, changed, f"no exam: {no_exam}", changes)
+    if package_only and not exam.trusted_head:
+        return _unscored(sides, changed, "only the skill's package changed, and the base's "
+                         "package is what both sides are scored with", changes)
     exam_skill = sides.head if exam.trusted_head else sides.base
     if exam_skill is None:
         exam_skill = sides.documents if exam.trusted_head else None
