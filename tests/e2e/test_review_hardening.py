@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_review_run import (
+    AGENTS_CONFIG,
     CONFIG,
+    FILES,
     NOTES_MD,
     as_json,
     on_base,
@@ -23,7 +25,7 @@ from tests.e2e.test_review_run import (
 )
 from tests.e2e.test_review_trust import PASSING, forge_cache_entries
 from tests.support.cli import run_cli
-from tests.support.gitrepo import commit_files, git
+from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
 
 WORSE = without_rule("- Always include \"Owner:\"\n")
 
@@ -149,3 +151,18 @@ def test_a_package_change_beside_a_worse_document_is_listed_and_not_used(
     assert result.code == 7, result.err
     assert (f"  exam: the head changes the skill's package, not used: {SCRIPT}"
             in result.out), result.out
+
+
+def test_the_budget_refusal_counts_each_agent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `7 val and held-out tasks x 1 sample(s) x 2 sides` for 28 calls."""
+    isolate_git(monkeypatch, tmp_path)
+    config = AGENTS_CONFIG + "budget:\n  max_calls: 10\n"
+    work, _ = make_repo(tmp_path, {**FILES, ".gitsleep.yml": config})
+    git(work, "switch", "--quiet", "-c", "feature")
+    commit_files(work, {NOTES_MD: WORSE}, "worse")
+    result = review(capsys, work, "--skill", "notes")
+    assert result.code == 6, result.err
+    assert ("needs 28 model calls (7 val and held-out tasks x 2 agents x 1 sample(s) x "
+            "2 sides" in result.err), result.err

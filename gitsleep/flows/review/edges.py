@@ -682,10 +682,16 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
     if not over:
         return None
     repeats = max(1, setup.config.gate.repeats)
+
+    def agents_of(plan: Planned) -> str:
+        count = len(setup.config.agent_refs(plan.skill.name))  # several agents: each answers
+        return f"{count} agents x " if count > 1 else ""
+
     needs = "; ".join(
         f"{p.skill.name}: this review needs {p.needed} model calls "
         f"({sum(t.split in verdict.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
-        f"{repeats} sample(s) x 2 sides, rubric judges included, cached answers left out)"
+        f"{agents_of(p)}{repeats} sample(s) x 2 sides, rubric judges included, cached "
+        "answers left out)"
         for p in over)
     named = over[0].needed if len(over) == 1 else max(p.needed for p in over)
     return (f"{needs}, over budget.max_calls ({limit}) for one skill's review; no call was "
