@@ -16,8 +16,10 @@ from tests.e2e.test_review_run import (
     FILES,
     NOTES_MD,
     as_json,
+    notes_tasks,
     on_base,
     review,
+    task,
     without_rule,
 )
 from tests.e2e.test_review_run import (
@@ -166,3 +168,26 @@ def test_the_budget_refusal_counts_each_agent(
     assert result.code == 6, result.err
     assert ("needs 28 model calls (7 val and held-out tasks x 2 agents x 1 sample(s) x "
             "2 sides" in result.err), result.err
+
+
+def test_a_heads_fixture_link_error_never_quotes_the_runners_paths(
+        repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A guard: the shapes tried here quote the link as committed, never a path of the
+    machine the review runs on."""
+    work, _ = repo
+    summary = tmp_path / "summary.md"
+    held = task("test-fx", "test", "Owner:")
+    fixture = json.dumps(json.loads(held) | {"workspace": "evals/fx"}) + "\n"
+    (work / "evals/fx").mkdir(parents=True)
+    (work / "evals/fx/up").symlink_to("../../..")
+    commit_files(work, {NOTES_MD: WORSE, "evals/fx/a.txt": "a\n",
+                        "evals/notes.jsonl": notes_tasks() + fixture}, "a fixture link")
+    result = review(capsys, work, "--json", "--fail-on-regression")
+    data = as_json(result)
+    error = data["skills"][0]["exam_changes"]["head_tasks_error"]
+    assert error and "symlink" in error, data["skills"][0]
+    trusted = review(capsys, work, "--json", "--trust-head")
+    assert trusted.code == 2 and "holds the symlink up -> ../../.." in trusted.err
+    for text in (result.out, result.err, summary.read_text() if summary.exists() else "",
+                 trusted.out, trusted.err):
+        assert str(work) not in text and str(tmp_path) not in text, text
