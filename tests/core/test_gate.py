@@ -177,3 +177,17 @@ def test_a_candidate_whose_answers_copy_its_template_is_refused_whatever_its_gai
     # a candidate with no hollow answer is judged on its score as before
     assert gate.judge_trial(best, hollow_pass({"a": 1.0, "b": 0.0, "c": 0.0}, set()),
                             GateSettings())[0]
+
+
+@pytest.mark.parametrize("how", ["min", "mean"])
+def test_no_aggregate_and_no_acceptance_without_a_score_from_every_agent(how: str) -> None:
+    """Before: under `gate.agents: min` the agent with no scored answer was left out of
+    the minimum and the night was accepted (`Gitsleep-Val: n/a -> n/a`)."""
+    agents = {"small": ["a@small", "b@small"], "dead": ["a@dead", "b@dead"]}
+    best = pass_of({"a@small": 0.0, "b@small": 0.5, "a@dead": None, "b@dead": None})
+    candidate = pass_of({"a@small": 1.0, "b@small": 1.0, "a@dead": None, "b@dead": None})
+    accepted, reason, before, after = gate.judge_trial(
+        best, candidate, GateSettings(agents=how), agents=agents)
+    assert not accepted and "agent dead" in reason and (before, after) == (None, None)
+    summary = gate.summarise(best, candidate, 4, agents, how)
+    assert (summary.baseline, summary.candidate) == (None, None)
