@@ -313,7 +313,7 @@ if [ "$skill" = "${STUB_BAD_SKILL:-}" ]; then echo "gitsleep: error: bad task" >
 
 
 def run_consolidate_step(tmp_path: Path, inputs: dict[str, str], fail_skill: str = "",
-                         plan_exit: str = "", bad_skill: str = "",
+                         plan_exit: str = "", bad_skill: str = "", head_config: str = "",
                          ) -> tuple[subprocess.CompletedProcess[str], Path]:
     bin_dir, work, runner_temp = tmp_path / "bin", tmp_path / "work", tmp_path / "runner"
     for folder in (bin_dir, work, runner_temp):
@@ -325,6 +325,12 @@ def run_consolidate_step(tmp_path: Path, inputs: dict[str, str], fail_skill: str
     (work / ".gitsleep.yml").write_text(
         "version: 1\napi_key_env: MY_KEY\nskills:\n  - name: alpha\n"
         "    skill: skills/alpha/SKILL.md\n    tasks:\n      - path: evals/alpha.jsonl\n")
+    if head_config:  # the committed config is the base; the checkout's the head's
+        quiet = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+        for command in (["init", "-q", "-b", "main"], ["add", "-A"],
+                        ["-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "base"]):
+            subprocess.run(["git", *command], cwd=work, env=quiet, check=True, timeout=60)
+        (work / ".gitsleep.yml").write_text(head_config)
     script = tmp_path / "consolidate.sh"
     script.write_text(action_step("consolidate")["run"])
     env_names = {
@@ -332,6 +338,7 @@ def run_consolidate_step(tmp_path: Path, inputs: dict[str, str], fail_skill: str
         "GITSLEEP_ACTION_BASE": "base", "GITSLEEP_ACTION_MODEL": "model",
         "GITSLEEP_ACTION_BACKEND": "backend", "GITSLEEP_ACTION_DRY_RUN": "dry-run",
         "GITSLEEP_ACTION_API_KEY": "api-key", "GITHUB_TOKEN": "github-token",
+        "GITSLEEP_ACTION_MODE": "mode",
     }
     defaults = {"skill": "all", "config": ".gitsleep.yml", "dry-run": "false"}
     env = {
@@ -435,6 +442,29 @@ def test_consolidate_step_stops_with_plans_exit_code(tmp_path: Path):
             if line.startswith("ARGS")] == ["ARGS --config .gitsleep.yml plan --json"]
     assert read_outputs(root / "github_output") == {"exit-code": "2"}
     assert list((root / "runner" / "gitsleep-results").iterdir()) == []
+
+
+def test_review_mode_exports_the_key_under_the_bases_api_key_env(tmp_path: Path):
+    """Before: the head's `.gitsleep.yml` named the variable, so a pull request could move
+    the model key into a variable of its choosing."""
+    secret = "sk-test-0123456789abcdefghij"
+    head = "version: 1\napi_key_env: HEAD_KEY\nskills: []\n"
+    completed, root = run_consolidate_step(
+        tmp_path, {"mode": "review", "base": "main", "api-key": secret}, head_config=head)
+    assert completed.returncode == 0, completed.stderr
+    log = (root / "log").read_text().splitlines()
+    assert log[0] == "ARGS --config .gitsleep.yml review --base main --comment"
+    assert log[1].startswith(f"ENV key={secret} ")  # MY_KEY: the base's api_key_env
+
+
+def test_api_key_env_at_a_base_without_the_config_is_the_default(tmp_path: Path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, timeout=60)
+    (tmp_path / ".gitsleep.yml").write_text("version: 1\napi_key_env: HEAD_KEY\nskills: []\n")
+    completed = subprocess.run(
+        [sys.executable, "-m", "gitsleep.report.action_outputs", "api-key-env", "--config",
+         ".gitsleep.yml", "--base", "no-such-ref"], cwd=tmp_path, capture_output=True,
+        text=True, check=True, timeout=60)
+    assert completed.stdout.strip() == "OPENAI_API_KEY"
 
 
 @pytest.mark.parametrize("config_text", ["version: 1\napi_key_env: OTHER_KEY\nskills: []\n",

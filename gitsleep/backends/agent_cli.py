@@ -26,7 +26,6 @@ import hashlib
 import json
 import posixpath
 import re
-import shutil
 import tempfile
 import threading
 import time
@@ -44,6 +43,7 @@ from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import processes as agent_procs
 from gitsleep.sandbox import workspace as task_workspace
+from gitsleep.sandbox.cleanup import remove_tree
 from gitsleep.sandbox.processes import STDERR_TAIL_BYTES
 
 MESSAGE_MAX_CHARS = 500
@@ -374,7 +374,7 @@ class CommandBackend(Backend):
             return run
         finally:
             if not keep_workspace:
-                shutil.rmtree(workspace, ignore_errors=True)
+                remove_tree(workspace)  # read-only folders the agent left too
 
     def complete(self, call: ModelCall) -> Answer:
         self.version()  # a missing or unrunnable program stops here, before any task
@@ -443,13 +443,13 @@ class CommandBackend(Backend):
         if text is None or not text.strip():
             return
         answer_file = self.spec.answer_file
+        started = time.monotonic()  # the snapshot's reading is the call's time too
         after = sandbox.snapshot(workspace)
         run.changed = [p for p in sandbox.changed_files(before, after)
                        if answer_file is None or workspace_path(p) != workspace_path(answer_file)]
         # the diff before the checks: they put back the fixture files they name
         run.diff = task_workspace.agent_diff(tree, workspace, run.changed, *given,
                                              redact=self.redactor.redact)
-        started = time.monotonic()
         run.checks = task_workspace.judge_answer(workspace, task_folder, run.changed,
                                                  text.strip(), redact=self.redactor.redact,
                                                  pristine=tree.path,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -34,6 +33,7 @@ from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
 from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import workspace as task_workspace
+from gitsleep.sandbox.cleanup import remove_tree
 
 _Q = r"[\"'](.+?)[\"']"
 # A conditional directive: `When the task mentions "X", include "A"; when it
@@ -151,7 +151,7 @@ def generic_body(prompt: str) -> list[str]:
     ]
 
 
-RECENT_MODEL = re.compile(r"^offline-recent-([1-9][0-9]{0,2})$")
+RECENT_MODEL = re.compile(r"^offline-recent-([1-9][0-9]{0,2})\Z")
 
 
 def recent_only(documents: list[str], model: str) -> list[str]:
@@ -485,7 +485,7 @@ class OfflineBackend(Backend):
                                                  pristine=tree.path,
                                                  pass_env=self.check_pass_env)
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
         prompt_chars = sum(len(c) for _, c in call.messages)
         return Answer(text=text, prompt_tokens=prompt_chars // 4,
                       completion_tokens=len(text) // 4, checks=checks, diff=diff)

@@ -213,6 +213,9 @@ class OpenAIBackend(Backend):
         self.timeout = timeout
         self.max_retries = max_retries
         self.api_key_env = api_key_env
+        # whose calls these are, for a refusal every later call would repeat: one of
+        # several agents on its own server says which ("agent small at host:port")
+        self.who = ""
         # Short strings would blank out ordinary words; real keys are long.
         self._secrets = sorted(
             {s for s in (api_key, *secrets) if s and len(s) >= 6}, key=len, reverse=True
@@ -445,7 +448,8 @@ class OpenAIBackend(Backend):
         code_low = (code or "").lower()
         if status == 401:
             return (
-                f"authentication failed (HTTP 401: {message}); "
+                (f"{self.who}: " if self.who else "")
+                + f"authentication failed (HTTP 401: {message}); "
                 f"check the API key in the environment variable {self.api_key_env}"
             )
         if status == 403:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from gitsleep.backends import BACKENDS
 from gitsleep.base.errors import BackendError, UsageError
@@ -113,6 +114,19 @@ def needs_agent(names: tuple[str, str, str], purposes: tuple[str, ...]) -> bool:
                zip(PURPOSE_ORDER, names, strict=True) if purpose in purposes)
 
 
+def server_of(base_url: str | None) -> str:
+    """`host:port` of a base URL, never its credentials or path (either may hold a key)."""
+    if not base_url:
+        return "the default server"
+    parsed = urlsplit(base_url)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    host = parsed.hostname or "an unnamed server"
+    return f"{host}:{port}" if port else host
+
+
 def backend_from_settings(
     settings: BackendSettings, env: Mapping[str, str],
     purposes: tuple[str, ...] = PURPOSE_ORDER,
@@ -145,6 +159,12 @@ def backend_from_settings(
                     base_url=agent.base_url, timeout=settings.timeout,
                     max_retries=settings.max_retries, azure=settings.azure,
                     check_pass_env=settings.check_pass_env)
+                if agent.backend == "openai":  # its refusals name the agent and server
+                    from gitsleep.backends.openai_compat import OpenAIBackend
+
+                    made = by_spec[key]
+                    if isinstance(made, OpenAIBackend):
+                        made.who = f"agent {agent.name} at {server_of(agent.base_url)}"
         return by_spec[key]
 
     def one(name: str) -> Backend:

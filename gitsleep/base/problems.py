@@ -25,6 +25,7 @@ CODES: dict[str, str] = {
     "GS004": "gitsleep's cache or run folder leads out of the repository",
     "GS005": "config cannot run: a model a backend needs is not set",
     "GS006": "agent program not found where the agent runs (a relative path, not on PATH)",
+    "GS007": "gitsleep's answer cache is reached through a symlink inside the repository",
     # task files
     "GS100": "task file missing or unreadable",
     "GS101": "task file does not parse",

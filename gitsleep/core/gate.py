@@ -69,12 +69,22 @@ def bootstrap_interval(diffs: list[float]) -> tuple[float, float] | None:
     return (means[int(0.025 * samples)], means[int(0.975 * samples) - 1])
 
 
+def unscored_agents(pairs: Sequence[tuple[str, float, float]],
+                    agents: Mapping[str, Sequence[str]] | None) -> list[str]:
+    """The agents with no task scored under both documents: no aggregate (mean or min)
+    stands for them, so none is made without a score from every agent."""
+    return [name for name, two in per_agent(pairs, agents or {}) if not two]
+
+
 def summarise(baseline: PassResult, final: PassResult, n: int,
               agents: Mapping[str, Sequence[str]] | None = None,
               how: str = "mean") -> SplitSummary:
     """Baseline vs final mean of a split. Several agents (`agents`: name -> its task
     ids) with `how: min`: each side is its weakest agent's mean, and no interval (the
-    weakest agent may not be the same on both sides)."""
+    weakest agent may not be the same on both sides). With an agent that has no score
+    under both documents there is no aggregate: both sides are None."""
+    if agents and unscored_agents(paired(baseline, final), agents):
+        return SplitSummary(baseline=None, candidate=None, n=n)
     if agents and how == "min":
         return SplitSummary(baseline=_weakest(baseline, agents), candidate=_weakest(final, agents),
                             n=n)
@@ -163,6 +173,11 @@ def judge_trial(
     pairs = paired(best, candidate)
     if not pairs:
         return False, "no val task was scored under both documents", None, None
+    silent = unscored_agents(pairs, agents)
+    if silent:
+        return (False, f"agent {', agent '.join(silent)} has no val task scored under both "
+                "documents: no aggregate and no acceptance without a score from every agent",
+                None, None)
     before, after = aggregate(pairs, agents, gate.agents)
     shown = f"val {before:.3f} -> {after:.3f} on {len(pairs)} task(s)"
     if agents:

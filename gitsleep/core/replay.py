@@ -180,7 +180,31 @@ def score_split(
             f"{outcome.errors} of {total} model calls failed while scoring {split} "
             f"({label}), over max_error_rate {settings.max_error_rate:.0%}; first error: {first}"
         )
+    _check_each_agent(results, tasks, settings, f"{split} ({label})")
     return outcome
+
+
+def _check_each_agent(results: Sequence[TaskResult], tasks: Sequence[Task],
+                      settings: EpochSettings, scoring: str) -> None:
+    """Several agents: `max_error_rate` holds for each agent's answers too, so one dead
+    agent among live ones stops the night (exit 3) instead of dropping out of the
+    aggregate unseen."""
+    owner = {task.id: task.agent for task in tasks if task.agent}
+    if not owner:
+        return
+    answered: dict[str, list[TaskResult]] = {}
+    for result in results:
+        if result.task_id in owner:
+            answered.setdefault(owner[result.task_id], []).append(result)
+    for name, mine in answered.items():
+        samples = sum(len(r.samples) for r in mine)
+        failed = sum(r.errors for r in mine)
+        if samples and failed / samples > settings.max_error_rate:
+            first = next(s.error for r in mine for s in r.samples if s.error)
+            raise BackendError(
+                f"agent {name}: {failed} of its {samples} answers failed while scoring "
+                f"{scoring}, over max_error_rate {settings.max_error_rate:.0%}; first error: "
+                f"{first}")
 
 
 def _check_errors_at_stop(runner: CallRunner, since: tuple[int, int, int],

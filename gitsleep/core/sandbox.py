@@ -31,6 +31,11 @@ MAX_READ_BYTES = 4 * 1024 * 1024  # what `file_contains` reads of one file
 IGNORED_PARTS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 
 Snapshot = dict[str, str]  # workspace path -> digest of its kind, mode and content
+# What a snapshot reads: an agent can write a 1 TiB sparse file in no time, and hashing it
+# would take hours outside every timeout. A file past the bound is told apart by its size
+# and time instead, and the task's workspace checks fail naming it (`oversized`).
+SNAPSHOT_FILE_BYTES = 64 * 1024 * 1024
+SNAPSHOT_TOTAL_BYTES = 4 * SNAPSHOT_FILE_BYTES
 
 
 def folder_problem(folder: str) -> str | None:
@@ -66,29 +71,59 @@ def link_leaves(path: str, target: str) -> bool:
     return joined == ".." or joined.startswith("../")
 
 
-def snapshot(folder: Path) -> Snapshot:
-    """Every file and link under `folder` (links not followed) with a digest of its kind,
-    executable bit and content; tool caches (`IGNORED_PARTS`) left out."""
-    found: Snapshot = {}
+def _entries(folder: Path) -> Iterable[tuple[str, Path, os.stat_result]]:
+    """Every file and link under `folder` (links not followed), tool caches
+    (`IGNORED_PARTS`) left out: (workspace path, path, lstat)."""
     for top, dirs, files in os.walk(folder, followlinks=False):
         linked = [d for d in dirs if (Path(top) / d).is_symlink()]  # a link, not a folder
         dirs[:] = sorted(d for d in dirs if d not in IGNORED_PARTS and d not in linked)
         for name in [*files, *linked]:
             path = Path(top) / name
-            relative = path.relative_to(folder).as_posix()
-            info = path.lstat()
-            digest = hashlib.sha256()
-            if stat.S_ISLNK(info.st_mode):
-                digest.update(b"link\0" + os.readlink(path).encode("utf-8", "surrogateescape"))
-            elif stat.S_ISREG(info.st_mode):
-                digest.update(b"file\0x" if info.st_mode & 0o111 else b"file\0-")
+            yield path.relative_to(folder).as_posix(), path, path.lstat()
+
+
+def snapshot(folder: Path) -> Snapshot:
+    """Every file and link under `folder` (links not followed) with a digest of its kind,
+    executable bit and content; tool caches (`IGNORED_PARTS`) left out. At most
+    `SNAPSHOT_FILE_BYTES` of a file and `SNAPSHOT_TOTAL_BYTES` in all are read: a file past
+    either is digested by its size and modification time."""
+    found: Snapshot = {}
+    budget = SNAPSHOT_TOTAL_BYTES
+    for relative, path, info in _entries(folder):
+        digest = hashlib.sha256()
+        if stat.S_ISLNK(info.st_mode):
+            digest.update(b"link\0" + os.readlink(path).encode("utf-8", "surrogateescape"))
+        elif stat.S_ISREG(info.st_mode):
+            digest.update(b"file\0x" if info.st_mode & 0o111 else b"file\0-")
+            if info.st_size > min(SNAPSHOT_FILE_BYTES, budget):
+                digest.update(f"unread\0{info.st_size}\0{info.st_mtime_ns}".encode())
+            else:
+                budget -= info.st_size
                 with path.open("rb") as fh:
                     while chunk := fh.read(1 << 20):
                         digest.update(chunk)
-            else:
-                digest.update(f"other\0{stat.S_IFMT(info.st_mode)}".encode())
-            found[relative] = digest.hexdigest()
+        else:
+            digest.update(f"other\0{stat.S_IFMT(info.st_mode)}".encode())
+        found[relative] = digest.hexdigest()
     return found
+
+
+def oversized(folder: Path) -> str:
+    """Why the workspace is past what a snapshot reads (a file over `SNAPSHOT_FILE_BYTES`,
+    or more than `SNAPSHOT_TOTAL_BYTES` in all), naming the file; '' when it is not.
+    Sizes only: nothing is read."""
+    total = 0
+    for relative, _, info in _entries(folder):
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if info.st_size > SNAPSHOT_FILE_BYTES:
+            return (f"{relative} holds {info.st_size} bytes, over the {SNAPSHOT_FILE_BYTES} "
+                    "a workspace file may hold; the workspace was not judged")
+        total += info.st_size
+    if total > SNAPSHOT_TOTAL_BYTES:
+        return (f"the workspace holds {total} bytes, over the {SNAPSHOT_TOTAL_BYTES} a "
+                "workspace may hold; it was not judged")
+    return ""
 
 
 def changed_files(before: Snapshot, after: Snapshot) -> list[str]:

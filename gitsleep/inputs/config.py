@@ -39,7 +39,7 @@ from gitsleep.sandbox import check_program as command_check
 
 CONFIG_NAME = ".gitsleep.yml"
 BACKENDS = ("openai", "offline", "command")
-SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")  # \Z: whole, no final newline
 # GitHub Models takes the workflow's GITHUB_TOKEN: there the token goes back to GitHub.
 GITHUB_MODELS_HOSTS = ("models.github.ai", "models.inference.ai.azure.com")
 ENV_OVERRIDES = {
@@ -274,7 +274,7 @@ class AgentConfig(_Section):
         return self.preset or PurePosixPath(command[0]).name
 
 
-AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+AGENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
 
 
 class AgentEntryConfig(_Section):
@@ -499,7 +499,7 @@ class Config(_Section):
         # last component is completed by a skill name ([a-z0-9-]+), the others stand alone.
         *whole, last = value.split("/")
         bad = (
-            not re.match(r"^[A-Za-z0-9._/-]+$", value)
+            not re.fullmatch(r"[A-Za-z0-9._/-]+", value)
             or value.startswith(("/", "-", "."))
             or ".." in value
             or "//" in value

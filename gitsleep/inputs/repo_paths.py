@@ -7,7 +7,9 @@ task file, two skills sharing a skill document) are refused, because gitsleep wr
 document on its own and `git add` of a link stages nothing, which lost a whole epoch's
 accepted rules. A document reached through a link is refused for the same reason. And
 gitsleep's own folders (`.gitsleep/cache`, `.gitsleep/runs`) must resolve inside the
-repository: a committed `.gitsleep` link must not move its writes elsewhere.
+repository: a committed `.gitsleep` link must not move its writes elsewhere, and the
+cache's path holds no link at all (one inside the repository would let a commit choose the
+answers a run reads).
 """
 
 from __future__ import annotations
@@ -82,6 +84,31 @@ def tracked_cache_entries(repo: Path) -> frozenset[str]:
     prefix = git_out(repo, "rev-parse", "--show-prefix").strip() + CACHE_DIR + "/"
     names = done.out.decode("utf-8", "surrogateescape").split("\0")
     return frozenset(name.removeprefix(prefix) for name in names if name.startswith(prefix))
+
+
+def linked_part(root: Path, relative: str) -> tuple[str, str] | None:
+    """(the first part of `relative` below `root` that is a symlink, where it points), or
+    None when no part of the path is a link."""
+    parts = Path(relative).parts
+    for count in range(1, len(parts) + 1):
+        path = root.joinpath(*parts[:count])
+        if path.is_symlink():
+            return "/".join(parts[:count]), os.readlink(path)
+    return None
+
+
+def cache_link_problem(root: Path) -> str | None:
+    """Why the answer cache must not be read: a symlink on its path, even one that stays
+    in the repository. The link is committed by whoever wrote the change, so through it a
+    pull request would choose the answers its own review reads."""
+    found = linked_part(root, CACHE_DIR)
+    if found is None:
+        return None
+    link, target = found
+    return (f"{CACHE_DIR}: the path to gitsleep's answer cache goes through the symlink "
+            f"'{link}' (to {target}): a committed link would choose the answers a run reads "
+            "as the model's; remove the link (the folder is made on the first run) or set "
+            "`cache: false`")
 
 
 def work_dir_problem(root: Path) -> tuple[str, str] | None:
@@ -218,6 +245,9 @@ def preflight(root: Path, config: Config, config_file: Path, skills: Iterable[st
             raise UsageError(f"{where}: {issue.message}")
     if config.cache:
         writable_dir(root, CACHE_DIR, fix="remove the link or set `cache: false`")
+        linked = cache_link_problem(root)
+        if linked:
+            raise UsageError(linked)
     if runs:
         writable_dir(root, RUNS_DIR, fix="remove the link or pass --output-dir")
 

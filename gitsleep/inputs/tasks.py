@@ -822,6 +822,12 @@ def _check_workspaces(repo_root: Path, tasks: list[Task], problems: list[Problem
         for number, check in enumerate(task.judge.checks, start=1):
             argv = check_argv(check.op, check.text)
             if argv is not None:
+                if folder is not None:  # '..' or a link of the fixture on one of its paths
+                    path_problem = workspaces.argv_path_problem(folder, argv)
+                    if path_problem:
+                        problems.append(Problem(task.source, task.line, "GS132", ERROR,
+                                                f"{name}: check {number}: {path_problem}"))
+                        continue
                 problem = program_problem(argv, folder)
                 if problem:
                     problems.append(Problem(task.source, task.line, "GS133", ERROR,

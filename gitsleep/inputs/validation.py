@@ -50,7 +50,7 @@ from gitsleep.inputs.tasks import check_skill_tasks, skill_problems
 from gitsleep.report import SMALL_SPLIT, small_splits
 from gitsleep.sandbox.check_program import night_commands
 
-FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 DEFAULT_BLOCK_LIMITS = (40, 4000)  # max_lines, max_chars when there is no config
 
 # Token shapes worth refusing in files that are sent to a model provider. The message
@@ -250,6 +250,10 @@ def path_problems(repo_root: Path, config: Config, config_file: Path,
         problems.append(Problem(where, None, "GS004", ERROR,
                                 f"{why}: gitsleep writes its cache and run diagnostics here; "
                                 "remove the link (the folder is made on the first run)"))
+    linked = repo_paths.cache_link_problem(repo_root) if config.cache and not led_out else None
+    if linked:
+        problems.append(Problem(repo_paths.CACHE_DIR, None, "GS007", ERROR,
+                                linked.removeprefix(f"{repo_paths.CACHE_DIR}: ")))
     tracked = sorted(repo_paths.tracked_cache_entries(repo_root))
     if tracked:
         shown_entries = ", ".join(tracked[:3]) + (f" and {len(tracked) - 3} more"

@@ -1,7 +1,8 @@
 """Helpers for the composite GitHub Action (`action.yml`), run with the action's own Python.
 
-    python -m gitsleep.report.action_outputs api-key-env --config .gitsleep.yml
-        prints the name of the env var that must hold the model API key (`api_key_env`).
+    python -m gitsleep.report.action_outputs api-key-env --config .gitsleep.yml [--base REF]
+        prints the name of the env var that must hold the model API key (`api_key_env`),
+        read at REF when given (a review: the base's config decides).
     python -m gitsleep.report.action_outputs publish --results DIR --exit-code N
         reads the `consolidate --json` results saved in DIR (one file per skill), writes the
         step outputs to $GITHUB_OUTPUT and a Markdown table to $GITHUB_STEP_SUMMARY.
@@ -48,23 +49,42 @@ EXIT_MEANINGS = {
     EXIT_LOCKED: "another gitsleep run holds the lock for this skill",
     EXIT_BUDGET: "budget exhausted before a decision; nothing committed",
 }
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 # --- api-key-env ------------------------------------------------------------------------
 
 
-def api_key_env(config_file: str) -> str:
+def api_key_env(config_file: str, base: str = "") -> str:
     """`api_key_env` from the config, or the default when the config cannot be read.
 
-    An unreadable config is not this helper's to report: `consolidate` says what is wrong
-    with it (exit 2) a moment later.
+    With `base` (review mode) the config is read as committed at that revision: a review's
+    settings are the base's, so a pull request cannot choose the variable the model key is
+    put in. An unreadable config is not this helper's to report: `consolidate` (or
+    `review`) says what is wrong with it a moment later.
     """
+    import tempfile
+
     from gitsleep.base.errors import GitsleepError
+    from gitsleep.git_forge.gitrun import git_run
     from gitsleep.inputs.config import load_config
 
     try:
-        name = load_config(Path(config_file)).api_key_env
+        if not base:
+            name = load_config(Path(config_file)).api_key_env
+        else:
+            if base.startswith("-"):
+                return DEFAULT_API_KEY_ENV
+            relative = os.path.relpath(config_file) if os.path.isabs(config_file) \
+                else config_file
+            done = git_run(Path.cwd(), "cat-file", "--filters",
+                           f"{base}:./{Path(relative).as_posix()}")
+            if done.status != 0:
+                return DEFAULT_API_KEY_ENV
+            with tempfile.TemporaryDirectory() as folder:
+                copy = Path(folder) / Path(config_file).name
+                copy.write_bytes(done.out)
+                name = load_config(copy).api_key_env
     except (GitsleepError, OSError):
         return DEFAULT_API_KEY_ENV
     return name if _ENV_NAME.match(name) else DEFAULT_API_KEY_ENV
@@ -296,13 +316,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     key = commands.add_parser("api-key-env", help="print the config's api_key_env")
     key.add_argument("--config", default=".gitsleep.yml")
+    key.add_argument("--base", default="", help="read the config as committed at this "
+                     "revision (review mode: the base decides)")
     out = commands.add_parser("publish", help="write step outputs and the step summary")
     out.add_argument("--results", required=True, type=Path)
     out.add_argument("--exit-code", default="0",
                      help="consolidate's exit code (empty when it did not run)")
     args = parser.parse_args(argv)
     if args.command == "api-key-env":
-        print(api_key_env(args.config))
+        print(api_key_env(args.config, args.base))
         return 0
     exit_code = int(args.exit_code) if str(args.exit_code).strip().isdigit() else 1
     return publish(args.results, exit_code, os.environ)

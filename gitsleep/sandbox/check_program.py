@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from gitsleep.base.errors import BackendError
 from gitsleep.base.redact import clip
 from gitsleep.sandbox import processes as agent_procs
+from gitsleep.sandbox.cleanup import remove_tree
 
 if TYPE_CHECKING:
     from gitsleep.core.models import Task
@@ -196,7 +197,7 @@ def check_answer(argv: Sequence[str], answer: str, **options: Any) -> tuple[bool
         answer_path.write_text(answer, encoding="utf-8")
         return run_check(argv, work, answer_file=answer_path, **options)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
 
 
 def night_commands(skill: str, tasks: Iterable[Task]) -> list[str]:

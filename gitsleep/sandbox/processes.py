@@ -28,6 +28,7 @@ command: exit 143 (SIGTERM), 129 (SIGHUP) or 130 (SIGINT), that is 128 + the sig
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import signal
@@ -46,6 +47,10 @@ KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 POLL_SECONDS = 0.02
 STDERR_TAIL_BYTES = 4096  # the tail of a run's stderr that is kept
 KILL_WAIT = 2.0  # seconds to wait for SIGKILLed processes to be gone
+# A program some process still holds open for writing cannot be executed (ETXTBSY). With
+# several workers, a thread that forks while another writes `./check.sh` hands the child a
+# write descriptor until the child's exec, so a fresh script can be busy for a moment.
+BUSY_RETRY_SECONDS = 5.0
 _PROC = "/proc"
 
 # marker -> root pid of every agent run under way, in any backend of this process.
@@ -300,6 +305,26 @@ def _wait_until(pid: int, deadline: float, stop: threading.Event | None = None) 
     return True
 
 
+def _start(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stdin: bool
+           ) -> subprocess.Popen[bytes]:
+    """Start argv in its own session; a program that is busy (ETXTBSY: another process
+    still holds it open for writing) is tried again for up to `BUSY_RETRY_SECONDS`."""
+    deadline = time.monotonic() + BUSY_RETRY_SECONDS
+    pause = 0.01
+    while True:
+        try:
+            return subprocess.Popen(  # noqa: S603 - argv from the config, never a shell
+                list(argv), cwd=cwd, env=dict(env), start_new_session=True,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )
+        except OSError as exc:
+            if exc.errno != errno.ETXTBSY or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -324,12 +349,7 @@ def run_process(
         raise BackendError("gitsleep is stopping (a signal): no agent is started")
     started = time.monotonic()
     marker = new_marker()
-    proc = subprocess.Popen(  # noqa: S603 - argv from the config, never a shell
-        list(argv), cwd=cwd, env={**env, MARKER_ENV: marker},
-        start_new_session=True,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
+    proc = _start(argv, cwd=cwd, env={**env, MARKER_ENV: marker}, stdin=stdin is not None)
     assert proc.stdout is not None and proc.stderr is not None
     out = _Capture(proc.stdout, max_output_bytes)
     err = _Capture(proc.stderr, STDERR_TAIL_BYTES, tail=True)

@@ -28,9 +28,11 @@ from gitsleep.core.sandbox import (
     file_contains,
     file_exists,
     judged_in_workspace,
+    oversized,
     workspace_key,
 )
 from gitsleep.git_forge.task_trees import Tree, WorkspaceCache, escaping_link
+from gitsleep.sandbox.cleanup import remove_tree
 
 if TYPE_CHECKING:
     from gitsleep.core.models import Check
@@ -203,6 +205,32 @@ def put_back_named(folder: Path, pristine: Path, argv: Sequence[str]) -> str:
     return ""
 
 
+def argv_path_problem(folder: Path, argv: Sequence[str], *, links: bool = True) -> str:
+    """Why a check's argv may not run in `folder`, or '': an item that is a relative path
+    holding '..' (the kernel follows a link before it goes up, so `lib/../check.sh` can
+    leave the folder however `check.sh` is put back), or one that goes through a symlink
+    in the folder (a link the agent left in place of what the check reads). Options
+    (`-x`, `--x=y`) and text with spaces are not paths."""
+    for item in argv:
+        text = item.replace("\\", "/")
+        if not text or text.startswith(("/", "-")) or any(c.isspace() for c in text):
+            continue
+        parts = [part for part in text.split("/") if part not in ("", ".")]
+        if ".." in parts:
+            return (f"the check's path {item!r} holds '..': name the file from the "
+                    "workspace folder without going up")
+        path = folder
+        for count, part in enumerate(parts if links else (), start=1):
+            path = path / part
+            if path.is_symlink():
+                link = "/".join(parts[:count])
+                return (f"the check's path {item!r} goes through the symlink {link!r}: "
+                        "a check reads only what the workspace holds, not through a link")
+            if not path.is_dir():
+                break
+    return ""
+
+
 def judge_checks(
     folder: Path,
     checks: Sequence[Check],
@@ -222,16 +250,27 @@ def judge_checks(
     from gitsleep.sandbox.check_program import run_check
 
     outcomes: dict[int, tuple[bool, str]] = {}
+    too_big = oversized(folder)  # the agent's unbounded files are named, never judged
     for index, check in enumerate(checks):
         spec = OPS.get(check.op)
         if spec is None or not judged_in_workspace(check.op):  # the same set as the cache key
+            continue
+        if too_big:
+            outcomes[index] = (False, too_big)
             continue
         if spec.runs_program:
             argv = command_argv(check.text)
             if argv is None:
                 outcomes[index] = (False, "the command check's arg is not an argv list")
                 continue
-            problem = put_back_named(folder, pristine, argv) if pristine is not None else ""
+            # '..' first; links after the named fixture files are put back (that removes
+            # the agent's links on their way), so what is left is a link the check reads
+            problem = argv_path_problem(folder, argv, links=False)
+            if not problem and pristine is not None:
+                problem = put_back_named(folder, pristine, argv)
+            problem = problem or argv_path_problem(folder, argv)
+            if problem and "could not be put back" not in problem:
+                problem += "; the check was not run"
             outcomes[index] = (False, problem) if problem else run_check(
                 argv, folder, answer_file=answer_file, **command_options)
         elif check.op == "file_exists":
@@ -297,7 +336,7 @@ def judge_answer(folder: Path, found: Mapping[str, Any], changed: Sequence[str],
         outcomes = judge_checks(folder, checks, changed, answer_file=answer_path,
                                 pristine=pristine, redact=redact, **command_options)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
     return tuple((index, ok, why) for index, (ok, why) in sorted(outcomes.items()))
 
 

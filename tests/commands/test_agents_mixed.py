@@ -40,3 +40,29 @@ agents:
     assert asked, "the openai agent answered"
     assert marker.exists(), "the agent CLI answered too"
     assert len(marker.read_text().splitlines()) == len(asked)  # each agent: every val task
+
+
+def test_a_401_from_a_second_agents_own_server_names_the_agent_and_the_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: `authentication failed (HTTP 401 ...)`, with no word of which agent or
+    server refused the key."""
+    isolate_git(monkeypatch, tmp_path)
+    for name in ("GITHUB_TOKEN", "GH_TOKEN", "CI", "GITSLEEP_MODEL", "GITSLEEP_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key-1234567890")
+    files = {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
+             for p in EXAMPLE.rglob("*") if p.is_file() and ".gitsleep" not in p.parts}
+    work, _ = make_repo(tmp_path, {**files, ".gitignore": ".gitsleep/\n"})
+    with FakeOpenAIServer(api_key="another-key-0987654321") as server:
+        config = work / ".gitsleep.yml"
+        config.write_text(config.read_text(encoding="utf-8") + f"""
+agents:
+  - {{name: local, backend: offline}}
+  - {{name: remote, backend: openai, model: m-api, base_url: "{server.base_url}"}}
+""", encoding="utf-8")
+        result = run_cli(capsys, "--repo", str(work), "eval", "--split", "val")
+        host = f"127.0.0.1:{server.port}"
+    assert result.code == 3, result.err
+    line = next(ln for ln in result.err.splitlines() if "401" in ln)
+    assert "agent remote" in line and host in line, line

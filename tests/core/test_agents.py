@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from gitsleep import report
 from gitsleep.backends.offline import OfflineBackend, recent_only
+from gitsleep.base.errors import BackendError
 from gitsleep.core import agents, gate, reflect
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
@@ -253,3 +256,28 @@ def test_the_cost_estimate_reads_each_train_prompt_once_whoever_answers_it() -> 
     docs = {"skill": SKILL, "memory": None}
     assert (budget_note(priced, agents.expand(tasks(), BOTH), docs, 100)
             == budget_note(priced, tasks(), docs, 100))
+
+
+class OneAgentDown(Backend):
+    """Every call of one agent fails; the others are answered by the simulator."""
+
+    name = "one-down"
+
+    def __init__(self, dead: str) -> None:
+        self.dead = dead
+        self.alive = OfflineBackend()
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.agent == self.dead:
+            return Answer(None, error="HTTP 500: down")
+        return self.alive.complete(call)
+
+
+def test_max_error_rate_applies_to_each_agents_calls() -> None:
+    """Before: half the pass's calls failed under a tolerant max_error_rate of 0.6, all
+    of them one agent's, and the pass went on as if that agent were not there."""
+    val = agents.expand([t for t in tasks() if t.split == "val"], BOTH)
+    tolerant = settings(*BOTH, max_error_rate=0.6)
+    with pytest.raises(BackendError, match="agent short"):
+        score_split(CallRunner(OneAgentDown("short")), val, {"skill": SKILL, "memory": None},
+                    tolerant, label="baseline", split="val")

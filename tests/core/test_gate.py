@@ -213,3 +213,16 @@ def test_a_pin_that_lifts_its_group_and_adds_wrong_values_to_the_other_is_refuse
     honest = answered({"drop": ("Verdict: reject", 1.0), "delete": ("Verdict: reject", 1.0),
                        "select": ("ok", 0.0), "insert": ("ok", 0.0)})
     assert gate.judge_trial(best, honest, GateSettings(), SQL_GROUPS, others=SQL_OTHERS)[0]
+
+@pytest.mark.parametrize("how", ["min", "mean"])
+def test_no_aggregate_and_no_acceptance_without_a_score_from_every_agent(how: str) -> None:
+    """Before: under `gate.agents: min` the agent with no scored answer was left out of
+    the minimum and the night was accepted (`Gitsleep-Val: n/a -> n/a`)."""
+    agents = {"small": ["a@small", "b@small"], "dead": ["a@dead", "b@dead"]}
+    best = pass_of({"a@small": 0.0, "b@small": 0.5, "a@dead": None, "b@dead": None})
+    candidate = pass_of({"a@small": 1.0, "b@small": 1.0, "a@dead": None, "b@dead": None})
+    accepted, reason, before, after = gate.judge_trial(
+        best, candidate, GateSettings(agents=how), agents=agents)
+    assert not accepted and "agent dead" in reason and (before, after) == (None, None)
+    summary = gate.summarise(best, candidate, 4, agents, how)
+    assert (summary.baseline, summary.candidate) == (None, None)

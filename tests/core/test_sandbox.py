@@ -47,3 +47,36 @@ def test_workspace_key_names_the_tree_and_the_check_commands() -> None:
     assert base == sandbox.workspace_key("t1", [["pytest", "-q"]])
     assert base != sandbox.workspace_key("t2", [["pytest", "-q"]])
     assert base != sandbox.workspace_key("t1", [["pytest", "-x"]])
+
+
+def test_a_huge_sparse_file_costs_the_snapshot_seconds_and_is_named(tmp_path: Path) -> None:
+    """Before: a 1 TiB sparse file, written in no time by the agent, was hashed whole
+    (still running after 90 s), outside the agent's timeout and every budget."""
+    import time
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.md").write_text("x")
+    with (ws / "big.bin").open("wb") as fh:
+        fh.truncate(1 << 40)
+    started = time.monotonic()
+    first = sandbox.snapshot(ws)
+    assert time.monotonic() - started < 5
+    assert set(first) == {"notes.md", "big.bin"}
+    with (ws / "big.bin").open("r+b") as fh:
+        fh.truncate((1 << 40) + 1)
+    assert sandbox.changed_files(first, sandbox.snapshot(ws)) == ["big.bin"]
+    why = sandbox.oversized(ws)
+    assert "big.bin" in why and "1099511627777 bytes" in why
+    (ws / "big.bin").unlink()
+    assert sandbox.oversized(ws) == ""
+
+
+def test_a_workspace_past_its_total_bound_is_named(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "parts").mkdir(parents=True)
+    for index in range(5):
+        with (ws / "parts" / f"p{index}.bin").open("wb") as fh:
+            fh.truncate(sandbox.SNAPSHOT_FILE_BYTES)
+    why = sandbox.oversized(ws)
+    assert "the workspace holds" in why and str(5 * sandbox.SNAPSHOT_FILE_BYTES) in why

@@ -441,3 +441,49 @@ def test_yaml_errors_name_the_line_of_the_mistake_and_a_fix(
     message = error_of(tmp_path, text)
     assert f".gitsleep.yml:{line}: YAML does not parse: " in message
     assert message.endswith(fix) or fix in message
+
+# -- names are matched whole --------------------------------------------------------------
+
+
+def _skill(name: str = "notes", **extra: object) -> dict[str, object]:
+    return {"name": name, "skill": "SKILL.md", "tasks": [{"path": "t.jsonl"}], **extra}
+
+
+@pytest.mark.parametrize("data", [
+    {"skills": [_skill("notes\n")]},
+    {"skills": [_skill()], "agents": [{"name": "small\n"}, {"name": "large"}]},
+    {"skills": [_skill()], "api_key_env": "MY_KEY\n"},
+    {"skills": [_skill()], "checks": {"pass_env": ["DATABASE_URL\n"]}},
+    {"skills": [_skill()], "agent": {"command": ["a"], "env": {"HOME\n": "/tmp"}}},
+], ids=["skill", "agent", "api_key_env", "pass_env", "agent.env"])
+def test_a_name_with_a_trailing_newline_is_refused(data: dict[str, object]) -> None:
+    """Before: `$` matched before a final newline, so `small\\n` passed and its trailers
+    were then dropped (one agent shown where there were two)."""
+    with pytest.raises(ValueError):
+        Config.model_validate({"version": 1, "backend": "offline", **data})
+
+
+def test_an_env_reference_with_a_trailing_newline_is_a_literal() -> None:
+    from gitsleep.inputs.agent_settings import env_reference
+
+    assert env_reference("$KEY") == "KEY"
+    assert env_reference("$KEY\n") is None
+
+
+def test_a_frontmatter_name_with_a_trailing_newline_is_warned() -> None:
+    from gitsleep.inputs.validation import frontmatter_problems
+
+    text = '---\nname: "notes\\n"\ndescription: Notes.\n---\n# Notes\n'
+    assert [p.code for p in frontmatter_problems(text, "SKILL.md")] == ["GS203"]
+    assert frontmatter_problems(text.replace("\\n", ""), "SKILL.md") == []
+
+
+def test_the_actions_key_variable_with_a_trailing_newline_is_the_default(
+        tmp_path: Path) -> None:
+    """The Action exports the key with bash under this name: it must be a whole name."""
+    from gitsleep.report.action_outputs import api_key_env
+
+    config = write(tmp_path, 'version: 1\napi_key_env: "MY_KEY\\n"\nskills: []\n')
+    assert api_key_env(str(config)) == "OPENAI_API_KEY"
+    named = write(tmp_path, "version: 1\napi_key_env: MY_KEY\n" + MINIMAL)
+    assert api_key_env(str(named)) == "MY_KEY"

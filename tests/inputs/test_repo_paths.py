@@ -327,16 +327,30 @@ def test_a_looping_run_directory_is_one_line(
     assert_problem(validate(capsys, repo), "GS004", ".gitsleep", "symlink loop")
 
 
-def test_explicit_output_dir_and_a_link_inside_the_repository_are_fine(
+def test_explicit_output_dir_and_a_runs_link_inside_the_repository_are_fine(
     repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (repo / "build").mkdir()
-    link(repo / ".gitsleep", "build")
+    link(repo / ".gitsleep/runs", "../build")
     outside = tmp_path / "chosen"
     result = dry_run(capsys, repo, "--output-dir", str(outside))
     assert result.code == 0, result.err
     assert (outside / "diagnostics.json").is_file()
-    assert any((repo / "build" / "cache").iterdir())
+    assert any((repo / ".gitsleep" / "cache").iterdir())
+
+
+@pytest.mark.parametrize("linked", [".gitsleep", ".gitsleep/cache"])
+def test_a_cache_path_through_a_link_inside_the_repository_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str], linked: str
+) -> None:
+    """A link that stays in the repository still lets a commit choose the cached answers."""
+    (repo / "build" / "cache").mkdir(parents=True)
+    link(repo / linked, "build" if linked == ".gitsleep" else "../build/cache")
+    assert_one_line(dry_run(capsys, repo), 2, f"the symlink '{linked}'", "cache: false")
+    assert_one_line(evaluate(capsys, repo), 2, f"the symlink '{linked}'")
+    assert_problem(validate(capsys, repo), "GS007", f"'{linked}'")
+    edit_config(repo, lambda cfg: cfg.update(cache=False))
+    assert dry_run(capsys, repo).code == 0
 
 
 def test_a_cache_entry_folder_linked_out_is_neither_written_nor_read(tmp_path: Path) -> None:

@@ -373,3 +373,67 @@ def test_a_relative_path_entry_never_finds_a_program_the_agent_planted(
     assert seen and all(entry.startswith("/") for entry in seen)
     with pytest.raises(command_check.CheckCannotRun):
         command_check.run_check(["gitsleep-probe-check"], tmp_path)
+
+
+# --- '..' and links on a check's paths ----------------------------------------------------------
+
+
+def test_dot_dot_through_a_folder_the_agent_linked_out_never_grades_it(tmp_path: Path) -> None:
+    """Before: argv ["sh", "lib/../check.sh"]; the agent replaced `lib` with a link out of
+    the workspace, only the normalised `check.sh` was put back, and the agent's own script
+    graded the work (1.0)."""
+    from gitsleep.core.models import Check
+
+    pristine, folder, outside = tmp_path / "pristine", tmp_path / "agent", tmp_path / "out"
+    for root in (pristine, folder):
+        (root / "lib").mkdir(parents=True)
+        (root / "lib/helpers.sh").write_text("true\n")
+        (root / "check.sh").write_text("exit 1\n")  # the fixture's check: the work fails
+    (outside / "inner").mkdir(parents=True)
+    (outside / "check.sh").write_text("exit 0\n")  # the agent's: it passes itself
+    (folder / "lib/helpers.sh").unlink()
+    (folder / "lib").rmdir()
+    os.symlink(outside / "inner", folder / "lib")
+    outcomes = workspaces.judge_checks(folder, [Check("command", json.dumps(
+        ["sh", "lib/../check.sh"]))], [], pristine=pristine)
+    ok, why = outcomes[0]
+    assert not ok and "lib/../check.sh" in why and "'..'" in why
+
+
+def test_a_check_path_through_a_link_the_agent_left_is_not_run(tmp_path: Path) -> None:
+    from gitsleep.core.models import Check
+
+    pristine, folder, outside = tmp_path / "pristine", tmp_path / "agent", tmp_path / "out"
+    (pristine / "tests").mkdir(parents=True)
+    (pristine / "tests/test_ok.py").write_text("def test_ok():\n    assert False\n")
+    folder.mkdir()
+    outside.mkdir()
+    os.symlink(outside, folder / "tests")  # the folder the check names, swapped for a link
+    outcomes = workspaces.judge_checks(folder, [Check("command", json.dumps(
+        ["sh", "-c", "exit 0", "tests"]))], [], pristine=pristine)
+    ok, why = outcomes[0]
+    assert not ok and "the symlink 'tests'" in why
+
+
+def test_validate_refuses_dot_dot_and_links_on_a_workspace_checks_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    repo = committed(tmp_path, monkeypatch, {
+        ".gitsleep.yml": config(None),
+        "evals/fx/check.sh": "exit 0\n",
+        "evals/fx/real/check.sh": "exit 0\n",
+        "evals/tasks.jsonl": (
+            task("v1", "val", {"op": "command", "arg": ["sh", "lib/../check.sh"]})
+            + task("v2", "val", {"op": "command", "arg": ["sh", "linked/check.sh"]})
+            + task("v3", "val", {"op": "command", "arg": ["sh", "real/check.sh"]})
+            + task("t1", "train", {"op": "command", "arg": ["sh", "check.sh"]})),
+    })
+    os.symlink("real", repo / "evals/fx/linked")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a link")
+    result = run_cli(capsys, "--repo", str(repo), "validate")
+    assert result.code == 1, result.out
+    lines = [ln for ln in result.out.splitlines() if " GS132 " in ln]
+    assert len(lines) == 2, result.out
+    assert "task 'v1'" in lines[0] and "'..'" in lines[0]
+    assert "task 'v2'" in lines[1] and "the symlink 'linked'" in lines[1]

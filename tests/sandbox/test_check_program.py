@@ -126,3 +126,36 @@ def test_program_problem_finds_programs_on_path_and_in_the_workspace(tmp_path: P
     assert "does not exist" in (command_check.program_problem(["./nope.sh"],
                                                               workspace=tmp_path) or "")
     assert "scratch folder" in (command_check.program_problem(["./run.sh"]) or "")
+
+
+def test_a_script_another_process_still_holds_open_for_writing_starts_once_it_is_closed(
+        tmp_path: Path) -> None:
+    """Before: `cannot be started: Text file busy` (exit 3) at random with `workers` > 1,
+    when another thread forked while `./check.sh` was being put back: the child held a
+    write descriptor to it until its exec. Made deterministic: a forked process holds one
+    for half a second."""
+    script = tmp_path / "check.sh"
+    fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+    os.write(fd, b"#!/bin/sh\nexit 0\n")
+    child = os.fork()
+    if child == 0:  # holds the inherited write descriptor, then leaves without cleanup
+        time.sleep(0.5)
+        os._exit(0)
+    os.close(fd)
+    try:
+        assert command_check.run_check(["./check.sh"], tmp_path) == (True, "")
+    finally:
+        os.waitpid(child, 0)
+
+
+def test_a_script_held_open_for_writing_for_good_still_cannot_run(tmp_path: Path) -> None:
+    script = tmp_path / "check.sh"
+    fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+    os.write(fd, b"#!/bin/sh\nexit 0\n")
+    try:
+        started = time.monotonic()
+        with pytest.raises(CheckCannotRun, match="Text file busy"):
+            command_check.run_check(["./check.sh"], tmp_path)
+        assert time.monotonic() - started < 10
+    finally:
+        os.close(fd)

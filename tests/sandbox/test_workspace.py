@@ -171,3 +171,25 @@ def test_the_cache_keeps_a_workspace_answers_check_outcomes(tmp_path: Path) -> N
     broken = next((tmp_path / "ab").glob("*.json"))
     broken.write_text(broken.read_text().replace('"exited 1', '3, "x'), encoding="utf-8")
     assert ResponseCache(tmp_path).get("ab" * 32) is None  # unreadable: a miss, never a guess
+
+
+def test_a_file_past_the_snapshot_bound_fails_every_workspace_check(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from gitsleep.core.models import Check
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "CHANGELOG.md").write_text("- Add --watch\n")
+    with (ws / "huge.log").open("wb") as fh:
+        fh.truncate(1 << 40)
+    ran = tmp_path / "ran"
+    checks = (Check("file_exists", "CHANGELOG.md"),
+              Check("command", json.dumps([sys.executable, "-c",
+                                           f"open({str(ran)!r}, 'w').close()"])))
+    outcomes = workspace.judge_checks(ws, checks, ["huge.log"])
+    assert sorted(outcomes) == [0, 1]
+    for ok, why in outcomes.values():
+        assert not ok and "huge.log" in why
+    assert not ran.exists(), "a check over an unbounded workspace is not run"

@@ -63,9 +63,10 @@ FORK_NOTE = ("This pull request comes from a fork: GitHub gives its workflow run
              "read-only token and no secrets")
 TARGET_REFUSAL = (
     "review refuses to run under pull_request_target for a pull request from another "
-    "repository (that event gives the run this repository's secrets and a write token, "
-    "and the pull request's files would be read and scored with them): run it on "
-    "`pull_request` (see docs/review.md)")
+    "repository, or whose event payload does not name both repositories (that event "
+    "gives the run this repository's secrets and a write token, and the pull request's "
+    "files would be read and scored with them): run it on `pull_request` (see "
+    "docs/review.md)")
 BASE_WORKTREE = "gitsleep-review-base"  # names the private worktree of the base commit
 
 
@@ -272,23 +273,48 @@ def base_checkout(setup: Setup, sha: str) -> Iterator[Path]:
 # -- the pull request -----------------------------------------------------------------------
 
 
+def _event_pull(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The event payload's `pull_request` (GITHUB_EVENT_PATH), or None when the file is
+    missing, not JSON or holds none."""
+    path = env.get("GITHUB_EVENT_PATH", "")
+    if not path:
+        return None
+    try:
+        event = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    return pull if isinstance(pull, dict) else None
+
+
+def _repo_of(pull: Mapping[str, Any], side: str) -> Mapping[str, Any]:
+    part = pull.get(side)
+    repo = part.get("repo") if isinstance(part, dict) else None
+    return repo if isinstance(repo, dict) else {}
+
+
+def same_repository(pull: Mapping[str, Any]) -> bool:
+    """Whether the payload says the head lives in the base's repository: both named by a
+    non-empty `full_name`, the same, and their ids (when given) equal. A payload that does
+    not say where the head lives is not taken as the same repository."""
+    head, base = _repo_of(pull, "head"), _repo_of(pull, "base")
+    names = [repo.get("full_name") for repo in (head, base)]
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        return False
+    if "id" in head and "id" in base and head["id"] != base["id"]:
+        return False
+    return names[0] == names[1]
+
+
 def pull_request_from_env(env: Mapping[str, str], explicit: int | None) -> PullRequestRef | None:
     """The PR this run is for: `--pr`, the event payload (GITHUB_EVENT_PATH) or GITHUB_REF
-    `refs/pull/N/merge`. A fork PR is one whose head repository is not the base's."""
-    event: Any = {}
-    path = env.get("GITHUB_EVENT_PATH", "")
-    if path:
-        try:
-            event = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            event = {}
-    pull = event.get("pull_request") if isinstance(event, dict) else None
+    `refs/pull/N/merge`. A fork PR is one whose payload does not show its head in the
+    base's repository."""
+    pull = _event_pull(env)
     number: int | None = None
     fork = False
-    if isinstance(pull, dict):
-        head_repo = (pull.get("head") or {}).get("repo") or {}
-        base_repo = (pull.get("base") or {}).get("repo") or {}
-        fork = not head_repo or head_repo.get("full_name") != base_repo.get("full_name")
+    if pull is not None:
+        fork = not same_repository(pull)
         if isinstance(pull.get("number"), int):
             number = pull["number"]
     if explicit is not None:
@@ -301,11 +327,12 @@ def pull_request_from_env(env: Mapping[str, str], explicit: int | None) -> PullR
 
 def refuse_untrusted_event(env: Mapping[str, str]) -> None:
     """Under `pull_request_target` the run holds the base repository's secrets: a review
-    of a pull request that is not clearly from this repository is refused (exit 2)."""
+    of a pull request whose payload does not show it comes from this repository (a fork,
+    repositories by id only or without names, no readable payload) is refused (exit 2)."""
     if env.get("GITHUB_EVENT_NAME", "") != "pull_request_target":
         return
-    pr = pull_request_from_env(env, None)
-    if pr is None or pr.fork:
+    pull = _event_pull(env)
+    if pull is None or not same_repository(pull):
         raise UsageError(TARGET_REFUSAL)
 
 
@@ -422,6 +449,7 @@ class Planned:
     runner: CallRunner
     needed: int
     exam_changes: verdict.ExamChanges
+    name: str = ""  # the skill as the head names it (a renamed skill's exam is the base's)
 
 
 @dataclass(frozen=True)
@@ -456,6 +484,51 @@ def chosen_skills(setup: Setup, before: Config | None, names: Sequence[str]
     return [SkillSides(n, head.get(n), base.get(n)) for n in order]
 
 
+def renamed_documents(setup: Setup, sha: str) -> dict[str, str]:
+    """head path -> base path of each file git's rename detection (its usual similarity)
+    finds moved between REF and the working tree, paths relative to `setup.repo`."""
+    done = git_run(setup.repo, "diff", "--find-renames", "--name-status", "-z", "--relative",
+                   sha, "--")
+    if done.status != 0:
+        return {}
+    fields = done.out.decode("utf-8", "surrogateescape").split("\0")
+    moved: dict[str, str] = {}
+    index = 0
+    while index < len(fields) and fields[index]:
+        status = fields[index]
+        if status.startswith(("R", "C")) and index + 2 < len(fields):
+            moved[fields[index + 2]] = fields[index + 1]
+            index += 3
+        else:
+            index += 2
+    return moved
+
+
+def pair_renamed(setup: Setup, sha: str, before: Config | None,
+                 chosen: list[SkillSides]) -> list[SkillSides]:
+    """A skill the head names that the base does not is matched to a base skill the head
+    no longer names by its document: the same path, or one git's rename detection says
+    moved there. The pair is reviewed as one skill, on the base's exam (a rename must not
+    turn a worse document into two skips)."""
+    if before is None:
+        return chosen
+    head_names = {s.name for s in setup.config.skills}
+    orphans = {s.skill: s for s in before.skills if s.name not in head_names}
+    if not orphans:
+        return chosen
+    moved = renamed_documents(setup, sha)
+    paired: dict[str, SkillConfig] = {}  # head name -> its base skill
+    for sides in chosen:
+        if sides.head is None or sides.base is not None:
+            continue
+        found = orphans.get(sides.head.skill) or orphans.get(moved.get(sides.head.skill, ""))
+        if found is not None and found.name not in {b.name for b in paired.values()}:
+            paired[sides.name] = found
+    taken = {b.name for b in paired.values()}
+    return [SkillSides(s.name, s.head, paired.get(s.name, s.base)) for s in chosen
+            if not (s.head is None and s.name in taken)]
+
+
 def _fingerprint(task: Task) -> tuple[Any, ...]:
     """What makes a task the same exam question: prompt, split, judge and fixture folder."""
     return (task.prompt, task.split, task.system, task.judge, task.workspace, task.review)
@@ -470,6 +543,23 @@ def _fixture_changed(setup: Setup, sha: str, folder: str) -> bool:
         except (UsageError, GitError):
             trees.append(None)
     return trees[0] != trees[1]
+
+
+def package_changes(setup: Setup, sha: str, sides: SkillSides) -> list[str]:
+    """The files of the skill's package (the base's folder, else the head's) that differ
+    between REF and the head's HEAD, as the package is read from git at a commit; the skill
+    and memory documents a package folder holds are not the package's change."""
+    skill = sides.base or sides.head
+    if skill is None or not skill.package:
+        return []
+    done = git_run(setup.repo, "diff", "--name-only", "-z", "--no-renames", "--relative",
+                   sha, "HEAD", "--", skill.package)
+    if done.status != 0:
+        return []
+    documents = {p for s in (sides.base, sides.head) if s is not None
+                 for p in (s.skill, s.memory) if p}
+    names = done.out.decode("utf-8", "surrogateescape").split("\0")
+    return [name for name in names if name and name not in documents]
 
 
 def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
@@ -503,7 +593,8 @@ def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
         elif (_fingerprint(task) != _fingerprint(after[task_id])
               or (task.workspace and _fixture_changed(setup, sha, task.workspace))):
             changed.setdefault(task.split, []).append(task_id)
-    return verdict.ExamChanges(added, removed, changed, settings, sides.head is None, error)
+    return verdict.ExamChanges(added, removed, changed, settings, sides.head is None, error,
+                               package_changes(setup, sha, sides))
 
 
 def _unscored(sides: SkillSides, changed: list[str], why: str,
@@ -526,6 +617,8 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     changed = _changed_files(setup, sha, skill, before, raw)
     if sides.head is None:
         changed.append(f"{setup.config_file.name} (skill {sides.name} removed from skills:)")
+    package_only = bool(changes.package) and not changed
+    changed += list(changes.package)
     if raw["skill"] is None:
         return verdict.SkillReview(sides.name, "skipped", f"new at the head: "
                                   f"{base_paths['skill']} does not exist at {ref}, so there is "
@@ -535,11 +628,16 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
                                   f"task files are the same at {ref} and the head", changed,
                                   exam_changes=changes)
     if sides.head is None and read_here(setup.repo, skill.skill) is None:
-        return verdict.SkillReview(sides.name, "skipped", f"removed at the head: "
-                                  f"{skill.skill} and its entry in skills: are gone, so there "
-                                  "is nothing to score", changed, exam_changes=changes)
+        return verdict.SkillReview(sides.name, "unscored", f"removed or moved at the head: "
+                                  f"{skill.skill} and its entry in skills: are gone and no "
+                                  "skill of the head has its document (by path or git's "
+                                  "rename detection), so its change has no verdict",
+                                  changed, exam_changes=changes)
     if exam is None:
         return _unscored(sides, changed, f"no exam: {no_exam}", changes)
+    if package_only and not exam.trusted_head:
+        return _unscored(sides, changed, "only the skill's package changed, and the base's "
+                         "package is what both sides are scored with", changes)
     exam_skill = sides.head if exam.trusted_head else sides.base
     if exam_skill is None:
         exam_skill = sides.documents if exam.trusted_head else None
@@ -558,9 +656,12 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     elif base_documents["memory"] is not None and head_documents["memory"] is None:
         notes.append(f"the memory document {base_paths['memory']} was removed: the head was "
                      "scored without it")
-    settings = setup.config.epoch_settings(skill=sides.name)
+    if sides.head is not None and sides.base is not None and sides.head.name != sides.base.name:
+        notes.append(f"renamed from {sides.base.name} ({sides.base.skill} at the base): "
+                     f"scored on the exam of {exam_skill.name}")
+    settings = setup.config.epoch_settings(skill=exam_skill.name)
     try:
-        backend = make_backend(setup, sides.name)
+        backend = make_backend(setup, exam_skill.name)
     except (BackendError, UsageError) as exc:  # no key, or an agent.env secret unset
         if pr is not None and pr.fork:
             raise ForkWithoutSecrets(str(exc)) from None
@@ -570,7 +671,7 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     setup.say(f"{sides.name}: this review needs at most {needed} model calls "
               f"(budget.max_calls {settings.max_calls}; cache hits are free)")
     return Planned(exam_skill, changed, tasks, base_documents, head_documents, notes, runner,
-                   needed, changes)
+                   needed, changes, sides.name)
 
 
 def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
@@ -581,10 +682,16 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
     if not over:
         return None
     repeats = max(1, setup.config.gate.repeats)
+
+    def agents_of(plan: Planned) -> str:
+        count = len(setup.config.agent_refs(plan.skill.name))  # several agents: each answers
+        return f"{count} agents x " if count > 1 else ""
+
     needs = "; ".join(
         f"{p.skill.name}: this review needs {p.needed} model calls "
         f"({sum(t.split in verdict.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
-        f"{repeats} sample(s) x 2 sides, rubric judges included, cached answers left out)"
+        f"{agents_of(p)}{repeats} sample(s) x 2 sides, rubric judges included, cached "
+        "answers left out)"
         for p in over)
     named = over[0].needed if len(over) == 1 else max(p.needed for p in over)
     return (f"{needs}, over budget.max_calls ({limit}) for one skill's review; no call was "
@@ -614,7 +721,8 @@ def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     notes = list(plan.notes)
     if decided_by == "val":
         notes.append("no held-out task: val decides")
-    return verdict.SkillReview(plan.skill.name, "scored", reason, changed, splits, notes,
+    return verdict.SkillReview(plan.name or plan.skill.name, "scored", reason, changed,
+                               splits, notes,
                                judged, decided_by, plan.runner.cost.calls,
                                plan.runner.cost.cache_hits, plan.exam_changes, agent_reviews)
 
@@ -687,7 +795,8 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
                         if before_config is not None else [])
     exam_setup = replace(setup, config=exam.config) if exam is not None else setup
     force = "all" in options.skills
-    chosen = chosen_skills(setup, before_config, [n for n in options.skills if n != "all"])
+    chosen = pair_renamed(setup, sha, before_config, chosen_skills(
+        setup, before_config, [n for n in options.skills if n != "all"]))
     repo_paths.preflight(setup.repo, setup.config, setup.config_file,
                          [s.name for s in chosen if s.head is not None], runs=False)
     pr = pull_request_from_env(setup.env, options.pr)

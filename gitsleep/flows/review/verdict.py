@@ -107,12 +107,13 @@ class ExamChanges:
     settings: Sequence[str] = ()  # scoring settings that differ ("judge_model", ...)
     skill_removed: bool = False  # the head drops the skill from `skills:`
     head_tasks_error: str | None = None  # the head's task files do not load
+    package: Sequence[str] = ()  # files of the skill's `package:` the head changes
 
     @property
     def empty(self) -> bool:
         return not (any(self.added.values()) or any(self.removed.values())
                     or any(self.changed.values()) or self.settings or self.skill_removed
-                    or self.head_tasks_error)
+                    or self.head_tasks_error or self.package)
 
     def lines(self, used: bool) -> list[str]:
         """One plain sentence per kind of change; `used` says whether the exam was the
@@ -131,6 +132,11 @@ class ExamChanges:
                                f"task(s), {fates[label]}: {shown}{more}")
         if self.settings:
             out.append(f"the head changes scoring settings, {fate}: {', '.join(self.settings)}")
+        if self.package:
+            shown = ", ".join(self.package[:EXAM_IDS])
+            more = f" and {len(self.package) - EXAM_IDS} more" if len(
+                self.package) > EXAM_IDS else ""
+            out.append(f"the head changes the skill's package, {fate}: {shown}{more}")
         if self.skill_removed:
             out.append("the head removes this skill from `skills:`; it was scored as the "
                        "base has it")
@@ -143,7 +149,7 @@ class ExamChanges:
                 "removed": {k: list(v) for k, v in self.removed.items() if v},
                 "changed": {k: list(v) for k, v in self.changed.items() if v},
                 "settings": list(self.settings), "skill_removed": self.skill_removed,
-                "head_tasks_error": self.head_tasks_error}
+                "head_tasks_error": self.head_tasks_error, "package": list(self.package)}
 
 
 @dataclass(frozen=True)

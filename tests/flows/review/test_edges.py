@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.base.errors import GitError
+from gitsleep.base.errors import GitError, UsageError
 from gitsleep.flows.review import edges, verdict
 from gitsleep.git_forge.forge import ForgeSettings, GitHubForge, Pacing
 from gitsleep.inputs.config import Config
@@ -46,6 +46,47 @@ def test_a_fork_is_a_head_repository_other_than_the_base(tmp_path: Path):
         env = {"GITHUB_EVENT_PATH": event_file(tmp_path, payload)}
         assert edges.pull_request_from_env(env, None) == \
             edges.PullRequestRef(number, True)
+
+
+TARGET = {"GITHUB_EVENT_NAME": "pull_request_target"}
+
+
+@pytest.mark.parametrize("head, base", [
+    ({"id": 1}, {"id": 1}),  # by id only
+    ({"id": 1, "full_name": ""}, {"id": 1, "full_name": ""}),  # empty names
+    ({"full_name": "  "}, {"full_name": "  "}),
+    ({}, {}),
+    ({"full_name": "octo/skills", "id": 2}, {"full_name": "octo/skills", "id": 1}),
+])
+def test_a_target_payload_that_does_not_say_where_the_head_lives_is_refused(
+        tmp_path: Path, head: dict, base: dict):
+    """Before: two repositories named by id only (or with empty names) compared equal."""
+    payload = {"pull_request": {"number": 4, "head": {"repo": head}, "base": {"repo": base}}}
+    env = {**TARGET, "GITHUB_EVENT_PATH": event_file(tmp_path, payload)}
+    with pytest.raises(UsageError, match="pull_request_target"):
+        edges.refuse_untrusted_event(env)
+    assert edges.pull_request_from_env(env, None) == edges.PullRequestRef(4, True)
+
+
+@pytest.mark.parametrize("event", ["missing", "not json", "no pull_request"])
+def test_a_target_run_whose_event_file_says_nothing_is_refused_even_on_a_pull_ref(
+        tmp_path: Path, event: str):
+    path = tmp_path / "event.json"
+    if event == "not json":
+        path.write_text("{not json")
+    elif event == "no pull_request":
+        path.write_text(json.dumps({"number": 4}))
+    env = {**TARGET, "GITHUB_EVENT_PATH": str(path), "GITHUB_REF": "refs/pull/4/merge"}
+    with pytest.raises(UsageError, match="pull_request_target"):
+        edges.refuse_untrusted_event(env)
+    with pytest.raises(UsageError, match="pull_request_target"):
+        edges.refuse_untrusted_event({**TARGET, "GITHUB_REF": "refs/pull/4/merge"})
+
+
+def test_a_target_payload_from_this_repository_runs(tmp_path: Path):
+    same = {"full_name": "octo/skills", "id": 1}
+    payload = {"pull_request": {"number": 4, "head": {"repo": same}, "base": {"repo": same}}}
+    edges.refuse_untrusted_event({**TARGET, "GITHUB_EVENT_PATH": event_file(tmp_path, payload)})
 
 
 # -- the config comparison ------------------------------------------------------------------
