@@ -132,7 +132,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "gitsleep"
 # The modules that write or read a night's outcome: the summary, the note, the commit
 # message, the PR body, the Action's outputs and `log`.
 OUTCOME_MODULES = ("report/outcome.py", "report/__init__.py", "report/common.py",
-                   "report/commit.py", "report/diagnostics_json.py", "report/pull_request.py", "report/summary.py",
+                   "report/commit.py", "report/diagnostics_json.py", "report/pull_request.py",
+                   "report/summary.py",
                    "report/action_outputs.py", "flows/consolidate.py",
                    "git_forge/history.py", "git_forge/recovery.py", "git_forge/record.py",
                    "git_forge/publish_sequence.py", "commands/consolidate_cmd.py",
