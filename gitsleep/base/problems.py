@@ -61,6 +61,9 @@ CODES: dict[str, str] = {
     "GS136": "workspace task with an answer backend that cannot work in a folder",
     "GS138": "workspace folder that holds one of the skill's task files",
     "GS140": "a text some tasks ask for and none checks the absence of",
+    "GS160": "bad tools declaration (tool kind, name, folder or argv)",
+    "GS161": "trajectory check naming a tool the agent is not given",
+    "GS162": "trajectory checks with an answer backend that gives no tool trace",
     # skill and memory documents
     "GS200": "document missing",
     "GS201": "document is not UTF-8 text",

@@ -35,6 +35,7 @@ from gitsleep.core.models import AgentRef, EpochSettings, GateSettings
 from gitsleep.core.sandbox import folder_problem, normal_folder
 from gitsleep.inputs import agent_settings
 from gitsleep.inputs.agent_settings import ENV_NAME_RE, env_names, env_reference
+from gitsleep.inputs.tool_settings import ToolConfig, unique_names
 from gitsleep.sandbox import check_program as command_check
 
 CONFIG_NAME = ".gitsleep.yml"
@@ -100,8 +101,12 @@ class SkillConfig(_Section):
     tasks: Annotated[list[TaskFileConfig], Field(min_length=1)]
     # several agents: replaces the top-level `agents:` list for this skill
     agents: Annotated[list[AgentEntryConfig], Field(min_length=1)] | None = None
+    # the tools an API agent may call (search, read_file, command), for every task of the
+    # skill that declares none of its own
+    tools: list[ToolConfig] | None = None
 
     _unique_agents = field_validator("agents")(lambda v: _unique_agent_names(v))
+    _unique_tools = field_validator("tools")(lambda v: unique_names(v))
 
     @field_validator("name")
     @classmethod
