@@ -26,6 +26,7 @@ from gitsleep.base.errors import GitError, UsageError
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import link_leaves, normal_folder
 from gitsleep.core.tools import ToolSpec
+from gitsleep.git_forge import tool_folders
 from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
@@ -240,17 +241,14 @@ def resolve(repo_root: Path, tasks: Sequence[Task], *, package: str | None = Non
     a folder is not committed there."""
     from dataclasses import replace
 
-    from gitsleep.git_forge import tool_folders
-
-    tasks = tool_folders.attach(repo_root, tasks, tools)
-
-    if not any(t.workspace for t in tasks) and package is None:
+    if not any(t.workspace or t.tools for t in tasks) and package is None and not tools:
         return list(tasks)
     head = git_run(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
     if head.status != 0:
-        raise UsageError(f"{repo_root}: workspace tasks read their folder from git, and this "
-                         "checkout has no commit: commit the task files and fixtures")
+        raise UsageError(f"{repo_root}: workspace tasks and tools read their folder from git, "
+                         "and this checkout has no commit: commit the task files and folders")
     commit = head.out.decode().strip()
+    tasks = tool_folders.attach(repo_root, commit, tasks, tools, tree_id)
     pinned: tuple[str, str, str] | None = None
     if package is not None:
         try:

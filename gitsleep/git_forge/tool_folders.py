@@ -10,7 +10,7 @@ folder over `MAX_FOLDER_BYTES` is refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +19,6 @@ from gitsleep.core.models import Task
 from gitsleep.core.sandbox import normal_folder
 from gitsleep.core.tools import ToolSpec
 from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
-from gitsleep.git_forge.task_trees import tree_id
 
 MAX_FOLDER_BYTES = 8 * 1024 * 1024  # a folder of notes, not a repository
 _REGULAR = ("100644", "100755")
@@ -58,19 +57,12 @@ def read_folder(repo: Path, tree: str, folder: str) -> tuple[tuple[str, str], ..
     return tuple(sorted(files))
 
 
-def attach(repo_root: Path, tasks: Sequence[Task], skill_tools: Sequence[ToolSpec] = ()
+def attach(repo_root: Path, commit: str, tasks: Sequence[Task],
+           skill_tools: Sequence[ToolSpec], tree_of: Callable[[Path, str, str], str]
            ) -> list[Task]:
-
     """The tasks, each with its tools (its own, else the skill's) and each tool's folder
-    read from git at the checkout's HEAD. A UsageError (exit 2, before any call) when a
-    folder is not committed there."""
-    if not skill_tools and not any(t.tools for t in tasks):
-        return list(tasks)
-    head = git_run(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
-    if head.status != 0:
-        raise UsageError(f"{repo_root}: tools read their folder from git, and this checkout "
-                         "has no commit: commit the task files and the tool folders")
-    commit = head.out.decode().strip()
+    read from git at `commit` (`tree_of` names a folder's tree there, or raises a
+    UsageError, exit 2 before any call, when the commit has no such folder)."""
     read: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {}
 
     def loaded(tool: ToolSpec, where: str) -> ToolSpec:
@@ -79,7 +71,7 @@ def attach(repo_root: Path, tasks: Sequence[Task], skill_tools: Sequence[ToolSpe
         folder = normal_folder(tool.folder)
         if folder not in read:
             try:
-                tree = tree_id(repo_root, commit, folder)
+                tree = tree_of(repo_root, commit, folder)
             except UsageError as exc:
                 raise UsageError(f"{where}: tool {tool.name!r}: "
                                  f"{str(exc).replace('workspace', 'folder')}") from None
