@@ -165,8 +165,16 @@ def trace_problems(repo_root: Path, config: Config, env: Mapping[str, str],
         answering = apply_overrides(config, env).backends()[0]
     except UsageError:
         return []  # GS005 already says why the config cannot run
+    traces: bool = True
+    mapped: tuple[str, ...] = ()
+    if answering == "command":  # an agent CLI: what its output says it called
+        try:
+            spec = apply_overrides(config, env).agent_spec(skill.name)
+        except UsageError:
+            return []
+        traces, mapped = bool(spec.trace), tuple(name for _, name in spec.tool_names)
     return tool_checks.tool_problems(repo_root, tasks, [t.spec() for t in skill.tools or ()],
-                                     answering=answering)
+                                     answering=answering, mapped=mapped, traces=traces)
 
 
 # --- paths that alias or lead out ----------------------------------------------------------
