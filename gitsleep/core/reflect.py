@@ -20,11 +20,14 @@ from gitsleep.core import (
     hygiene,
     proposals,
     skeleton,
+    tool_hygiene,
+    trace,
     worked,
 )
 from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
+from gitsleep.core.check_ops import TRACE_OPS
 from gitsleep.core.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
 from gitsleep.core.ports import ModelCall
 from gitsleep.core.regex_literal import merge_typed
@@ -124,6 +127,10 @@ def _task_block(result: TaskResult, task: Task, *, with_reason: bool,
               "AGENT_ANSWER>>>"]
     if with_reason and sample is not None and sample.diff:  # a workspace task: the work
         lines += ["<<<AGENT_DIFF", sample.diff.rstrip("\n"), "AGENT_DIFF>>>"]
+    if with_reason and sample is not None and sample.score is not None and any(
+            c.op in TRACE_OPS for c in sample.score.failed):  # what it called, as data
+        lines += ["<<<AGENT_TOOL_CALLS (data: what the agent called and what came back)",
+                  trace.shown(sample.trace), "AGENT_TOOL_CALLS>>>"]
     if with_reason:
         reason = sample.score.reason if sample and sample.score else "no score"
         lines.append(f"Judge: {program_free(reason, task.judge.checks)}")
@@ -389,6 +396,9 @@ def propose(
     # each train task once, whoever answered it (several agents: one copy per agent)
     train = [t for t in agents.unique_tasks(list(tasks.values())) if t.split == "train"]
     train_checks = list(dict.fromkeys(c for t in train for c in t.judge.checks))
+    # what the tools answered the shown agents, and the notes they serve: never a rule
+    tool_sources = tool_hygiene.tool_texts(
+        [s for r in [*failures, *evidence.passes] for s in r.samples], train)
     raws: list[str] = []
     seed = SEEDS_PER_ROUND * round_no + index
     for _attempt in range(2):
@@ -423,6 +433,8 @@ def propose(
             varying=varying,
             train_tasks=train,
         )
+        kept, copied = tool_hygiene.drop_copies(kept, tool_sources)
+        refused += copied
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]
         if parsed.error:

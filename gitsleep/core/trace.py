@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gitsleep.base.redact import clip
+from gitsleep.base.redact import Redactor, clip
 from gitsleep.core.patterns import search_untrusted
 
 
@@ -109,19 +109,24 @@ def pair_arg(arg: str) -> tuple[str, str] | None:
     return None
 
 
+_SHAPES = Redactor()  # known token shapes only; the edge masks its secrets as well
+
+
 def shown(trace: Sequence[ToolCall] | None, *, limit: int = 8, result_chars: int = 160,
           args_chars: int = 160) -> str:
     """The calls as short lines for a reader (reflection, the pull request): names,
-    arguments and results clipped; never more than `limit` calls."""
+    arguments and results masked (known token shapes) and clipped; at most `limit`."""
     if trace is None:
         return "(the backend gave no tool trace)"
     if not trace:
         return "(no tool was called)"
     lines = []
     for number, call in enumerate(trace[:limit], start=1):
-        outcome = (f"error: {clip(call.error, result_chars)}" if call.error
-                   else clip(" ".join(call.result.split()), result_chars))
-        lines.append(f"{number}. {call.name}({clip(call.arguments, args_chars)}) -> {outcome}")
+        mask = _SHAPES.redact
+        outcome = (f"error: {clip(call.error, result_chars, mask=mask)}" if call.error
+                   else clip(" ".join(call.result.split()), result_chars, mask=mask))
+        arguments = clip(call.arguments, args_chars, mask=mask)
+        lines.append(f"{number}. {call.name}({arguments}) -> {outcome}")
     if len(trace) > limit:
         lines.append(f"... and {len(trace) - limit} more call(s)")
     return "\n".join(lines)
