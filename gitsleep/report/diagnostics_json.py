@@ -23,6 +23,7 @@ from gitsleep.report.common import (
     group_scores,
     integrity_counts,
     simulated,
+    tool_calls,
 )
 from gitsleep.report.outcome import Edits
 
@@ -148,6 +149,8 @@ def diagnostics(
             }
             for p in result.passes
         ],
+        # per split and task, the tools the agent called at baseline and at the end
+        "tool_calls": tool_calls(result),
         "proposals": [to_dict(p) for p in result.proposals],
         "trials": [to_dict(t) for t in result.trials],
         "call_errors": list(result.errors),

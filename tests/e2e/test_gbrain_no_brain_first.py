@@ -53,7 +53,10 @@ def test_the_seed_runs_as_published_and_a_night_lifts_its_held_out(
         0.0, 1.0, 6)
     assert [e["content"] for e in summary["edits"]["applied"]] == [
         'Call the "search" tool before you answer.']
+    assert summary["tool_calls"]["test"]["hd-004"] == {"before": [], "after": ["search"]}
+    assert len(summary["tool_calls"]["test"]) == 6
     diagnostics = json.loads(Path(summary["diagnostics"]).read_text(encoding="utf-8"))
+    assert diagnostics["tool_calls"] == summary["tool_calls"]
     baseline, final = (next(p for p in diagnostics["passes"] if p["split"] == "test" and
                             p["label"] == label) for label in ("baseline", "final"))
     assert all(t["samples"][0]["reason"].startswith("failed: tool_called 'search'")
