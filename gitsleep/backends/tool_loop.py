@@ -24,7 +24,7 @@ from gitsleep.core.tools import ToolSpec
 from gitsleep.core.trace import canonical_arguments
 from gitsleep.sandbox.tool_command import run_command_tool
 
-MAX_TURNS = 6  # requests per answer: up to 5 rounds of tool calls, then the answer
+MAX_TURNS = tool_kinds.ANSWER_TURNS  # requests per answer: 5 rounds of calls, then the answer
 TRACE_RESULT_CHARS = 2000  # of each result kept in the trace (diagnostics, reflection)
 
 

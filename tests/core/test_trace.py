@@ -156,3 +156,19 @@ def test_tools_are_part_of_the_answer_cache_key() -> None:
     keys = {replay.answer_call({"skill": "s"}, t, "m", 0).cache_key()
             for t in (with_tool, other_tree, plain)}
     assert len(keys) == 3
+
+
+def test_the_call_ceiling_counts_every_turn_a_tool_loop_may_take() -> None:
+    from gitsleep.core.epoch import call_ceiling
+    from gitsleep.core.tools import ANSWER_TURNS, ToolSpec
+
+    plain = [Task(f"{s}{i}", "p", s, TASK.judge)  # type: ignore[arg-type]
+             for s in ("train", "val", "test") for i in range(2)]
+    tooled = [Task(t.id, t.prompt, t.split, t.judge, tools=(ToolSpec("search", "search", "n"),))
+              for t in plain]
+    settings = EpochSettings(model="m", optimizer_model="m", judge_model="m", rounds=1,
+                             proposals=1, edit_budget=1)
+    assert call_ceiling(settings, tooled, False) > call_ceiling(settings, plain, False)
+    # held-out alone (its baseline and final passes): every answer at the loop's bound
+    assert (call_ceiling(settings, tooled[4:], False) - call_ceiling(settings, plain[4:], False)
+            == 2 * 2 * (ANSWER_TURNS - 1))
