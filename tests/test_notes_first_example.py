@@ -43,3 +43,25 @@ def test_the_pull_request_shows_the_calls_before_and_after(
     assert result.code == 0, result.err
     assert "| h-offsite | 0.250 | 1.000 | improved | all 2 checks passed; tools: no tool -> " \
            "search |" in result.out
+
+
+def test_doctor_shows_what_the_agent_called_and_judges_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support.gitrepo import commit_files, example_repo
+
+    work, _ = example_repo(tmp_path, monkeypatch, "notes-first")
+    args = ("--repo", str(work), "doctor", "--skill", "notes-first", "--task",
+            "t-release-cadence")
+    skipped = run_cli(capsys, *args)
+    assert skipped.code == 0, skipped.err
+    assert "tool calls:\n    (no tool was called)" in skipped.out
+    assert "judge: hard 0.00, soft 0.50: failed: tool_called 'search'" in skipped.out
+    skill = work / "skills/notes-first/SKILL.md"
+    commit_files(work, {"skills/notes-first/SKILL.md": skill.read_text()
+                        + '\nCall the "search" tool before you answer.\n'}, "search first")
+    called = run_cli(capsys, *args)
+    assert called.code == 0, called.err
+    assert ('1. search({"query":"How often do we ship a release?"}) -> release-cadence.md: '
+            in called.out)
+    assert "judge: hard 1.00, soft 1.00" in called.out
