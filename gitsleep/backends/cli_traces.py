@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from gitsleep.base.redact import clip
@@ -125,8 +126,6 @@ def _call(raw: Mapping[str, Any]) -> ToolCall:
 
 def mapped(trace: tuple[ToolCall, ...], names: Mapping[str, str]) -> tuple[ToolCall, ...]:
     """The trace with each CLI tool name replaced by the declared name it maps to."""
-    from dataclasses import replace
-
     return tuple(replace(c, name=names.get(c.name, c.name)) for c in trace)
 
 

@@ -13,7 +13,7 @@ guess at what it would have said.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gitsleep.base.redact import clip
@@ -116,6 +116,4 @@ def _after_system(messages: Sequence[Mapping[str, Any]]) -> int:
 
 
 def _with(answer: Answer, done: Mapping[str, Any]) -> Answer:
-    from dataclasses import replace
-
     return replace(answer, **done)
