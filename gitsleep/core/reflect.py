@@ -396,9 +396,6 @@ def propose(
     # each train task once, whoever answered it (several agents: one copy per agent)
     train = [t for t in agents.unique_tasks(list(tasks.values())) if t.split == "train"]
     train_checks = list(dict.fromkeys(c for t in train for c in t.judge.checks))
-    # what the tools answered the shown agents, and the notes they serve: never a rule
-    tool_sources = tool_hygiene.tool_texts(
-        [s for r in [*failures, *evidence.passes] for s in r.samples], train)
     raws: list[str] = []
     seed = SEEDS_PER_ROUND * round_no + index
     for _attempt in range(2):
@@ -420,7 +417,7 @@ def propose(
         proposal.raw = "\n\n--- retry ---\n".join(raws)
         parsed = proposals.parse_reply(answer.text or "", target=target,
                                        budget=settings.edit_budget)
-        kept, refused = hygiene.check_hygiene(
+        kept, refused = tool_hygiene.drop_copies(*hygiene.check_hygiene(
             parsed.edits,
             failing_checks=list(counts),
             contradiction_checks=common,
@@ -432,9 +429,7 @@ def propose(
             simulated_optimizer=runner.backend.simulates("propose"),
             varying=varying,
             train_tasks=train,
-        )
-        kept, copied = tool_hygiene.drop_copies(kept, tool_sources)
-        refused += copied
+        ), [*failures, *evidence.passes], train)
         proposal.edits = kept
         proposal.dropped += [*parsed.dropped, *refused]
         if parsed.error:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from gitsleep.core.models import Edit, EditOutcome, SampleResult, Task
+from gitsleep.core.models import Edit, EditOutcome, SampleResult, Task, TaskResult
 
 MIN_RUN = 8  # words in a row that make a copy (a rule rarely shares 8 with a note)
 MAX_SOURCE_WORDS = 200_000  # of all the sources together: a bound on the work, not a limit
@@ -39,11 +39,15 @@ def tool_texts(samples: Iterable[SampleResult], tasks: Iterable[Task]) -> list[s
     return found
 
 
-def drop_copies(edits: Sequence[Edit], sources: Sequence[str]
+def drop_copies(edits: Sequence[Edit], refused: Sequence[EditOutcome],
+                shown: Iterable[TaskResult], tasks: Iterable[Task]
                 ) -> tuple[list[Edit], list[EditOutcome]]:
-    """The edits that copy no run of MIN_RUN words of a source, and the refused others."""
+    """The edits that copy no run of MIN_RUN words of what the tools answered the `shown`
+    results' agents or of a file the `tasks`' tools serve, and `refused` with the others
+    added."""
+    sources = tool_texts([s for r in shown for s in r.samples], tasks)
     if not sources or not edits:
-        return list(edits), []
+        return list(edits), list(refused)
     runs: set[tuple[str, ...]] = set()
     budget = MAX_SOURCE_WORDS
     for text in sources:
@@ -53,12 +57,12 @@ def drop_copies(edits: Sequence[Edit], sources: Sequence[str]
         if budget <= 0:
             break
     kept: list[Edit] = []
-    refused: list[EditOutcome] = []
+    dropped = list(refused)
     for edit in edits:
         if edit.op != "delete" and _runs(_words(edit.content)) & runs:
-            refused.append(EditOutcome(edit, "rejected", (
+            dropped.append(EditOutcome(edit, "rejected", (
                 "content copies what a tool answered or a tool's folder holds (8 or more "
                 "words in a row): state the rule in its own words, never the data")))
         else:
             kept.append(edit)
-    return kept, refused
+    return kept, dropped

@@ -64,8 +64,10 @@ def test_an_edit_copying_a_note_or_a_result_is_refused() -> None:
     rule = Edit("add", 'Call the "search" tool before you answer.')
     copy = Edit("add", "Remember: no final call has been made. Logged considerations: cost, "
                        "timing and risk.")
-    kept, refused = drop_copies([rule, copy], sources)
-    assert kept == [rule]
+    result = Edit("add", "Always mention the cluster notes from k8s.md: cluster notes "
+                         f"{LEAK} in the answer.")
+    kept, refused = drop_copies([rule, copy, result], [], [failed("t1")], TASKS.values())
+    assert kept == [rule, result]  # a result of fewer than 8 words is no copy
     assert [o.edit for o in refused] == [copy]
     assert "copies what a tool answered or a tool's folder holds" in refused[0].reason
 
