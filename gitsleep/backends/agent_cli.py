@@ -30,15 +30,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from gitsleep.backends import cli_traces
 from gitsleep.backends.presets import ANSWER_FILE
 from gitsleep.base.errors import BackendError, UsageError
 from gitsleep.base.redact import Redactor, without_forge_tokens
 from gitsleep.core import sandbox
 from gitsleep.core.markdown import clip, one_line
-from gitsleep.core.models import Answer
+from gitsleep.core.models import Answer, ToolCall
 from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import processes as agent_procs
@@ -86,6 +87,10 @@ class AgentSpec:
     label: str = ""  # preset name or program name, for messages
     max_output_bytes: int = 1 << 20
     kill_grace: float = agent_procs.KILL_GRACE  # seconds between SIGTERM and SIGKILL
+    # the machine output on stdout that says what the agent called (`cli_traces`):
+    # claude (stream-json, which also holds the answer) | codex (exec --json) | "" (none)
+    trace: str = ""
+    tool_names: tuple[tuple[str, str], ...] = ()  # the CLI's tool name -> the declared one
 
     @property
     def answer_file(self) -> str | None:
@@ -193,6 +198,7 @@ class CommandBackend(Backend):
         if conflict:
             raise UsageError(conflict)
         self.spec = spec
+        self.traces = bool(spec.trace)  # reads what its agent called from its output
         self.env = agent_environment(env, spec)
         self.check_pass_env = tuple(check_pass_env)  # what checks see beyond the minimum
         self.redactor = redactor or Redactor.from_env({**env, **dict(spec.env)},
@@ -417,15 +423,35 @@ class CommandBackend(Backend):
         if text is None:
             return self._failed(f"agent {name} wrote binary output ({len(run.answer)} bytes, "
                                 "not UTF-8 text); never scored"), False
+        trace = self._trace(run)
+        if self._answer_in_stream():
+            text = trace[1] or ""
         if not text.strip():
             where = self.spec.answer if self.spec.answer_file else "stdout"
             return self._failed(f"agent {name} gave an empty answer ({where})"), True
         tokens = reported_tokens(run.stdout, run.stderr_tail,
-                                 stdout_is_answer=self.spec.answer_file is None)
+                                 stdout_is_answer=self.spec.answer_file is None
+                                 and not self._answer_in_stream())
         prompt_tokens, completion_tokens = tokens or (0, 0)
         return Answer(text=text.strip(), prompt_tokens=prompt_tokens,
                       completion_tokens=completion_tokens, tokens_known=tokens is not None,
-                      checks=run.checks, diff=run.diff), False
+                      checks=run.checks, diff=run.diff, trace=trace[0]), False
+
+    def _answer_in_stream(self) -> bool:
+        """Claude Code's stream-json on stdout: the answer is its `result` line."""
+        return self.spec.trace == "claude" and self.spec.answer_file is None
+
+    def _trace(self, run: AgentRun) -> tuple[tuple[ToolCall, ...] | None, str | None]:
+        """(what the agent called, redacted and named as declared; None without a trace
+        format) and the answer its stream holds, if it holds one."""
+        if not self.spec.trace:
+            return None, None
+        calls, answer = cli_traces.read_trace(self.spec.trace, run.stdout)
+        redact = self.redactor.redact
+        calls = tuple(replace(c, arguments=redact(c.arguments), result=redact(c.result),
+                              error=None if c.error is None else redact(c.error))
+                      for c in cli_traces.mapped(calls, dict(self.spec.tool_names)))
+        return calls, answer
 
     def _judge_workspace(self, run: AgentRun, workspace: Path, before: sandbox.Snapshot,
                          task_folder: Mapping[str, object], tree: task_trees.Tree,

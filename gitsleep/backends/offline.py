@@ -21,16 +21,18 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gitsleep.backends import tool_loop
 from gitsleep.base.redact import Redactor
 from gitsleep.core import sandbox
-from gitsleep.core.models import Answer
+from gitsleep.core.models import Answer, ToolCall
 from gitsleep.core.numbers import whole_number
 from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
+from gitsleep.core.tools import ToolSpec
 from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import workspace as task_workspace
 from gitsleep.sandbox.cleanup import remove_tree
@@ -56,6 +58,16 @@ FILE_DIRECTIVES = [
     ("create", re.compile(rf"\balways create {_Q}", re.IGNORECASE)),
 ]
 AGENT_FILE = "AGENTS.md"  # where the simulated agent's skill document is installed
+# What the simulated agent calls (a gitsleep addition to the spec, docs/tools.md): a tool
+# the documents tell it to call, in document order, when the task declares it; `never`
+# drops one; later lines win.
+TOOL_DIRECTIVES = [
+    ("never", re.compile(r"\bnever (?:call|use) the [\"'](\w[\w-]*)[\"'] tool\b", re.IGNORECASE)),
+    ("call", re.compile(r"\b(?:call|use) the [\"'](\w[\w-]*)[\"'] tool\b", re.IGNORECASE)),
+    # in plain words: "Search the notes before you answer" calls the tool named `search`
+    ("search", re.compile(r"\bsearch (?:the|your) [\w -]{1,40}?before (?:you )?answer",
+                          re.IGNORECASE)),
+]
 
 
 @dataclass
@@ -139,6 +151,53 @@ def simulate_work(folder: Path, documents: list[str]) -> None:
             current = path.stat().st_size
             needs_break = current and not path.read_bytes().endswith(b"\n")
             fh.write(("\n" if needs_break else "") + text + "\n")
+
+
+def tools_to_call(documents: list[str]) -> list[str]:
+    """The tool names the documents tell the agent to call, in document order (a later
+    `Never call the "X" tool` drops X, a later call brings it back)."""
+    wanted: list[str] = []
+    for doc in documents:
+        for line in doc.splitlines():
+            for kind, pattern in TOOL_DIRECTIVES:
+                m = pattern.search(line)
+                if not m:
+                    continue
+                name = "search" if kind == "search" else m.group(1)
+                if name in wanted:
+                    wanted.remove(name)
+                if kind != "never":
+                    wanted.append(name)
+                break
+    return wanted
+
+
+def simulate_calls(documents: list[str], prompt: str, tools: Sequence[ToolSpec],
+                   redact: Callable[[str], str] | None = None) -> tuple[ToolCall, ...]:
+    """The calls the simulated agent makes, answered by the real tools: each tool the
+    documents name and the task declares, in document order; `search` with the prompt as
+    its query, `read_file` on the path of the last search's best hit (skipped without
+    one), `command` with nothing on stdin. What the tools answer is data: it never
+    changes what the agent does next."""
+    declared = {t.name: t for t in tools}
+    made: list[ToolCall] = []
+    for name in tools_to_call(documents):
+        tool = declared.get(name)
+        if tool is None:
+            continue
+        if tool.kind == "search":
+            arguments: dict[str, str] = {"query": " ".join(prompt.split())}
+        elif tool.kind == "read_file":
+            hit = next((c.result.split(":", 1)[0] for c in reversed(made)
+                        if declared[c.name].kind == "search" and not c.error and c.result
+                        and c.result != "no file matches"), None)
+            if hit is None:
+                continue
+            arguments = {"path": hit}
+        else:
+            arguments = {"input": ""}
+        made.append(tool_loop.run_tool(tools, name, json.dumps(arguments), redact=redact))
+    return tuple(made)
 
 
 def generic_body(prompt: str) -> list[str]:
@@ -264,6 +323,9 @@ PROPOSED: dict[str, Callable[[str], str | None]] = {
     "regex": _include_a_match,
     "file_exists": _create_file,  # workspace tasks
     "file_contains": _add_to_file,
+    # trajectory checks (a gitsleep addition: docs/tools.md)
+    "tool_called": lambda name: f'Call the "{name}" tool before you answer.',
+    "tool_not_called": lambda name: f'Never call the "{name}" tool.',
 }
 
 
@@ -420,6 +482,7 @@ class OfflineBackend(Backend):
     name = "offline"
     simulated = True
     workspaces = True  # simulates an agent in a copy of a workspace task's folder
+    traces = True  # its agent calls the declared tools its documents tell it to
 
     def __init__(self, check_pass_env: Sequence[str] = ()) -> None:
         self._workspaces = task_trees.WorkspaceCache()  # each folder read once a run
@@ -443,9 +506,15 @@ class OfflineBackend(Backend):
             prompt = "\n".join(c for role, c in call.messages if role == "user")
             documents = recent_only(list(documents), call.model)
             text = simulate_answer(documents, prompt)
+            trace = simulate_calls(documents, prompt, tool_loop.tools_of(call),
+                                   redact=self._redact)
             found = task_workspace.workspace_of(call.context, call.purpose)
             if found is not None:
-                return self._in_workspace(call, found, list(documents), text)
+                return replace(self._in_workspace(call, found, list(documents), text),
+                               trace=trace)
+            prompt_chars = sum(len(c) for _, c in call.messages)
+            return Answer(text=text, prompt_tokens=prompt_chars // 4,
+                          completion_tokens=len(text) // 4, trace=trace)
         elif call.purpose == "propose":
             text = simulate_proposal(context)
         elif call.purpose == "judge" and context.get("kind") == "conditions":
@@ -456,6 +525,11 @@ class OfflineBackend(Backend):
             return Answer(text=None, error=f"offline backend: unknown call purpose {call.purpose}")
         prompt_chars = sum(len(c) for _, c in call.messages)
         return Answer(text=text, prompt_tokens=prompt_chars // 4, completion_tokens=len(text) // 4)
+
+    def _redact(self, text: str) -> str:
+        if self._redactor is None:
+            self._redactor = Redactor.from_env(os.environ)
+        return self._redactor.redact(text)
 
     def _in_workspace(self, call: ModelCall, found: Mapping[str, Any], documents: list[str],
                       text: str) -> Answer:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from gitsleep.backends import tool_loop
 from gitsleep.base.deadline import DeadlineClientMixin
 from gitsleep.base.errors import BackendError
 from gitsleep.core.models import Answer
@@ -197,6 +198,7 @@ class OpenAIBackend(Backend):
     """Chat Completions against any OpenAI-compatible server; one client, many threads."""
 
     name = "openai"
+    traces = True  # gitsleep runs the tool loop of a task with `tools:` and records each call
 
     def __init__(
         self,
@@ -270,7 +272,18 @@ class OpenAIBackend(Backend):
             return frozenset(self._dropped)
 
     def complete(self, call: ModelCall) -> Answer:
-        messages = [{"role": role, "content": content} for role, content in call.messages]
+        tools = tool_loop.tools_of(call)
+        if tools:  # an agent that may call tools: gitsleep runs the loop, records each call
+            return tool_loop.run_loop(self._exchange, call, tools, redact=self._redact)
+        messages: list[dict[str, Any]] = [{"role": role, "content": content}
+                                          for role, content in call.messages]
+        answer, _ = self._exchange(call, messages, [])
+        return answer
+
+    def _exchange(self, call: ModelCall, messages: list[dict[str, Any]],
+                  functions: list[dict[str, Any]]) -> tuple[Answer, list[tool_loop.Requested]]:
+        """One request (with its fallbacks and retries): the reply, and the tool calls it
+        asks for when `functions` offered tools."""
         schema = json.loads(call.json_schema) if call.json_schema else None
         prompt_tokens = completion_tokens = 0
         bad_replies = 0
@@ -278,13 +291,15 @@ class OpenAIBackend(Backend):
         # are) or counts a bad reply (bounded by EMPTY_REPLY_RETRIES).
         for _ in range(len(FORMAT_LEVELS) + len(_PARAM_NAMES) + EMPTY_REPLY_RETRIES + 1):
             level, request = self._request(call, messages, schema)
+            if functions:
+                request["tools"] = functions
             try:
                 raw = self._client.chat.completions.with_raw_response.create(**request)
                 reply = _parse_reply(raw.http_response.content)
             except openai.APIStatusError as err:
                 if self._fall_back(err, level, request, call.model):
                     continue
-                return self._failed(err, prompt_tokens, completion_tokens)
+                return self._failed(err, prompt_tokens, completion_tokens), []
             except openai.APITimeoutError:
                 return Answer(
                     text=None,
@@ -292,7 +307,7 @@ class OpenAIBackend(Backend):
                     f"(tried {self.max_retries + 1} times)",
                     prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens,
-                )
+                ), []
             except openai.APIConnectionError as err:
                 cause = err.__cause__ or err
                 return Answer(
@@ -300,7 +315,7 @@ class OpenAIBackend(Backend):
                     error=self._one_line(f"connection failed: {type(cause).__name__}: {cause}"),
                     prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens,
-                )
+                ), []
             except (openai.APIResponseValidationError, MalformedReply) as err:
                 # A 200 whose body is not a chat completion (a proxy's HTML page, a
                 # truncated body, bytes that are not UTF-8, token counts that are not
@@ -316,14 +331,17 @@ class OpenAIBackend(Backend):
             text, refusal, finish_reason = reply.text, reply.refusal, reply.finish_reason
             prompt_tokens += reply.prompt_tokens
             completion_tokens += reply.completion_tokens
+            if functions and reply.tool_calls:
+                return Answer(text or "", None, prompt_tokens, completion_tokens,
+                              finish_reason=finish_reason), list(reply.tool_calls)
             if text is not None and text.strip():
                 return Answer(text, None, prompt_tokens, completion_tokens,
-                              finish_reason=finish_reason)
+                              finish_reason=finish_reason), []
             if refusal:
                 # A refusal is the model's answer: judges score it (no_refusal), it is
                 # not a transport failure.
                 return Answer(refusal, None, prompt_tokens, completion_tokens,
-                              finish_reason=finish_reason)
+                              finish_reason=finish_reason), []
             if finish_reason == "length":
                 # The cap ran out before any text (a reasoning model thinking): asking
                 # again with the same cap gives the same nothing.
@@ -335,7 +353,7 @@ class OpenAIBackend(Backend):
                     prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens,
                     finish_reason=finish_reason,
-                )
+                ), []
             bad_replies += 1
             last_problem = (
                 f"empty reply (finish_reason={finish_reason}) from model {call.model!r}"
@@ -351,7 +369,7 @@ class OpenAIBackend(Backend):
             error=f"{last_problem} after {bad_replies} attempts",
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-        )
+        ), []
 
     def close(self) -> None:
         self._client.close()
@@ -516,6 +534,7 @@ class _Reply:
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+    tool_calls: tuple[tool_loop.Requested, ...] = ()
 
 
 def _parse_reply(body: bytes) -> _Reply:
@@ -547,7 +566,28 @@ def _parse_reply(body: bytes) -> _Reply:
         finish_reason=finish if isinstance(finish, str) else None,
         prompt_tokens=_token_count(usage, "prompt_tokens"),
         completion_tokens=_token_count(usage, "completion_tokens"),
+        tool_calls=_tool_calls(message.get("tool_calls")),
     )
+
+
+def _tool_calls(raw: object) -> tuple[tool_loop.Requested, ...]:
+    """The tool calls a message asks for; one without a function name is malformed."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise MalformedReply("message tool_calls is not a list")
+    found = []
+    for number, item in enumerate(raw):
+        function = item.get("function") if isinstance(item, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise MalformedReply(f"tool call {number} has no function name")
+        arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        call_id = item.get("id") if isinstance(item, Mapping) else None
+        found.append(tool_loop.Requested(
+            call_id if isinstance(call_id, str) and call_id else f"call_{number}", name,
+            arguments if isinstance(arguments, str) else json.dumps(arguments or {})))
+    return tuple(found)
 
 
 def _content_text(content: object) -> str | None:

@@ -25,6 +25,7 @@ ANSWER_FILE = ".gitsleep-answer.md"
 PRESETS: dict[str, dict[str, Any]] = {
     # Codex reads AGENTS.md from its working directory; -o writes only the last message,
     # and --json puts the events (with token usage) on stdout.
+    # Its events are the trace of what it called (`cli_traces.codex_json`).
     "codex": {
         "command": ["codex", "exec", "--skip-git-repo-check", "--color", "never",
                     "--sandbox", "read-only", "--json", "-o", ANSWER_FILE, "-"],
@@ -33,16 +34,22 @@ PRESETS: dict[str, dict[str, Any]] = {
         "answer": f"file:{ANSWER_FILE}",
         "model_flag": "-m",
         "model_at": 2,
+        "trace": "codex",
     },
-    # Claude Code finds a skill by its frontmatter under .claude/skills/<name>/.
+    # Claude Code finds a skill by its frontmatter under .claude/skills/<name>/. Its
+    # stream-json output (which `-p` gives only with --verbose) holds the calls it made
+    # and, in its `result` line, the answer (`cli_traces.claude_stream`); its own tools
+    # `Grep` and `Read` are the declared `search` and `read_file`.
     "claude": {
-        "command": ["claude", "-p", "--output-format", "text"],
+        "command": ["claude", "-p", "--output-format", "stream-json", "--verbose"],
         "prompt": "stdin",
         "install": ".claude/skills/{skill}/SKILL.md",
         "memory_install": "CLAUDE.md",
         "answer": "stdout",
         "model_flag": "--model",
         "model_at": 1,
+        "trace": "claude",
+        "tool_names": {"Grep": "search", "Read": "read_file"},
     },
     # Gemini's headless prompt is the value of -p/--prompt, so `-p -- <task>` would leave
     # -p empty: the task goes glued to the option, `--prompt=<task>`, which its parser

@@ -40,6 +40,7 @@ class RoutedBackend(Backend):
         answering = list(self.by_agent.values()) or (
             [self.by_purpose["answer"]] if "answer" in self.by_purpose else [])
         self.workspaces = bool(answering) and all(b.workspaces for b in answering)
+        self.traces = bool(answering) and all(b.traces for b in answering)
 
     def _for_call(self, call: ModelCall) -> Backend:
         if call.purpose == "answer" and call.agent:

@@ -65,6 +65,10 @@ CODES: dict[str, str] = {
     "GS140": "a text some tasks ask for and none checks the absence of",
     "GS150": "skill has no held-out (test) tasks: val decides",
     "GS151": "val or held-out has too few tasks for a decision to be more than a hint",
+
+    "GS160": "bad tools declaration (tool kind, name, folder or argv)",
+    "GS161": "trajectory check naming a tool the agent is not given",
+    "GS162": "trajectory checks with an answer backend that gives no tool trace",
     # skill and memory documents
     "GS200": "document missing",
     "GS201": "document is not UTF-8 text",

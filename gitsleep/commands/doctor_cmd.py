@@ -16,7 +16,7 @@ from gitsleep.base.errors import BackendError, UsageError
 from gitsleep.base.redact import Redactor
 from gitsleep.base.terminal import visible
 from gitsleep.commands.common import end_progress, only_skill, setup_from
-from gitsleep.core import judges
+from gitsleep.core import judges, trace
 from gitsleep.core.models import Answer, Task
 from gitsleep.core.replay import answer_call
 from gitsleep.flows.prepare import make_backend, read_inputs
@@ -61,10 +61,12 @@ def command(ctx: click.Context, skill_name: str | None, task_id: str | None, bac
         if not answer.ok:
             raise BackendError(f"doctor: the agent's call failed: {answer.error}")
         show("answer", setup.redactor.clip(answer.text or "", SHOWN_CHARS), block=True)
+        if answer.trace is not None:  # what the agent called, as the checks judge it
+            show("tool calls", setup.redactor.redact(trace.shown(answer.trace)), block=True)
         score = judges.score_local(task.judge, answer.text or "",
                                    judges.workspace_outcomes(answer, task.workspace is not None),
                                    pass_env=settings.check_pass_env,
-                                   program=settings.check_program)
+                                   program=settings.check_program, trace=answer.trace)
         if score is None:  # a rubric: ask the judge backend
             reply = chosen.complete(judges.rubric_call(
                 settings.judge_model, task.prompt, task.judge.rubric or "",

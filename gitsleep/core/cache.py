@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gitsleep.core.models import Answer
+from gitsleep.core.models import Answer, ToolCall
 
 IGNORE_ALL = "# written by gitsleep: this cache is local to this machine\n*\n"
 
@@ -51,6 +51,26 @@ def _checks(raw: Any) -> tuple[tuple[int, bool, str], ...] | None:
             raise ValueError("a check outcome must be [index, passed, reason]")
         outcomes.append((item[0], item[1], valid_unicode(item[2])))
     return tuple(outcomes)
+
+
+def _trace(raw: Any) -> tuple[ToolCall, ...] | None:
+    """An answer's tool calls as stored ([name, arguments, result, error] each); a
+    ValueError when they are not (the entry is then a miss, never half-read)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ValueError("trace must be a list")
+    calls = []
+    for item in raw:
+        if (not isinstance(item, list) or len(item) != 4
+                or not all(isinstance(v, str) for v in item[:3])
+                or not (item[3] is None or isinstance(item[3], str))):
+            raise ValueError("a tool call must be [name, arguments, result, error]")
+        name, arguments, result, error = item
+        calls.append(ToolCall(valid_unicode(name), valid_unicode(arguments),
+                              valid_unicode(result),
+                              None if error is None else valid_unicode(error)))
+    return tuple(calls)
 
 
 class ResponseCache:
@@ -93,6 +113,7 @@ class ResponseCache:
                 finish_reason=valid_unicode(str(data.get("finish_reason") or "")) or None,
                 checks=_checks(data.get("checks")),
                 diff=valid_unicode(data["diff"]) if isinstance(data.get("diff"), str) else None,
+                trace=_trace(data.get("trace")),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or unreadable: a miss, never an error
@@ -104,7 +125,7 @@ class ResponseCache:
         if not answer.ok:
             return
         # what a later hit gives back, as a file would: no timing, no per-call flags
-        stored = replace(answer, cached=False, seconds=None, tokens_known=True)
+        stored = replace(answer, cached=False, seconds=None, tokens_known=True, turns=1)
         with self._lock:
             self._memory[key] = stored
         if self.directory is None:
@@ -122,6 +143,8 @@ class ResponseCache:
             payload["checks"] = [list(outcome) for outcome in answer.checks]
         if answer.diff is not None:  # and what the agent changed, for reflection
             payload["diff"] = answer.diff
+        if answer.trace is not None:  # the tools it called: judged with the answer, as one
+            payload["trace"] = [[c.name, c.arguments, c.result, c.error] for c in answer.trace]
         try:
             self._make_directory()
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -287,12 +287,14 @@ class CallRunner:
             self._spent.add(actual)
             self._costliest.setdefault((request.model, request.purpose), _Spend()).widen(actual)
             self._finished(request, estimate, first)
+            # a tool loop's answer took one request per turn: the budget counts each
+            self.cost.calls += max(0, answer.turns - 1)
             self.cost.prompt_tokens += answer.prompt_tokens
             self.cost.completion_tokens += answer.completion_tokens
             used = self.cost.by_model.setdefault(
                 request.model, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
             )
-            used["calls"] += 1
+            used["calls"] += max(1, answer.turns)
             used["prompt_tokens"] += answer.prompt_tokens
             used["completion_tokens"] += answer.completion_tokens
             self._seconds.setdefault(request.model, []).append(elapsed)

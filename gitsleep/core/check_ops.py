@@ -15,21 +15,24 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
 from gitsleep.core.patterns import search, search_untrusted
 from gitsleep.core.regex_literal import typed_form
 from gitsleep.core.sections import headings, section_present
+from gitsleep.core.trace import ToolCall, pair_arg, tool_called, tool_called_before, tool_not_called
 
 CheckOp = Literal["contains", "not_contains", "regex", "section_present",
                   "section_contains", "max_chars", "min_chars", "no_refusal", "equals",
-                  "command", "file_exists", "file_contains", "changed_files_max"]
+                  "command", "file_exists", "file_contains", "changed_files_max",
+                  "tool_called", "tool_not_called", "tool_called_before", "max_tool_calls"]
 # How a task file writes an op's arg: text (the answer ops; `bound` ones a number), an
-# argv list, a workspace path, {"path", "text"|"regex"}, or a count. Structured args are
-# kept as canonical JSON text, so every function below still takes the arg as text.
-ArgShape = Literal["text", "argv", "path", "file_text", "count"]
+# argv list, a workspace path, {"path", "text"|"regex"}, a count, a tool's name, or two
+# tools' names in order. Structured args are kept as canonical JSON text, so every function
+# below still takes the arg as text.
+ArgShape = Literal["text", "argv", "path", "file_text", "count", "tool", "tool_pair"]
 
 REFUSALS = (
     "cannot complete",
@@ -134,6 +137,41 @@ def _workspace_only() -> tuple[bool, str]:
     return False, "judged over the task's workspace, and this answer has none"
 
 
+def _trace_only() -> tuple[bool, str]:
+    """A trajectory op reached with a text answer alone: replay makes such an answer an
+    error (the backend gave no trace), so this is a broken check, never a silent pass."""
+    return False, "judged over the tools the agent called, and this answer has no trace"
+
+
+# (trace, arg, args_regex) -> (passed, a problem with the check itself)
+TraceJudge = Callable[[Sequence[ToolCall], str, str | None], tuple[bool, str]]
+
+
+def _count_calls(trace: Sequence[ToolCall], arg: str, _regex: str | None
+                 ) -> tuple[bool, str]:
+    try:
+        bound = int(arg)
+    except ValueError:
+        return False, "max_tool_calls needs a whole number"
+    return len(trace) <= bound, ""
+
+
+def _called_before(trace: Sequence[ToolCall], arg: str, _regex: str | None
+                   ) -> tuple[bool, str]:
+    pair = pair_arg(arg)
+    if pair is None:
+        return False, "tool_called_before needs two tool names"
+    return tool_called_before(trace, *pair)
+
+
+def _describe_before(arg: str) -> str:
+    pair = pair_arg(arg)
+    if pair is None:
+        return f"the check tool_called_before {arg} must pass"
+    return (f'the agent must call the tool "{pair[0]}" before it first calls the tool '
+            f'"{pair[1]}"')
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """What gitsleep knows about one op."""
@@ -156,8 +194,10 @@ class OpSpec:
     arg_shape: ArgShape = "text"  # how the task file writes the arg (see ArgShape)
     # "workspace": judged over the task's workspace after the agent ran
     # (gitsleep.sandbox.workspace), never over a text answer; such an op needs a task with one
-    reads: Literal["answer", "workspace"] = "answer"
+    # "trace": judged over the tools the agent called (`judge_trace`), never over the text
+    reads: Literal["answer", "workspace", "trace"] = "answer"
     runs_program: bool = False  # runs a program from the task file: never written by harvest
+    judge_trace: TraceJudge | None = None  # a trajectory op's judge
 
 
 OPS: dict[CheckOp, OpSpec] = {
@@ -243,6 +283,36 @@ OPS: dict[CheckOp, OpSpec] = {
         arg_shape="count",
         reads="workspace",
     ),
+    # Trajectory checks: judged over the trace of tool calls the answer carries. A check
+    # may name a regex over a call's arguments in a field of its own (`args_regex`).
+    "tool_called": OpSpec(
+        judge=lambda answer, arg: _trace_only(),
+        describe=lambda arg: f'the agent must call the tool "{arg}" before it answers',
+        arg_shape="tool",
+        reads="trace",
+        judge_trace=tool_called,
+    ),
+    "tool_not_called": OpSpec(
+        judge=lambda answer, arg: _trace_only(),
+        describe=lambda arg: f'the agent must not call the tool "{arg}"',
+        arg_shape="tool",
+        reads="trace",
+        judge_trace=tool_not_called,
+    ),
+    "tool_called_before": OpSpec(
+        judge=lambda answer, arg: _trace_only(),
+        describe=_describe_before,
+        arg_shape="tool_pair",
+        reads="trace",
+        judge_trace=_called_before,
+    ),
+    "max_tool_calls": OpSpec(
+        judge=lambda answer, arg: _trace_only(),
+        describe=lambda arg: f"the agent must make at most {arg} tool call(s)",
+        arg_shape="count",
+        reads="trace",
+        judge_trace=_count_calls,
+    ),
 }
 
 RULE_OPS: tuple[CheckOp, ...] = tuple(OPS)  # the ops a task file may use, in this order
@@ -250,6 +320,7 @@ RULE_OPS: tuple[CheckOp, ...] = tuple(OPS)  # the ops a task file may use, in th
 ANSWER_OPS: tuple[CheckOp, ...] = tuple(
     op for op, spec in OPS.items() if spec.reads == "answer" and not spec.runs_program)
 FORMAT_OPS: frozenset[CheckOp] = frozenset(op for op, spec in OPS.items() if spec.format_only)
+TRACE_OPS: frozenset[CheckOp] = frozenset(op for op, spec in OPS.items() if spec.reads == "trace")
 
 
 def is_check_op(op: object) -> TypeGuard[CheckOp]:

@@ -33,7 +33,7 @@ from gitsleep.base.errors import (
     BudgetExhausted,
     UsageError,
 )
-from gitsleep.core import agents, diagnose, gate, groups, honesty, rollouts
+from gitsleep.core import agents, diagnose, gate, groups, honesty, rollouts, tools
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner, StepHook
 from gitsleep.core.models import (
@@ -385,8 +385,9 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     if not any(t.agent for t in tasks):  # several agents: every agent answers every task
         tasks = agents.expand(tasks, settings.agents)
     per_split = {s: 0 for s in ("train", "val", "test")}
-    for task in tasks:
-        per_split[task.split] += 2 if task.judge.kind == "rubric" else 1
+    for task in tasks:  # an answer through the tool loop may take every turn it allows
+        per_split[task.split] += ((tools.ANSWER_TURNS if task.tools else 1)
+                                  + (1 if task.judge.kind == "rubric" else 0))
     r = max(1, settings.gate.repeats)
     train, val, test = (per_split[s] * r for s in ("train", "val", "test"))
     proposals = max(1, settings.proposals)

@@ -15,7 +15,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from gitsleep.base.redact import clip
 from gitsleep.core import honesty
 from gitsleep.core.check_ops import OPS, command_argv
-from gitsleep.core.models import Answer, Check, CheckProgram, Judge, SampleResult, Score
+from gitsleep.core.models import (
+    Answer,
+    Check,
+    CheckProgram,
+    Judge,
+    SampleResult,
+    Score,
+    ToolCall,
+)
 from gitsleep.core.numbers import loads_json
 from gitsleep.core.ports import ModelCall
 
@@ -51,20 +59,35 @@ def runs_programs(judge: Judge) -> bool:
         (spec := OPS.get(check.op)) is not None and spec.runs_program for check in judge.checks)
 
 
+def trace_passes(check: Check, trace: Sequence[ToolCall] | None) -> tuple[bool, str]:
+    """Whether a trajectory check passes over the calls the agent made; without a trace
+    it fails with the reason (replay makes such an answer an error before it is scored)."""
+    spec = OPS.get(check.op)
+    if spec is None or spec.judge_trace is None:
+        return False, f"{check.op} is not a trajectory check"
+    if trace is None:
+        return False, "the backend gave no tool trace"
+    return spec.judge_trace(trace, check.text, check.args_regex)
+
+
 def score_rule(checks: tuple[Check, ...], answer: str,
                workspace: Mapping[int, tuple[bool, str]] | None = None, *,
-               pass_env: Sequence[str] = (), program: CheckProgram | None = None) -> Score:
+               pass_env: Sequence[str] = (), program: CheckProgram | None = None,
+               trace: Sequence[ToolCall] | None = None) -> Score:
     """hard = 1 iff every check passes; soft = the fraction that pass.
 
     `workspace`: for a workspace task, the outcomes of its workspace and command checks
-    as the backend judged them in the workspace after the agent ran, by check index."""
+    as the backend judged them in the workspace after the agent ran, by check index.
+    `trace`: the tools the agent called, for the trajectory checks."""
     if not checks:
         return Score(0.0, 0.0, "judge has no checks")
     failed: list[Check] = []
     notes: list[str] = []
     for index, check in enumerate(checks):
-        ok, problem = (_workspace_outcome(check, index, workspace) if workspace is not None
-                       and _judged_in_workspace(check)
+        spec = OPS.get(check.op)
+        ok, problem = (trace_passes(check, trace) if spec is not None and spec.reads == "trace"
+                       else _workspace_outcome(check, index, workspace)
+                       if workspace is not None and _judged_in_workspace(check)
                        else check_passes(check, answer, pass_env, program))
         if not ok:
             failed.append(check)
@@ -145,13 +168,14 @@ def integrity_failures(samples: Iterable[SampleResult]) -> int:
 
 def score_local(judge: Judge, answer: str,
                 workspace: Mapping[int, tuple[bool, str]] | None = None, *,
-                pass_env: Sequence[str] = (), program: CheckProgram | None = None
-                ) -> Score | None:
+                pass_env: Sequence[str] = (), program: CheckProgram | None = None,
+                trace: Sequence[ToolCall] | None = None) -> Score | None:
     """Score with a rule or exact judge; None for rubric judges (they need a model).
     `workspace`: a workspace task's check outcomes (see `score_rule`); `pass_env` and
-    `program`: see `check_passes`."""
+    `program`: see `check_passes`; `trace`: the tools the agent called."""
     if judge.kind == "rule":
-        return score_rule(judge.checks, answer, workspace, pass_env=pass_env, program=program)
+        return score_rule(judge.checks, answer, workspace, pass_env=pass_env, program=program,
+                          trace=trace)
     if judge.kind == "exact":
         return score_exact(judge.answer or "", answer)
     return None

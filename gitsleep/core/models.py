@@ -14,7 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeGuard, get_args
 
-from gitsleep.core.check_ops import FORMAT_OPS, OPS, CheckOp
+from gitsleep.core.check_ops import FORMAT_OPS, OPS, TRACE_OPS, CheckOp
+
+# the trace and tool types live beside their judges and runners; named here with the rest
+from gitsleep.core.tools import ToolSpec as ToolSpec
+from gitsleep.core.trace import ToolCall as ToolCall
+from gitsleep.core.trace import Trace as Trace
 
 Split = Literal["train", "val", "test"]
 # Where progress lines go, one at a time: stderr in the CLI, a list in tests, nothing with -q.
@@ -41,6 +46,9 @@ class Check:
 
     op: CheckOp
     arg: str | int | None = None
+    # a trajectory check (tool_called, tool_not_called): a regex the called tool's
+    # arguments (canonical JSON) must match; None: any arguments
+    args_regex: str | None = None
 
     @property
     def text(self) -> str:
@@ -51,9 +59,10 @@ class Check:
         if self.arg is None:
             return self.op
         spec = OPS.get(self.op)
-        if spec is not None and spec.arg_shape in ("argv", "file_text"):  # canonical JSON, as the
-            return f"{self.op} {self.arg}"  # task file wrote it (not a quoted string)
-        return f"{self.op} {self.arg!r}"
+        if spec is not None and spec.arg_shape in ("argv", "file_text", "tool_pair"):
+            return f"{self.op} {self.arg}"  # canonical JSON, as the task file wrote it
+        shown = f"{self.op} {self.arg!r}"
+        return shown if self.args_regex is None else f"{shown} args_regex {self.args_regex!r}"
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,11 @@ class Judge:
         return self.kind == "rule" and bool(self.checks) and all(
             c.op in FORMAT_OPS for c in self.checks
         )
+
+    @property
+    def reads_trace(self) -> bool:
+        """Whether a check judges the tools the agent called (only a trace can score it)."""
+        return self.kind == "rule" and any(c.op in TRACE_OPS for c in self.checks)
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,9 @@ class Task:
     # several agents: this task as one agent answers it; `id` is then
     # `<task id>@<agent>` (`gitsleep.core.agents.expand`), and `base_id` the task's own id
     agent: str | None = None
+    # the tools the agent may call (the task's own, else its skill's), with each folder's
+    # files as the edge read them from git at the base commit
+    tools: tuple[ToolSpec, ...] = ()
 
     @property
     def base_id(self) -> str:
@@ -130,6 +147,10 @@ class Answer:
     checks: tuple[tuple[int, bool, str], ...] | None = None
     # a workspace task: the agent's change as a unified diff, redacted and clipped
     diff: str | None = None
+    # the tools the agent called, in order; None: the backend cannot say (not "none")
+    trace: Trace | None = None
+    # model requests the answer took: a tool loop makes one per turn (budgets count each)
+    turns: int = 1
 
     @property
     def ok(self) -> bool:
@@ -187,6 +208,7 @@ class SampleResult:
     score: Score | None  # None when the call failed
     finish_reason: str | None = None  # "length": the answer was cut at max_answer_tokens
     diff: str | None = None  # a workspace task: what the agent changed (for reflection)
+    trace: Trace | None = None  # the tools the agent called (for reflection and reports)
 
 
 @dataclass

@@ -40,6 +40,10 @@ class ModelCall:
     # several agents: the agent an answer call is for; the routing backend sends
     # it to that agent's backend, and its cache entry is its own ("": one agent)
     agent: str = ""
+    # the tools the agent may call, as canonical JSON of their declarations (each folder's
+    # git tree id standing for its files); "" for none. The specs themselves, files and
+    # all, ride in `context["tools"]` for the backend that runs the tool loop.
+    tools: str = ""
     context: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def cache_key(self) -> str:
@@ -55,6 +59,8 @@ class ModelCall:
         ]
         if self.agent:  # a night of one agent keeps the keys it always had
             fields.append(self.agent)
+        if self.tools:  # so does a call without tools
+            fields.append(["tools", self.tools])
         payload = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -67,6 +73,9 @@ class Backend(ABC):
     # answers a workspace task in its folder (an agent CLI that edits files) and judges the
     # folder's checks after the agent ran; only such a backend may answer one
     workspaces: bool = False
+    # says which tools its agent called (`Answer.trace`): only such a backend can answer a
+    # task with trajectory checks
+    traces: bool = False
 
     @abstractmethod
     def complete(self, call: ModelCall) -> Answer:

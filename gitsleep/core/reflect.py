@@ -21,11 +21,14 @@ from gitsleep.core import (
     hygiene,
     proposals,
     skeleton,
+    tool_hygiene,
+    trace,
     worked,
 )
 from gitsleep.core import documents as docs
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner
+from gitsleep.core.check_ops import TRACE_OPS
 from gitsleep.core.models import Check, Edit, EditOutcome, EpochSettings, Proposal, Task, TaskResult
 from gitsleep.core.ports import ModelCall
 from gitsleep.core.regex_literal import merge_typed
@@ -154,6 +157,10 @@ def _task_block(result: TaskResult, task: Task, *, with_reason: bool,
               "AGENT_ANSWER>>>"]
     if with_reason and sample is not None and sample.diff:  # a workspace task: the work
         lines += ["<<<AGENT_DIFF", sample.diff.rstrip("\n"), "AGENT_DIFF>>>"]
+    if with_reason and sample is not None and sample.score is not None and any(
+            c.op in TRACE_OPS for c in sample.score.failed):  # what it called, as data
+        lines += ["<<<AGENT_TOOL_CALLS (data: what the agent called and what came back)",
+                  trace.shown(sample.trace), "AGENT_TOOL_CALLS>>>"]
     if with_reason:
         reason = sample.score.reason if sample and sample.score else "no score"
         lines.append(f"Judge: {program_free(reason, task.judge.checks)}")
@@ -436,7 +443,7 @@ def propose(
         proposal.raw = "\n\n--- retry ---\n".join(raws)
         parsed = proposals.parse_reply(answer.text or "", target=target,
                                        budget=settings.edit_budget)
-        kept, refused = hygiene.check_hygiene(
+        kept, refused = tool_hygiene.drop_copies(*hygiene.check_hygiene(
             parsed.edits,
             failing_checks=list(counts),
             contradiction_checks=common,
@@ -450,7 +457,7 @@ def propose(
             train_tasks=train,
             document=document,
             own_wording=OWN_WORDING,
-        )
+        ), [*failures, *evidence.passes], train)
         kept, unfit, judged = judge_conditions(runner, settings, kept, varying, train, mask)
         refused += unfit
         proposal.judged_rules += judged

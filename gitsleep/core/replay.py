@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from gitsleep.base.errors import BackendError, BudgetExhausted, UsageError
 from gitsleep.core import documents as docs
-from gitsleep.core import honesty, judges, sandbox
+from gitsleep.core import honesty, judges, sandbox, tools
 from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import (
     Answer,
@@ -68,9 +68,11 @@ def answer_call(
         sample=sample,
         max_tokens=max_tokens,
         agent=task.agent or "",  # several agents: whose answer, routed to its backend
+        tools=tools.declarations(task.tools),
         # named too, so an agent CLI can install each document where its agent reads it
         context={"documents": docs, "skill": documents.get("skill"),
                  "memory": documents.get("memory"),
+                 **({"tools": task.tools} if task.tools else {}),
                  **sandbox.call_context(task)},  # a workspace task: its folder, checks
     )
 
@@ -144,6 +146,9 @@ def score_split(
     for task in tasks:  # before any call: only an agent CLI can work in a folder
         if task.workspace and not runner.backend.workspaces:
             raise UsageError(sandbox.backend_problem(task, runner.backend.name))
+        if task.judge.reads_trace and not runner.backend.traces:
+            where = f"{task.source}:{task.line}: " if task.line else f"{task.source}: "
+            raise UsageError(f"{where}task {task.id!r}: {no_trace(runner.backend.name)}")
     started = time.perf_counter()
     step = len(tasks) if stop is None or chunk <= 0 else chunk
     results: list[TaskResult] = []
@@ -245,9 +250,13 @@ def _score_tasks(
         if not answer.ok:
             samples.append(SampleResult(s, None, answer.error, None))
             continue
+        if task.judge.reads_trace and answer.trace is None:  # unjudgeable: never a 0
+            samples.append(SampleResult(s, None, no_trace(runner.backend.name), None))
+            continue
         # An answer cut at the cap is scored as it is (see the README) and marked.
         samples.append(SampleResult(s, answer.text or "", None, local[i],
-                                    finish_reason=answer.finish_reason, diff=answer.diff))
+                                    finish_reason=answer.finish_reason, diff=answer.diff,
+                                    trace=answer.trace))
         if task.judge.kind == "rubric":
             rubric_jobs.append(i)
     if rubric_jobs:
@@ -279,6 +288,13 @@ def _score_tasks(
     return results, answers, len(rubric_jobs)
 
 
+def no_trace(backend: str) -> str:
+    """Why an answer to a task with trajectory checks was not scored."""
+    return (f"the {backend} backend gave no tool trace, so the task's trajectory checks "
+            "(tool_called, ...) cannot be judged: answer it with a backend that records "
+            "tool calls (offline, openai with `tools:`, or an agent CLI that reports them)")
+
+
 def local_judging(task: Task, answer: Answer, settings: EpochSettings
                   ) -> tuple[Callable[[], Score | None], bool]:
     """The rule or exact judging of one answer, to run when the runner says (None for a
@@ -291,7 +307,7 @@ def local_judging(task: Task, answer: Answer, settings: EpochSettings
         outcomes = judges.workspace_outcomes(answer, task.workspace is not None)
         return judges.score_local(task.judge, answer.text or "", outcomes,
                                   pass_env=settings.check_pass_env,
-                                  program=settings.check_program)
+                                  program=settings.check_program, trace=answer.trace)
 
     programs = answer.ok and task.workspace is None and judges.runs_programs(task.judge)
     return judge, programs

@@ -25,6 +25,8 @@ from pathlib import Path
 from gitsleep.base.errors import GitError, UsageError
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import link_leaves, normal_folder
+from gitsleep.core.tools import ToolSpec
+from gitsleep.git_forge import tool_folders
 from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
@@ -229,21 +231,24 @@ def clone_file(src: str, dst: str) -> str:
         return str(shutil.copy2(src, dst))
 
 
-def resolve(repo_root: Path, tasks: Sequence[Task], *, package: str | None = None
-            ) -> list[Task]:
+def resolve(repo_root: Path, tasks: Sequence[Task], *, package: str | None = None,
+            tools: Sequence[ToolSpec] = ()) -> list[Task]:
     """The tasks with each workspace, and the skill's `package` folder, pinned to its git
     tree at the checkout's HEAD (the base commit's worktree for consolidate, HEAD for
     eval): read from git, so a fixture edited but not committed is not what the agent
-    gets. A UsageError (exit 2, before any call) when a folder is not committed there."""
+    gets. Each task gets its tools (its own, else the skill's `tools`), their folders read
+    from git there too (`tool_folders.attach`). A UsageError (exit 2, before any call) when
+    a folder is not committed there."""
     from dataclasses import replace
 
-    if not any(t.workspace for t in tasks) and package is None:
+    if not any(t.workspace or t.tools for t in tasks) and package is None and not tools:
         return list(tasks)
     head = git_run(repo_root, "rev-parse", "--verify", "HEAD^{commit}")
     if head.status != 0:
-        raise UsageError(f"{repo_root}: workspace tasks read their folder from git, and this "
-                         "checkout has no commit: commit the task files and fixtures")
+        raise UsageError(f"{repo_root}: workspace tasks and tools read their folder from git, "
+                         "and this checkout has no commit: commit the task files and folders")
     commit = head.out.decode().strip()
+    tasks = tool_folders.attach(repo_root, commit, tasks, tools, tree_id)
     pinned: tuple[str, str, str] | None = None
     if package is not None:
         try:

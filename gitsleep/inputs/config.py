@@ -35,6 +35,7 @@ from gitsleep.core.models import AgentRef, EpochSettings, GateSettings
 from gitsleep.core.sandbox import folder_problem, normal_folder
 from gitsleep.inputs import agent_settings
 from gitsleep.inputs.agent_settings import ENV_NAME_RE, env_names, env_reference
+from gitsleep.inputs.tool_settings import ToolConfig, unique_names
 from gitsleep.sandbox import check_program as command_check
 
 CONFIG_NAME = ".gitsleep.yml"
@@ -100,8 +101,12 @@ class SkillConfig(_Section):
     tasks: Annotated[list[TaskFileConfig], Field(min_length=1)]
     # several agents: replaces the top-level `agents:` list for this skill
     agents: Annotated[list[AgentEntryConfig], Field(min_length=1)] | None = None
+    # the tools an API agent may call (search, read_file, command), for every task of the
+    # skill that declares none of its own
+    tools: list[ToolConfig] | None = None
 
     _unique_agents = field_validator("agents")(lambda v: _unique_agent_names(v))
+    _unique_tools = field_validator("tools")(lambda v: unique_names(v))
 
     @field_validator("name")
     @classmethod
@@ -240,6 +245,12 @@ class AgentConfig(_Section):
     # the agent's environment, since task prompts drive it; name one here to hand it over.
     pass_env: list[str] = Field(default_factory=list)
     fatal_patterns: list[str] = Field(default_factory=list)
+    # the machine output that says what the agent called: claude (stream-json) | codex
+    # (exec --json) | none; a preset sets its own
+    trace: Literal["claude", "codex", "none"] | None = None
+    # the CLI's own tool names -> the names trajectory checks use (e.g. {Grep: search});
+    # laid over the preset's
+    tool_names: dict[str, str] = Field(default_factory=dict)
 
     _check_command = field_validator("command")(agent_settings.command)
     _check_prompt = field_validator("prompt")(agent_settings.prompt_mode)
@@ -257,16 +268,21 @@ class AgentConfig(_Section):
     def filled(self, model: str | None = None) -> dict[str, Any]:
         """The keys with the preset's values where this section left them unset."""
         base: dict[str, Any] = {"prompt": "stdin", "install": "AGENTS.md",
-                                "memory_install": None, "answer": "stdout"}
+                                "memory_install": None, "answer": "stdout", "trace": "",
+                                "tool_names": {}}
         if self.preset:
             base.update({k: v for k, v in PRESETS[self.preset].items()
-                         if k in ("prompt", "install", "memory_install", "answer")})
+                         if k in ("prompt", "install", "memory_install", "answer", "trace",
+                                  "tool_names")})
             base["command"] = preset_command(self.preset, model)
             if self.command is None:  # the preset's own argv: its write mode
                 base["workspace_command"] = write_command(self.preset, base["command"])
         for key in ("command", "prompt", "install", "memory_install", "answer"):
             if getattr(self, key) is not None:
                 base[key] = getattr(self, key)
+        if self.trace is not None:
+            base["trace"] = "" if self.trace == "none" else self.trace
+        base["tool_names"] = {**base["tool_names"], **self.tool_names}
         return base
 
     def label(self) -> str:
@@ -670,6 +686,8 @@ class Config(_Section):
             fatal_patterns=tuple(agent.fatal_patterns),
             label=agent.label(),
             pass_env=tuple(agent.pass_env),
+            trace=filled["trace"],
+            tool_names=tuple(sorted(filled["tool_names"].items())),
         )
 
     def epoch_settings(self, roles: tuple[str, ...] = ("optimizer", "judge"),

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from gitsleep.core.check_ops import CheckOp
 from gitsleep.core.models import Split
 from gitsleep.inputs.config import Config
+from gitsleep.inputs.tool_settings import ToolConfig
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 CONFIG_FILE = "gitsleep-config.schema.json"
@@ -44,7 +45,12 @@ class RuleCheck(BaseModel):
     op: CheckOp
     arg: str | int | Annotated[list[str], Field(min_length=1)] | FileText | None = Field(
         None, description="The op's argument; none for no_refusal; an argv list for "
-        "command (never a shell string); {path, text} or {path, regex} for file_contains.")
+        "command (never a shell string); {path, text} or {path, regex} for file_contains; "
+        "a bare tool name for tool_called and tool_not_called; two tool names in order for "
+        "tool_called_before; a whole number for max_tool_calls.")
+    args_regex: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="tool_called / tool_not_called: a regular expression the call's "
+        "arguments (canonical JSON) must match.")
 
 
 class RuleJudge(BaseModel):
@@ -86,6 +92,9 @@ class TaskRecord(_Open):
     workspace: str | None = Field(
         None, description="A folder of the repository, read at the base commit, that the "
         "agent works in; its checks judge the folder after the agent ran.")
+    tools: Annotated[list[ToolConfig], Field(min_length=1)] | None = Field(
+        None, description="The tools the agent may call (replacing its skill's): search "
+        "and read_file over a repository folder, command in the sandbox.")
 
 
 class TaskList(_Open):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from pydantic import ValidationError
 
 from gitsleep.base.errors import UsageError
 from gitsleep.base.problems import (
@@ -42,15 +43,18 @@ from gitsleep.core import sandbox
 from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check_op
 from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.core.patterns import MAX_REGEX_SIZE, regex_size
+from gitsleep.core.tools import TOOL_NAME_RE, ToolSpec
 from gitsleep.git_forge import task_trees
 from gitsleep.inputs.config import CONFIG_NAME, SkillConfig
+from gitsleep.inputs.tool_settings import ToolConfig, unique_names
 from gitsleep.sandbox import workspace as workspaces
 from gitsleep.sandbox.check_program import argv_problem, program_problem
 
 SPLIT_SEED = "gitsleep-split-v1:"
 VAL_PERCENT = 34  # share of unlabelled tasks that `split: auto` puts in val
 LEGACY_SPLITS = {"replay": "train", "holdout": "val"}
-OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "source", "workspace")
+OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "source", "workspace",
+            "tools")
 PENDING = "pending"  # `review: pending`: harvested, left out of runs until a person removes it
 REVIEW_MARKS = (PENDING, "accepted")
 JUDGE_KINDS = ("rule", "exact", "rubric")
@@ -417,7 +421,8 @@ def _task_from_record(
     system, tags, review, extras_ok = _extras_of(record, name, report)
     workspace, workspace_ok = _workspace_of(
         record.get("workspace") if fmt == "gitsleep" else None, judge, name, report)
-    ok = ok and split_ok and extras_ok and workspace_ok
+    tools, tools_ok = _tools_of(record.get("tools") if fmt == "gitsleep" else None, name, report)
+    ok = ok and split_ok and extras_ok and workspace_ok and tools_ok
 
     if not ok or judge is None:
         return None
@@ -432,7 +437,35 @@ def _task_from_record(
         line=line,
         review=review,
         workspace=workspace,
+        tools=tools,
     )
+
+
+def _tools_of(raw: Any, name: str, report: Reporter) -> tuple[tuple[ToolSpec, ...], bool]:
+    """The task's own tool declarations (they replace its skill's), and whether they are
+    sound (GS160: one line naming the tool and the fix)."""
+    if raw is None:
+        return (), True
+    if not isinstance(raw, list) or not raw:
+        report(ERROR, "GS160", f"{name}: tools must be a non-empty list like "
+               '[{"tool": "search", "folder": "brain/topics"}]')
+        return (), False
+    found: list[ToolConfig] = []
+    for number, item in enumerate(raw, start=1):
+        try:
+            found.append(ToolConfig.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            report(ERROR, "GS160", f"{name}: tool {number}{f' {where}' if where else ''}: "
+                   f"{first['msg'].removeprefix('Value error, ')}")
+            return (), False
+    try:
+        unique_names(found)
+    except ValueError as exc:
+        report(ERROR, "GS160", f"{name}: {exc}")
+        return (), False
+    return tuple(t.spec() for t in found), True
 
 
 def _split_of(label: Any, file_split: Split | Literal["auto"], name: str,
@@ -621,6 +654,10 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
                f"{where}: unknown op {_shown(op)}: {hint}known ops: {', '.join(RULE_OPS)}")
         return None
     spec = OPS[op]
+    args_regex = item.get("args_regex")
+    if args_regex is not None:
+        return _with_args_regex(_parse_check({"op": op, "arg": arg}, where, report),
+                                args_regex, where, report)
     if spec.arg_shape != "text":
         return _structured_check(op, arg, where, report)
     if not spec.takes_arg:
@@ -651,6 +688,34 @@ def _parse_check(item: Any, where: str, report: Reporter) -> Check | None:
             report(ERROR, "GS123", f"{where}: {problem}")
             return None
     return Check(op=op, arg=arg)
+
+
+def _with_args_regex(check: Check | None, args_regex: Any, where: str, report: Reporter
+                     ) -> Check | None:
+    """A `tool_called` / `tool_not_called` check with the regex its call's arguments must
+    match; any other op with one is an error (it would be silently ignored)."""
+    if check is None:
+        return None
+    if check.op not in ("tool_called", "tool_not_called"):
+        report(ERROR, "GS125", f"{where}: {check.op} takes no args_regex (only tool_called "
+               "and tool_not_called do): remove it")
+        return None
+    if not isinstance(args_regex, str) or not args_regex.strip():
+        report(ERROR, "GS125", f"{where}: args_regex must be a non-empty regular expression "
+               f"(got {_shown(args_regex)})")
+        return None
+    problem = _regex_problem(args_regex)
+    if problem:
+        report(ERROR, "GS123", f"{where}: args_regex: {problem}")
+        return None
+    return Check(op=check.op, arg=check.arg, args_regex=args_regex)
+
+
+def _tool_name_problem(value: Any) -> str | None:
+    if not isinstance(value, str) or not TOOL_NAME_RE.match(value):
+        return ("a tool name: letters, digits, '_' or '-', starting with a letter "
+                '(e.g. "search")')
+    return None
 
 
 def _regex_problem(pattern: str) -> str | None:
@@ -696,11 +761,26 @@ def _structured_check(op: CheckOp, arg: Any, where: str, report: Reporter) -> Ch
     if shape == "count":
         bound = char_bound(arg) if not isinstance(arg, str) else None
         if bound is None:
+            counted = "tool calls" if OPS[op].reads == "trace" else "files"
             report(ERROR, "GS134",
-                   f"{where}: {op} needs a non-negative whole number of files "
+                   f"{where}: {op} needs a non-negative whole number of {counted} "
                    f"(got {_shown(arg)})")
             return None
         return Check(op=op, arg=bound)
+    if shape == "tool":  # a bare tool name, as gbrain-evals writes it
+        problem = _tool_name_problem(arg)
+        if problem:
+            report(ERROR, "GS125", f"{where}: {op} needs {problem} (got {_shown(arg)})")
+            return None
+        return Check(op=op, arg=arg)
+    if shape == "tool_pair":
+        names = arg if isinstance(arg, list) else None
+        if (names is None or len(names) != 2 or any(_tool_name_problem(n) for n in names)
+                or names[0] == names[1]):
+            report(ERROR, "GS125", f'{where}: {op} needs two different tool names in order, '
+                   f'like ["search", "read_file"] (got {_shown(arg)})')
+            return None
+        return Check(op=op, arg=json.dumps(names, ensure_ascii=False))
     if shape == "path":
         problem = _workspace_path_problem(arg)
         if problem:
@@ -875,7 +955,8 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
         raise UsageError(f"{first.location()}: {first.message}{more}")
     # a workspace is read from git at HEAD (the base commit's worktree in consolidate)
     ready = task_trees.resolve(repo_root, [t for t in tasks if t.review != PENDING],
-                               package=skill.package)
+                               package=skill.package,
+                               tools=[t.spec() for t in skill.tools or ()])
     pending = len(tasks) - len(ready)
     if pending:
         if not any(t.split == "val" for t in ready):

@@ -33,13 +33,14 @@ from gitsleep.core.documents import block_problems, imports
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import backend_problem as workspace_backend_problem
-from gitsleep.inputs import repo_paths
+from gitsleep.inputs import repo_paths, tool_checks
 from gitsleep.inputs.config import (
     CONFIG_NAME,
     KEY_MAX_COST,
     AgentEntryConfig,
     Config,
     ConfigError,
+    SkillConfig,
     apply_overrides,
     config_path,
     field_lines,
@@ -121,6 +122,7 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
         problems.extend(presence_problems(tasks))  # rules the checks cannot see through
         report.commands.extend(night_commands(skill.name, tasks))  # what a night would run
         problems.extend(workspace_backend_problems(config, env, tasks))
+        problems.extend(trace_problems(repo_root, config, env, skill, tasks))
         for entry in skill.tasks:
             if entry.path not in seen_task_files:
                 seen_task_files.add(entry.path)
@@ -155,6 +157,27 @@ def workspace_backend_problems(config: Config, env: Mapping[str, str],
     return [Problem(t.source, t.line, "GS136", ERROR,
                     workspace_backend_problem(t, answering, located=False))
             for t in tasks if t.workspace]
+
+
+def trace_problems(repo_root: Path, config: Config, env: Mapping[str, str],
+                   skill: SkillConfig, tasks: list[Task]) -> list[Problem]:
+    """GS160-GS162 (`gitsleep.inputs.tool_checks`) with the backend that answers."""
+    if not skill.tools and not any(t.tools or t.judge.reads_trace for t in tasks):
+        return []
+    try:
+        answering = apply_overrides(config, env).backends()[0]
+    except UsageError:
+        return []  # GS005 already says why the config cannot run
+    traces: bool = True
+    mapped: tuple[str, ...] = ()
+    if answering == "command":  # an agent CLI: what its output says it called
+        try:
+            spec = apply_overrides(config, env).agent_spec(skill.name)
+        except UsageError:
+            return []
+        traces, mapped = bool(spec.trace), tuple(name for _, name in spec.tool_names)
+    return tool_checks.tool_problems(repo_root, tasks, [t.spec() for t in skill.tools or ()],
+                                     answering=answering, mapped=mapped, traces=traces)
 
 
 # --- paths that alias or lead out ----------------------------------------------------------

@@ -18,6 +18,7 @@ from gitsleep.core.models import (
     Split,
     SplitSummary,
     TaskDelta,
+    TaskResult,
 )
 from gitsleep.core.scores import fmt_change
 
@@ -145,6 +146,43 @@ def task_changes(result: EpochResult, split: Split) -> list[TaskDelta]:
         for t in after.tasks
     ]
     return sorted(rows, key=lambda d: _STATUS_ORDER.get(d.status, 9))
+
+
+CallNames = dict[str, list[str] | None]  # "before" / "after" -> the tools called, in order
+
+
+def called_names(task: TaskResult | None) -> list[str] | None:
+    """The tools the task's first answered sample called, in order; None without a trace."""
+    if task is None:
+        return None
+    sample = next((s for s in task.samples if s.error is None), None)
+    if sample is None or sample.trace is None:
+        return None
+    return [call.name for call in sample.trace]
+
+
+def tool_calls(result: EpochResult) -> dict[str, dict[str, CallNames]]:
+    """Per split and task, the tools its agent called at baseline and at the end (the
+    same list twice when nothing was re-scored); only tasks whose answers carry a trace."""
+    found: dict[str, dict[str, CallNames]] = {}
+    splits: tuple[Split, ...] = ("val", "test")
+    for split in splits:
+        before, after = split_passes(result, split)
+        if before is None:
+            continue
+        final = (after or before).by_id()
+        for task in before.tasks:
+            then, now = called_names(task), called_names(final.get(task.task_id))
+            if then is not None or now is not None:
+                found.setdefault(split, {})[task.task_id] = {"before": then, "after": now}
+    return found
+
+
+def shown_calls(names: list[str] | None) -> str:
+    """`search, read_file`, `no tool`, or `no trace`."""
+    if names is None:
+        return "no trace"
+    return ", ".join(names) if names else "no tool"
 
 
 def _block_lines(text: str) -> list[str]:

@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from typing import Any
 from gitsleep.base.errors import EXIT_GIT, GitsleepError
 from gitsleep.base.redact import Redactor
 from gitsleep.core import judges
-from gitsleep.core.models import EpochResult, TaskResult, to_dict
+from gitsleep.core.models import EpochResult, TaskResult, ToolCall, to_dict
 from gitsleep.git_forge.record import with_proof
 from gitsleep.report.common import (
     agent_tradeoffs,
@@ -23,6 +23,7 @@ from gitsleep.report.common import (
     group_scores,
     integrity_counts,
     simulated,
+    tool_calls,
 )
 from gitsleep.report.outcome import Edits
 
@@ -52,6 +53,17 @@ def response_head(text: str, redactor: Redactor) -> str:
     return clean[:RESPONSE_HEAD_CHARS]
 
 
+TRACE_RESULT_CHARS = 500  # of each tool result kept in diagnostics
+
+
+def trace_dicts(trace: Iterable[ToolCall], redactor: Redactor) -> list[dict[str, Any]]:
+    """Each call as JSON-ready data, redacted, its result clipped."""
+    return [{"name": c.name, "arguments": redactor.clip(c.arguments, TRACE_RESULT_CHARS),
+             "result": redactor.clip(c.result, TRACE_RESULT_CHARS),
+             "error": None if c.error is None else redactor.clip(c.error, TRACE_RESULT_CHARS)}
+            for c in trace]
+
+
 def _task_dict(task: TaskResult, redactor: Redactor) -> dict[str, Any]:
     samples = []
     for s in task.samples:
@@ -65,6 +77,8 @@ def _task_dict(task: TaskResult, redactor: Redactor) -> dict[str, Any]:
             "reason": s.score.reason if s.score else None,
             "failed_checks": [c.label() for c in s.score.failed] if s.score else [],
             "finish_reason": s.finish_reason,
+            # the tools the agent called, in order (a backend that reports them)
+            **({} if s.trace is None else {"trace": trace_dicts(s.trace, redactor)}),
         })
     return {
         "task_id": task.task_id,
@@ -135,6 +149,8 @@ def diagnostics(
             }
             for p in result.passes
         ],
+        # per split and task, the tools the agent called at baseline and at the end
+        "tool_calls": tool_calls(result),
         "proposals": [to_dict(p) for p in result.proposals],
         "trials": [to_dict(t) for t in result.trials],
         "call_errors": list(result.errors),

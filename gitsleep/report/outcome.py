@@ -256,6 +256,9 @@ class SkillSummary:
     recorded_decision: str | None = None
     uncommitted: tuple[str, ...] = ()
     agents: tuple[AgentScores, ...] = ()
+    # per split and task, the tools the agent called before and after (tasks with traces)
+    tool_calls: Mapping[str, Mapping[str, Mapping[str, list[str] | None]]] = field(
+        default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -274,6 +277,9 @@ class SkillSummary:
             data["uncommitted"] = list(self.uncommitted)
         if self.agents:
             data["agents"] = [agent.to_json() for agent in self.agents]
+        if self.tool_calls:
+            data["tool_calls"] = {split: {task: dict(calls) for task, calls in tasks.items()}
+                                  for split, tasks in self.tool_calls.items()}
         return data
 
     @classmethod
@@ -296,6 +302,7 @@ class SkillSummary:
             if isinstance(uncommitted, list) else (),
             agents=tuple(AgentScores.from_json(a) for a in agents)
             if isinstance(agents, list) else (),
+            tool_calls=_tool_calls(data.get("tool_calls")),
         )
 
     def redacted(self, redactor: Redactor) -> SkillSummary:
@@ -309,6 +316,20 @@ class SkillSummary:
         records, its decision (one of the contract's values) with the edits behind it."""
         return replace(self, edits=recorded_edits, recorded_decision=self.decision,
                        up_to_date=True)
+
+
+def _names(value: Any) -> list[str] | None:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else None
+
+
+def _tool_calls(raw: Any) -> dict[str, dict[str, dict[str, list[str] | None]]]:
+    """`tool_calls` as anyone could have written it: what is not a name list reads as none."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(split): {str(task): {side: _names(calls.get(side))
+                                     for side in ("before", "after")}
+                         for task, calls in tasks.items() if isinstance(calls, Mapping)}
+            for split, tasks in raw.items() if isinstance(tasks, Mapping)}
 
 
 # -- what `log` reads from a diagnostics note -----------------------------------------------

@@ -22,11 +22,13 @@ from gitsleep.report.common import (
     agent_gate_how,
     agent_tradeoffs,
     block_diff,
+    called_names,
     change,
     group_scores,
     integrity_counts,
     metric_note,
     model_costs,
+    shown_calls,
     small_sample_note,
     split_passes,
     task_changes,
@@ -140,16 +142,22 @@ def _edit_items(outcomes: list[EditOutcome], prose: _Prose, why_label: str) -> l
 
 def _task_rows(result: EpochResult, split: Split, prose: _Prose) -> list[str]:
     """One Markdown table row per task of a split, regressions first."""
-    _, after = split_passes(result, split)
+    before, after = split_passes(result, split)
     final = after.by_id() if after is not None else {}
+    prior = before.by_id() if before is not None else {}
     rows = []
     for delta in task_changes(result, split):
+        why = _sample_reason(final.get(delta.task_id))
+        then = called_names(prior.get(delta.task_id))
+        now = called_names(final.get(delta.task_id))
+        if then is not None or now is not None:  # what the agent called, before -> after
+            why += f"; tools: {shown_calls(then)} -> {shown_calls(now)}"
         cells = [
             prose.text(delta.task_id, 120),
             fmt_score(delta.before),
             fmt_score(delta.after),
             delta.status,
-            prose.text(_sample_reason(final.get(delta.task_id)), 160),
+            prose.text(why, 200),
         ]
         rows.append("| " + " | ".join(cells) + " |")
     return rows

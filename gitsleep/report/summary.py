@@ -14,6 +14,7 @@ from gitsleep.report.common import (
     model_costs,
     simulated,
     small_sample_note,
+    tool_calls,
 )
 from gitsleep.report.outcome import (
     AgentScores,
@@ -80,6 +81,7 @@ def json_summary(
         diagnostics=str(diagnostics_path) if diagnostics_path is not None else None,
         simulated=simulated(result.backend),
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
+        tool_calls=tool_calls(result),
     )
     return summary.redacted(default_redactor(redactor))
 

@@ -21,6 +21,8 @@ ALL_OPS = {"contains", "not_contains", "regex", "section_present", "section_cont
 # programmatic and workspace checks (issue 26): judged by a program or over the workspace,
 # tested in tests/test_command_check.py, tests/test_workspace.py, test_workspace_tasks.py
 PROGRAM_AND_WORKSPACE_OPS = {"command", "file_exists", "file_contains", "changed_files_max"}
+# trajectory checks: judged over the tools the agent called (tests/core/test_trace.py)
+TRACE_OPS = {"tool_called", "tool_not_called", "tool_called_before", "max_tool_calls"}
 
 # (op, arg, an answer that passes, an answer that fails): each through the judge
 BEHAVIOUR = [
@@ -46,11 +48,15 @@ BEHAVIOUR = [
 
 
 def test_every_op_has_a_judge_and_words() -> None:
-    assert set(OPS) == ALL_OPS | PROGRAM_AND_WORKSPACE_OPS
+    assert set(OPS) == ALL_OPS | PROGRAM_AND_WORKSPACE_OPS | TRACE_OPS
     for op, spec in OPS.items():
         assert callable(spec.judge) and callable(spec.describe) and callable(spec.example), op
         if op in ALL_OPS:
             assert spec.describe("x").startswith("the answer must"), op
+        elif op in TRACE_OPS:
+            assert spec.reads == "trace" and spec.judge_trace is not None, op
+            assert spec.judge("search", "search") == (
+                False, "judged over the tools the agent called, and this answer has no trace")
         else:
             assert spec.reads == "workspace" or spec.runs_program, op
 
@@ -160,7 +166,8 @@ def test_the_table_imports_nothing_above_it() -> None:
     imported = {node.module for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and node.module}
     assert {m for m in imported if m.startswith("gitsleep")} <= {
-        "gitsleep.core.patterns", "gitsleep.core.regex_literal", "gitsleep.core.sections"}
+        "gitsleep.core.patterns", "gitsleep.core.regex_literal", "gitsleep.core.sections",
+        "gitsleep.core.trace"}
 
 
 def test_a_judge_of_format_ops_only_is_weak() -> None:

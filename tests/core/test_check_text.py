@@ -152,7 +152,9 @@ def test_examples_for_other_checks(check, expected):
         ),
         (Check("no_refusal"), "the answer must not refuse the task"),
         (Check("equals", "42"), 'the answer must be exactly "42" (whitespace aside)'),
-        (Check("tool_called", "x"), "the check tool_called 'x' must pass"),
+        (Check("tool_used", "x"), "the check tool_used 'x' must pass"),  # type: ignore[arg-type]
+        (Check("tool_called", "search"),
+         'the agent must call the tool "search" before it answers'),
     ],
 )
 def test_describe_check_says_it_in_plain_words(check, words):

@@ -105,7 +105,7 @@ def test_empty_checks_score_zero() -> None:
 
 
 def test_unknown_op_never_passes_silently() -> None:
-    ok, problem = judges.check_passes(Check("tool_called", "search"), "TOOL_CALL: search")
+    ok, problem = judges.check_passes(Check("tool_used", "search"), "TOOL_CALL: search")  # type: ignore[arg-type]
     assert not ok and "unknown op" in problem
 
 

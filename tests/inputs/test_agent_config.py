@@ -65,7 +65,8 @@ def test_claude_installs_the_skill_under_its_name_and_model_goes_by_the_flag(
     spec = config.agent_spec("brief-writer")
     assert spec.install == ".claude/skills/brief-writer/SKILL.md"
     assert spec.memory_install == "CLAUDE.md"
-    assert spec.command == ("claude", "--model", "sonnet", "-p", "--output-format", "text")
+    assert spec.command == ("claude", "--model", "sonnet", "-p", "--output-format", "stream-json",
+                            "--verbose")
     codex = load_config(write(tmp_path, "backend: command\nmodel: gpt-5\nagent: codex\n"))
     command = codex.agent_spec("x").command
     assert command[:4] == ("codex", "exec", "-m", "gpt-5") and command[-1] == "-"

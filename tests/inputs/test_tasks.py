@@ -155,6 +155,52 @@ def test_gbrain_evals_lines(tmp_path: Path) -> None:
     assert tasks[1].split == "val"
 
 
+def test_gbrain_evals_tool_called_loads_as_published(tmp_path: Path) -> None:
+    """A line of gbrain-evals' skillopt-v1 `seed-no-brain-first` (benchmark.jsonl at
+    garrytan/gbrain-evals 565b80754ffa6abb9afb041026f2fab048aa7553), byte for byte."""
+    line = ('{"task_id":"bm-001","task":"Answer: should we decide whether a seed-stage '
+            'dev-tools startup should ship a free tier.","judge":{"kind":"rule","checks":'
+            '[{"op":"tool_called","arg":"search"}]}}\n')
+    tasks, problems = parse(tmp_path, line)
+    assert problems == []
+    assert tasks[0].judge == Judge(kind="rule", checks=(Check("tool_called", "search"),))
+    assert tasks[0].judge.reads_trace
+
+
+def test_trajectory_checks_and_tools_in_gitsleeps_own_format(tmp_path: Path) -> None:
+    record = task("a", "val", judge={"kind": "rule", "checks": [
+        {"op": "tool_called", "arg": "search", "args_regex": "pricing"},
+        {"op": "tool_not_called", "arg": "command"},
+        {"op": "tool_called_before", "arg": ["search", "read_file"]},
+        {"op": "max_tool_calls", "arg": 3}]})
+    record["tools"] = [{"tool": "search", "folder": "./notes/"}, {"tool": "read_file",
+                                                                 "folder": "notes"}]
+    tasks, problems = parse(tmp_path, jsonl(record))
+    assert problems == []
+    checks = tasks[0].judge.checks
+    assert checks[0] == Check("tool_called", "search", args_regex="pricing")
+    assert checks[2].arg == '["search", "read_file"]' and checks[3].arg == 3
+    assert [(t.name, t.kind, t.folder) for t in tasks[0].tools] == [
+        ("search", "search", "notes"), ("read_file", "read_file", "notes")]
+
+
+@pytest.mark.parametrize(("tools", "message"), [
+    ([{"tool": "search"}], "a search tool needs `folder:`"),
+    ([{"tool": "search", "folder": "../up"}], "no '..'"),
+    ([{"tool": "grep", "folder": "n"}], "tool 1 tool:"),
+    ([{"tool": "command"}], "a command tool needs `argv:`"),
+    ([{"tool": "search", "folder": "n"}, {"tool": "search", "folder": "m"}],
+     "two tools are named 'search'"),
+    ("search", "tools must be a non-empty list"),
+])
+def test_bad_tools_are_one_clear_line(tmp_path: Path, tools: object, message: str) -> None:
+    record = task("a", "val")
+    record["tools"] = tools
+    _, problems = parse(tmp_path, jsonl(record))
+    problem = only(problems, "GS160")
+    assert message in problem.message and problem.line == 1
+
+
 def test_skillopt_tasks_v1_file(tmp_path: Path) -> None:
     doc = {
         "format": "skillopt_sleep.tasks.v1",
@@ -354,8 +400,18 @@ def checks_problem(tmp_path: Path, checks: list) -> tuple[list, list[Problem]]:
     [
         ([{"op": "contain", "arg": "x"}], "GS122",
          "check 1: unknown op 'contain': did you mean 'contains'? known ops: contains,"),
-        ([{"op": "contains", "arg": "x"}, {"op": "tool_called", "arg": "x"}], "GS122",
-         "check 2: unknown op 'tool_called'"),
+        ([{"op": "contains", "arg": "x"}, {"op": "tool_used", "arg": "x"}], "GS122",
+         "check 2: unknown op 'tool_used': did you mean 'tool_called'?"),
+        ([{"op": "tool_called", "arg": "two words"}], "GS125",
+         "tool_called needs a tool name"),
+        ([{"op": "tool_called", "arg": "search", "args_regex": "[x"}], "GS123",
+         "args_regex: invalid regex"),
+        ([{"op": "contains", "arg": "x", "args_regex": "y"}], "GS125",
+         "contains takes no args_regex"),
+        ([{"op": "tool_called_before", "arg": ["search"]}], "GS125",
+         "tool_called_before needs two different tool names in order"),
+        ([{"op": "max_tool_calls", "arg": -1}], "GS134",
+         "max_tool_calls needs a non-negative whole number of tool calls"),
         ([{"op": "regex", "arg": "[unclosed"}], "GS123",
          "invalid regex '[unclosed': unterminated character set at position 0"),
         ([{"op": "regex", "arg": "(?P<x>a)(?P<x>b)"}], "GS123", "invalid regex"),

@@ -37,7 +37,7 @@ AIDER_FLAGS = ("aider", "--yes-always", "--no-git", "--no-auto-commits", "--no-c
 TEXT_ARGV = {
     "codex": ("codex", "exec", "--skip-git-repo-check", "--color", "never", "--sandbox",
               "read-only", "--json", "-o", ".gitsleep-answer.md", "-"),
-    "claude": ("claude", "-p", "--output-format", "text"),
+    "claude": ("claude", "-p", "--output-format", "stream-json", "--verbose"),
     "gemini": ("gemini",),
     "opencode": ("opencode", "run"),
     "llm": ("llm", "prompt", "--no-stream", "--no-log", "-u", "--sf", "AGENTS.md"),
@@ -47,7 +47,8 @@ TEXT_ARGV = {
 WRITE_ARGV = {
     "codex": ("codex", "exec", "--skip-git-repo-check", "--color", "never", "--sandbox",
               "workspace-write", "--json", "-o", ".gitsleep-answer.md", "-"),
-    "claude": ("claude", "-p", "--output-format", "text", "--permission-mode", "acceptEdits"),
+    "claude": ("claude", "-p", "--output-format", "stream-json", "--verbose",
+               "--permission-mode", "acceptEdits"),
     "gemini": ("gemini", "--approval-mode", "auto_edit"),
     "opencode": ("opencode", "run"),  # edits are allowed by its default permissions
     "llm": ("llm", "prompt", "--no-stream", "--no-log", "-u", "--sf", "AGENTS.md"),  # no edits

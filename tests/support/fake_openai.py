@@ -37,7 +37,17 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-Responder = Callable[[dict[str, Any]], "str | None"]
+# A responder plays the model: it returns the reply text, or a `ToolCalls` when the model
+# is to call tools instead (the request's `tools` and the `tool` messages are in its input).
+Responder = Callable[[dict[str, Any]], "str | ToolCalls | None"]
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """A reply that calls tools: each (name, arguments as a JSON-ready value), in order."""
+
+    calls: tuple[tuple[str, Any], ...]
+    text: str | None = None
 
 FAULT_KINDS = (
     "401",  # bad key
@@ -488,7 +498,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "length-empty":
             text, finish_reason = "", "length"
         else:
-            text = fake.responder(body)
+            replied = fake.responder(body)
+            if isinstance(replied, ToolCalls):
+                return self._send_tool_calls(record, body, model, replied)
+            text = replied
             if kind == "length":
                 finish_reason = "length"
             cap = body.get("max_tokens") or body.get("max_completion_tokens")
@@ -532,6 +545,26 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "trickle":
             return self._send_raw(200, json.dumps(reply).encode("utf-8"), "application/json",
                                   trickle=True)
+        return self._send_json(200, reply)
+
+    def _send_tool_calls(self, record: RecordedRequest, body: dict[str, Any], model: str,
+                         replied: ToolCalls) -> int:
+        """A chat completion whose message asks for tool calls (finish_reason tool_calls)."""
+        calls = [{"id": f"call_{len(body.get('messages') or [])}_{n}", "type": "function",
+                  "function": {"name": name, "arguments": json.dumps(arguments)}}
+                 for n, (name, arguments) in enumerate(replied.calls)]
+        prompt_text = " ".join(_content_text(m.get("content")) for m in body.get("messages") or [])
+        completion = _count_tokens(json.dumps(calls)) + _count_tokens(replied.text or "")
+        reply = {
+            "id": f"chatcmpl-fake{record.received_at:.6f}".replace(".", ""),
+            "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": None,
+                         "message": {"role": "assistant", "content": replied.text,
+                                     "tool_calls": calls}}],
+            "usage": {"prompt_tokens": _count_tokens(prompt_text),
+                      "completion_tokens": completion,
+                      "total_tokens": _count_tokens(prompt_text) + completion},
+        }
         return self._send_json(200, reply)
 
     # -- the Responses endpoint (streamed), enough for `codex exec` ------------------

@@ -530,8 +530,16 @@ def pair_renamed(setup: Setup, sha: str, before: Config | None,
 
 
 def _fingerprint(task: Task) -> tuple[Any, ...]:
-    """What makes a task the same exam question: prompt, split, judge and fixture folder."""
-    return (task.prompt, task.split, task.system, task.judge, task.workspace, task.review)
+    """What makes a task the same exam question: prompt, split, judge, fixture folder and
+    the tools it declares."""
+    return (task.prompt, task.split, task.system, task.judge, task.workspace, task.review,
+            tuple(json.dumps(t.declaration(), sort_keys=True) for t in task.tools))
+
+
+def _tool_folders(task: Task, skill: SkillConfig | None) -> list[str]:
+    """The folders the task's tools read (its own, else its skill's)."""
+    tools = task.tools or (tuple(t.spec() for t in skill.tools or ()) if skill else ())
+    return sorted({t.folder for t in tools if t.folder})
 
 
 def _fixture_changed(setup: Setup, sha: str, folder: str) -> bool:
@@ -591,7 +599,9 @@ def exam_changes(setup: Setup, sha: str, base_root: Path, sides: SkillSides,
         if task_id not in after:
             removed.setdefault(task.split, []).append(task_id)
         elif (_fingerprint(task) != _fingerprint(after[task_id])
-              or (task.workspace and _fixture_changed(setup, sha, task.workspace))):
+              or (task.workspace and _fixture_changed(setup, sha, task.workspace))
+              or any(_fixture_changed(setup, sha, folder)  # the notes a tool serves
+                     for folder in _tool_folders(task, sides.base))):
             changed.setdefault(task.split, []).append(task_id)
     return verdict.ExamChanges(added, removed, changed, settings, sides.head is None, error,
                                package_changes(setup, sha, sides))
