@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
+from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec
 from gitsleep.commands import consolidate_cmd, status_cmd
 from gitsleep.inputs.config import Config
 from gitsleep.inputs.tasks import parse_task_file
@@ -181,7 +181,7 @@ def test_messages_the_docs_quote_are_the_ones_the_code_prints() -> None:
     assert f"`{status_cmd.freshness({'up_to_date': True})}`" in commands
     git_md = " ".join((DOCS / "git.md").read_text(encoding="utf-8").split())
     assert f"`kept local: {consolidate_cmd.SIMULATED_LOCAL.split(': pass')[0]}: ...`" in git_md
-    agent = CommandBackend(AgentSpec(command=("./tools/agent.py",)), env={})
+    agent = AgentCliBackend(AgentSpec(command=("./tools/agent.py",)), env={})
     said = str(agent._spawn_error(FileNotFoundError()))
     clis = " ".join((DOCS / "agent-clis.md").read_text(encoding="utf-8").split())
     assert f"`{said.split(' so a relative path')[0]} ...`" in clis, said

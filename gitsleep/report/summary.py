@@ -8,8 +8,7 @@ from pathlib import Path
 from gitsleep.base.redact import Redactor
 from gitsleep.core import markdown as md
 from gitsleep.core.models import EpochResult
-from gitsleep.report.common import change, default_redactor, model_costs, simulated
-from gitsleep.report.outcome import (
+from gitsleep.core.outcome import (
     AgentScores,
     CostSummary,
     Edits,
@@ -18,6 +17,7 @@ from gitsleep.report.outcome import (
     SkillSummary,
     opens_pr,
 )
+from gitsleep.report.common import change, default_redactor, model_costs, simulated
 
 
 def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> str:

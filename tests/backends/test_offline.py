@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 from gitsleep.backends.offline import OfflineBackend, simulate_answer, simulate_proposal
+from gitsleep.core.models import Answer
 from gitsleep.core.ports import ModelCall
 
 
@@ -125,3 +126,23 @@ def test_backend_complete_for_each_purpose_reports_tokens() -> None:
     )
     assert json.loads(no_quotes.text)["score"] == 0.5
     assert backend.simulated and backend.name == "offline"
+
+
+def test_the_offline_optimizer_says_its_spec_writes_free_values_and_a_model_does_not() -> None:
+    """What hygiene lets through for the simulator is the backend's own declaration; the
+    core never asks whether a backend is the simulator."""
+    from gitsleep.backends.select import RoutedBackend
+    from gitsleep.core.ports import Backend
+
+    offline = OfflineBackend()
+    assert offline.writes_free_values("propose")
+    assert not offline.writes_free_values("answer")
+
+    class Model(Backend):
+        def complete(self, call: ModelCall) -> Answer:
+            return Answer(text="")
+
+    assert not Model().writes_free_values("propose")
+    routed = RoutedBackend({"answer": offline, "propose": Model()})
+    assert not routed.writes_free_values("propose")
+    assert RoutedBackend({"propose": offline}).writes_free_values("propose")
