@@ -18,6 +18,8 @@ from typing import Any
 from gitsleep.core.models import Answer
 
 PURPOSES = ("answer", "propose", "judge")
+# every backend a config may name: the model API, the offline simulator, an agent CLI
+BACKENDS = ("openai", "offline", "command")
 
 
 @dataclass(frozen=True)

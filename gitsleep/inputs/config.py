@@ -38,7 +38,6 @@ from gitsleep.inputs.agent_settings import ENV_NAME_RE, env_names, env_reference
 from gitsleep.sandbox import check_program as command_check
 
 CONFIG_NAME = ".gitsleep.yml"
-BACKENDS = ("openai", "offline", "command")
 # GitHub Models takes the workflow's GITHUB_TOKEN: there the token goes back to GitHub.
 GITHUB_MODELS_HOSTS = ("models.github.ai", "models.inference.ai.azure.com")
 ENV_OVERRIDES = {
