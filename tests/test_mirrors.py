@@ -34,12 +34,12 @@ NOT_YET: frozenset[str] = frozenset({
     "gitsleep/core/replay.py", "gitsleep/core/scoring.py", "gitsleep/core/skeleton.py",
     "gitsleep/core/worked.py",
     "gitsleep/flows/consolidate.py", "gitsleep/flows/demo.py",
-    "gitsleep/flows/harvest/branch.py", "gitsleep/flows/harvest/claude.py",
-    "gitsleep/flows/harvest/codex.py", "gitsleep/flows/harvest/flow.py",
-    "gitsleep/flows/harvest/llm.py", "gitsleep/flows/harvest/mine.py",
-    "gitsleep/flows/harvest/pipeline.py", "gitsleep/flows/harvest/plain.py",
-    "gitsleep/flows/harvest/privacy.py", "gitsleep/flows/harvest/select.py",
-    "gitsleep/flows/harvest/sessions.py",
+    "gitsleep/flows/harvest/branch.py",
+    "gitsleep/flows/harvest/flow.py",
+
+
+
+
     "gitsleep/git_forge/history.py",
     "gitsleep/inputs/validation.py",
     "gitsleep/report/action_outputs.py", "gitsleep/report/commit.py",
