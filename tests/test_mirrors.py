@@ -30,7 +30,7 @@ NOT_YET: frozenset[str] = frozenset({
     "gitsleep/commands/validate_cmd.py",
     "gitsleep/core/honesty.py",
 
-    "gitsleep/core/replay.py", "gitsleep/core/scoring.py",
+    "gitsleep/core/scoring.py",
     "gitsleep/core/worked.py",
     "gitsleep/flows/consolidate.py", "gitsleep/flows/demo.py",
     "gitsleep/flows/harvest/branch.py",
@@ -42,7 +42,7 @@ NOT_YET: frozenset[str] = frozenset({
 
 
     "gitsleep/report/action_outputs.py",
-    "gitsleep/report/diagnostics_json.py",
+
 
 })
 
