@@ -41,7 +41,7 @@ NOT_YET: frozenset[str] = frozenset({
 
 
 
-    "gitsleep/report/action_outputs.py",
+
 
 
 })
