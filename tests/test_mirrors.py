@@ -23,7 +23,7 @@ NOT_YET: frozenset[str] = frozenset({
     "gitsleep/base/deadline.py",
 
     "gitsleep/commands/consolidate_cmd.py",
-    "gitsleep/commands/demo_cmd.py",
+
     "gitsleep/commands/harvest_cmd.py",
     "gitsleep/commands/init_cmd.py", "gitsleep/commands/log_cmd.py",
     "gitsleep/commands/review_cmd.py", "gitsleep/commands/status_cmd.py",
@@ -32,7 +32,7 @@ NOT_YET: frozenset[str] = frozenset({
 
     "gitsleep/core/scoring.py",
     "gitsleep/core/worked.py",
-    "gitsleep/flows/consolidate.py", "gitsleep/flows/demo.py",
+
     "gitsleep/flows/harvest/branch.py",
     "gitsleep/flows/harvest/flow.py",
 
