@@ -26,7 +26,8 @@ class _LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module = importlib.import_module(f"gitsleep.commands.{cmd_name}_cmd")
-        command: click.Command = module.command
+        command = next(value for value in vars(module).values()  # the click function
+                       if isinstance(value, click.Command) and value.name == cmd_name)
         _accept_verbosity(command)
         return command
 

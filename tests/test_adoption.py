@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep import report
+from gitsleep.core import scores
 from gitsleep.flows import consolidate as run
 from gitsleep.flows.prepare import Setup
 from tests.support.cli import init_repo, run_cli
@@ -175,8 +175,8 @@ def test_demo_shows_no_html_escapes_and_says_where_it_ran(
 
 
 def test_small_sample_note_counts_tasks_in_words() -> None:
-    assert report.small_splits(1, 0) == ["val (1 task)"]
-    assert report.small_splits(5, 4) == ["held-out (4 tasks)"]
+    assert scores.small_splits(1, 0) == ["val (1 task)"]
+    assert scores.small_splits(5, 4) == ["held-out (4 tasks)"]
 
 
 def test_the_actions_backend_input_names_every_backend_the_config_accepts() -> None:

@@ -18,7 +18,7 @@ import click
 import pytest
 import yaml
 
-from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
+from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec
 from gitsleep.flows import consolidate as consolidate_flow
 from gitsleep.flows import status as status_flow
 from gitsleep.inputs.config import Config
@@ -225,7 +225,7 @@ def test_messages_the_docs_quote_are_the_ones_the_code_prints() -> None:
     assert f"`{status_flow.freshness({'up_to_date': True})}`" in commands
     git_md = " ".join((DOCS / "git.md").read_text(encoding="utf-8").split())
     assert f"`kept local: {consolidate_flow.SIMULATED_LOCAL.split(': pass')[0]}: ...`" in git_md
-    agent = CommandBackend(AgentSpec(command=("./tools/agent.py",)), env={})
+    agent = AgentCliBackend(AgentSpec(command=("./tools/agent.py",)), env={})
     said = str(agent._spawn_error(FileNotFoundError()))
     clis = " ".join((DOCS / "agent-clis.md").read_text(encoding="utf-8").split())
     assert f"`{said.split(' so a relative path')[0]} ...`" in clis, said

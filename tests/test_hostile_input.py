@@ -586,6 +586,9 @@ class ScriptedOptimizer(Backend):
     simulated: bool = True
     proposals: int = 0
 
+    def writes_free_values(self, purpose: str) -> bool:  # stands in for the simulator
+        return True
+
     def complete(self, call: ModelCall) -> Answer:
         if call.purpose == "propose":
             self.proposals += 1

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from gitsleep.core.ports import Backend, ModelCall
-
-BACKENDS = ("offline", "openai")
+from gitsleep.core.ports import BACKENDS, Backend, ModelCall
 
 __all__ = ["BACKENDS", "Backend", "ModelCall"]

@@ -41,11 +41,11 @@ from gitsleep.core import sandbox
 from gitsleep.core.markdown import clip, one_line
 from gitsleep.core.models import Answer, ToolCall
 from gitsleep.core.ports import Backend, ModelCall
-from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import processes as agent_procs
 from gitsleep.sandbox import workspace as task_workspace
 from gitsleep.sandbox.cleanup import remove_tree
 from gitsleep.sandbox.processes import STDERR_TAIL_BYTES
+from gitsleep.sandbox.trees import NoTrees, Tree, TreeSource
 
 MESSAGE_MAX_CHARS = 500
 VERSION_TIMEOUT = 30.0
@@ -174,7 +174,7 @@ def reported_tokens(
     return (prompt, completion) if found else None
 
 
-class CommandBackend(Backend):
+class AgentCliBackend(Backend):
     """Answers calls by running an agent CLI; see the module docstring for the rules."""
 
     name = "command"
@@ -187,6 +187,7 @@ class CommandBackend(Backend):
         env: Mapping[str, str],
         redactor: Redactor | None = None,
         check_pass_env: Sequence[str] = (),
+        trees: TreeSource | None = None,
     ) -> None:
         if not spec.command:
             raise BackendError("agent.command is empty: set agent.command or agent.preset")
@@ -212,7 +213,8 @@ class CommandBackend(Backend):
         self._running: dict[str, int] = {}  # marker -> root pid of the calls under way
         self._running_lock = threading.Lock()
         self._interrupted = threading.Event()
-        self._workspaces = task_trees.WorkspaceCache()  # each folder read once a run
+        # the task folders, read once a run by the run's setup; this backend owns them
+        self._workspaces: TreeSource = trees or NoTrees()
 
     def _track(self, marker: str, pid: int, running: bool) -> None:
         with self._running_lock:
@@ -337,7 +339,7 @@ class CommandBackend(Backend):
                 "the task contains a NUL character, which no program argument can hold; "
                 "set agent.prompt: stdin or remove the NUL from the task"))
         workspace = Path(tempfile.mkdtemp(prefix="gitsleep-agent-"))
-        tree: task_trees.Tree | None = None
+        tree: Tree | None = None
         try:
             if task_folder is not None:  # the task's folder as committed, then the skill
                 tree = self._workspaces.prepare_tree(
@@ -454,7 +456,7 @@ class CommandBackend(Backend):
         return calls, answer
 
     def _judge_workspace(self, run: AgentRun, workspace: Path, before: sandbox.Snapshot,
-                         task_folder: Mapping[str, object], tree: task_trees.Tree,
+                         task_folder: Mapping[str, object], tree: Tree,
                          given: tuple[Mapping[str, bytes], Mapping[str, str]]) -> None:
         """After a run that can become an answer: what the agent changed and its diff (the
         package and the documents in `given` over the fixture are what it got), then the

@@ -33,9 +33,9 @@ from gitsleep.core.numbers import whole_number
 from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.core.regex_literal import literal_for_regex, sample_fill, typed_form
 from gitsleep.core.tools import ToolSpec
-from gitsleep.git_forge import task_trees
 from gitsleep.sandbox import workspace as task_workspace
 from gitsleep.sandbox.cleanup import remove_tree
+from gitsleep.sandbox.trees import NoTrees, TreeSource
 
 _Q = r"[\"'](.+?)[\"']"
 # A conditional directive: `When the task mentions "X", include "A"; when it
@@ -484,13 +484,20 @@ class OfflineBackend(Backend):
     workspaces = True  # simulates an agent in a copy of a workspace task's folder
     traces = True  # its agent calls the declared tools its documents tell it to
 
-    def __init__(self, check_pass_env: Sequence[str] = ()) -> None:
-        self._workspaces = task_trees.WorkspaceCache()  # each folder read once a run
+    def __init__(self, check_pass_env: Sequence[str] = (),
+                 trees: TreeSource | None = None) -> None:
+        # the task folders, read once a run by the run's setup; this backend owns them
+        self._workspaces: TreeSource = trees or NoTrees()
         self.check_pass_env = tuple(check_pass_env)  # what checks see beyond the minimum
         self._redactor: Redactor | None = None
 
     def close(self) -> None:
         self._workspaces.cleanup()
+
+    def writes_free_values(self, purpose: str) -> bool:
+        """The simulated optimizer's spec (docs: offline backend) has it write a literal for
+        a label the check asks no value for (`Always include "Confidence: medium"`)."""
+        return purpose == "propose"
 
     def cache_salt(self, call: ModelCall) -> str:
         """A workspace answer carries its checks' outcomes: valid for this fixture tree and

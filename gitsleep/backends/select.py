@@ -7,7 +7,7 @@ sees one `Backend`, which sends each call to the one its purpose names.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -16,6 +16,7 @@ from gitsleep.backends import BACKENDS
 from gitsleep.base.errors import BackendError, UsageError
 from gitsleep.core.models import Answer
 from gitsleep.core.ports import Backend, ModelCall
+from gitsleep.sandbox.trees import TreeSource
 
 if TYPE_CHECKING:
     from gitsleep.backends.agent_cli import AgentSpec
@@ -59,9 +60,9 @@ class RoutedBackend(Backend):
     def complete(self, call: ModelCall) -> Answer:
         return self._for_call(call).complete(call)
 
-    def simulates(self, purpose: str) -> bool:
+    def writes_free_values(self, purpose: str) -> bool:
         backend = self.by_purpose.get(purpose)
-        return backend is not None and backend.simulates(purpose)
+        return backend is not None and backend.writes_free_values(purpose)
 
     def cache_salt(self, call: ModelCall) -> str:
         return self._for_call(call).cache_salt(call)
@@ -131,11 +132,14 @@ def server_of(base_url: str | None) -> str:
 def backend_from_settings(
     settings: BackendSettings, env: Mapping[str, str],
     purposes: tuple[str, ...] = PURPOSE_ORDER,
+    trees: Callable[[], TreeSource] | None = None,
 ) -> Backend:
     """The epoch's backend: one, or one per kind of call.
 
     Only the backends of `purposes` are built: `eval` makes no `propose` call, so an
-    openai optimizer it never uses must not demand an API key.
+    openai optimizer it never uses must not demand an API key. `trees` makes the task-tree
+    source each backend that works in a workspace gets (the run's setup reads git; a
+    backend never does).
     """
     built: dict[str, Backend] = {}
     by_spec: dict[AgentBackend, Backend] = {}
@@ -148,18 +152,19 @@ def backend_from_settings(
         key = AgentBackend("", agent.backend, agent.base_url, agent.api_key_env, agent.agent)
         if key not in by_spec:
             if agent.backend == "command":
-                from gitsleep.backends.agent_cli import CommandBackend
+                from gitsleep.backends.agent_cli import AgentCliBackend
 
                 if agent.agent is None:
                     raise UsageError(f"agent {agent.name}: a `command` backend needs `agent:`")
-                by_spec[key] = CommandBackend(agent.agent, env=env,
-                                              check_pass_env=settings.check_pass_env)
+                by_spec[key] = AgentCliBackend(agent.agent, env=env,
+                                              check_pass_env=settings.check_pass_env,
+                                              trees=trees() if trees else None)
             else:
                 by_spec[key] = create_backend(
                     agent.backend, env=env, api_key_env=agent.api_key_env,
                     base_url=agent.base_url, timeout=settings.timeout,
                     max_retries=settings.max_retries, azure=settings.azure,
-                    check_pass_env=settings.check_pass_env)
+                    check_pass_env=settings.check_pass_env, trees=trees)
                 if agent.backend == "openai":  # its refusals name the agent and server
                     from gitsleep.backends.openai_compat import OpenAIBackend
 
@@ -171,18 +176,19 @@ def backend_from_settings(
     def one(name: str) -> Backend:
         if name not in built:
             if name == "command":
-                from gitsleep.backends.agent_cli import CommandBackend
+                from gitsleep.backends.agent_cli import AgentCliBackend
 
                 if settings.agent is None:
                     raise UsageError("a `command` backend needs an `agent:` section")
-                built[name] = CommandBackend(settings.agent, env=env,
-                                             check_pass_env=settings.check_pass_env)
+                built[name] = AgentCliBackend(settings.agent, env=env,
+                                             check_pass_env=settings.check_pass_env,
+                                             trees=trees() if trees else None)
             else:
                 built[name] = create_backend(
                     name, env=env, api_key_env=settings.api_key_env,
                     base_url=settings.base_url, timeout=settings.timeout,
                     max_retries=settings.max_retries, azure=settings.azure,
-                    check_pass_env=settings.check_pass_env,
+                    check_pass_env=settings.check_pass_env, trees=trees,
                 )
         return built[name]
 
@@ -211,13 +217,15 @@ def create_backend(
     max_retries: int = 4,
     azure: Mapping[str, Any] | None = None,
     check_pass_env: Sequence[str] = (),
+    trees: Callable[[], TreeSource] | None = None,
 ) -> Backend:
     """The backend a name stands for. An unknown name is an error, never a silent fallback.
-    `check_pass_env`: what the checks a backend runs in a workspace see beyond the minimum."""
+    `check_pass_env`: what the checks a backend runs in a workspace see beyond the minimum;
+    `trees`: makes the source of the task folders it copies (see `backend_from_settings`)."""
     if name == "offline":
         from gitsleep.backends.offline import OfflineBackend
 
-        return OfflineBackend(check_pass_env)
+        return OfflineBackend(check_pass_env, trees() if trees else None)
     if name == "openai":
         from gitsleep.backends.openai_compat import create_openai_backend
 

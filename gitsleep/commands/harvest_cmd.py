@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from gitsleep.base.errors import BackendError, UsageError
 from gitsleep.commands.common import end_progress, print_json, setup_from
 from gitsleep.flows.harvest import pipeline
-from gitsleep.flows.harvest.branch import commit_on_branch
-from gitsleep.flows.harvest.privacy import Masker
-from gitsleep.flows.harvest.select import harvested_before, parse_since
-from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_document
+from gitsleep.flows.harvest.flow import HarvestRequest
+from gitsleep.flows.harvest.flow import harvest as harvest_tasks
+from gitsleep.flows.prepare import Setup
 from gitsleep.inputs.config import SkillConfig
-from gitsleep.inputs.tasks import check_skill_tasks, parse_task_file
-
-if TYPE_CHECKING:  # the LLM miner and its client load only with --llm
-    from gitsleep.flows.harvest.llm import LlmMiner
-
-
-def default_output(skill: str) -> str:
-    return f"evals/{skill}/harvested.jsonl"
 
 
 @click.command("harvest")
@@ -45,89 +34,22 @@ def default_output(skill: str) -> str:
                    "instead of writing it in the working tree.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def command(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path, ...],
+def harvest(ctx: click.Context, skill_name: str, source: str, paths: tuple[Path, ...],
             since: str | None, max_tasks: int, llm: bool, output: Path | None,
             on_branch: bool, as_json: bool) -> None:
     """Mine tasks for a skill from Claude Code, Codex or JSONL history (local files only)."""
     setup = setup_from(ctx)
-    skill = setup.config.skill(skill_name)
-    home = setup.env.get("HOME") or os.path.expanduser("~")
-    roots = list(paths) or pipeline.default_paths(source, home)
-    if not roots:
-        raise UsageError("--from jsonl needs the JSONL files (or folders) to read as PATHS")
-    for root in roots:
-        if not root.exists():
-            raise UsageError(f"{root}: no such file or folder; give the {source} history to "
-                             "read as PATH (defaults: ~/.claude/projects, ~/.codex/sessions)")
-    relative = _output_path(setup, output, skill_name)
-    pipeline.inside_work_tree(relative)
-    pipeline.jsonl_name(setup.repo, relative)
-    # --branch writes in its own worktree, and checks the branch's file there
-    target = setup.repo / relative if on_branch else pipeline.jsonl_target(setup.repo, relative)
-    existing, _ = check_skill_tasks(setup.repo, skill)
-    if target.is_file() and not on_branch:
-        existing += parse_task_file(target, relative)[0]
-    remembered = [relative, *(entry.path for entry in skill.tasks)]
-    plan = pipeline.Plan(
-        source=source, paths=roots, repo=setup.repo, skill=skill_name,
-        skill_text=read_document(setup.repo, skill.skill, field_name="skill document"),
-        since=parse_since(since), max_tasks=max_tasks, existing=existing,
-        harvested_before=harvested_before(setup.repo, ["HEAD"], remembered),
-    )
-    miner = _llm_miner(setup) if llm else None
-    try:
-        result = pipeline.run(plan, setup.redactor, home=home, llm=miner, progress=setup.say)
-    finally:
-        if miner is not None:
-            miner.runner.backend.close()
-    if miner is not None and miner.calls and miner.failed == miner.calls:
-        errors = "; ".join(miner.runner.errors[:1])
-        raise BackendError(f"the optimizer model failed on all {miner.calls} mining call(s); "
-                           f"nothing written. First error: {errors}")
-    counts = result.summary()
-    text = pipeline.render(result.records)
-    branch: dict[str, Any] | None = None
-    if on_branch and result.records:
-        branch = commit_on_branch(setup, skill_name, relative, result.records)
-    elif result.records:
-        pipeline.append_to(target, text)
+    done = harvest_tasks(setup, HarvestRequest(
+        skill=skill_name, source=source, paths=paths, since=since, max_tasks=max_tasks,
+        llm=llm, output=output, on_branch=on_branch))
     if as_json:
         end_progress(setup)
-        summary = {"skill": skill_name, "from": source, "output": relative, **counts.to_json(),
-                   **({"branch": branch} if branch is not None else {})}
+        summary = {"skill": skill_name, "from": source, "output": done.relative,
+                   **done.counts.to_json(),
+                   **({"branch": done.branch} if done.branch is not None else {})}
         print_json(setup.redactor.redact_obj(summary))
         return
-    _report(setup, counts, branch, source, relative, skill)
-
-
-def _output_path(setup: Setup, output: Path | None, skill: str) -> str:
-    """The task file as a repo-relative POSIX path; it must stay inside the repository.
-
-    Read as written (`..` folded, links not followed): a link on the way is refused by
-    `pipeline.plain_target`, never quietly swapped for the file it points at.
-    """
-    chosen = output or Path(default_output(skill))
-    absolute = chosen if chosen.is_absolute() else setup.repo / chosen
-    try:
-        return Path(os.path.normpath(absolute)).relative_to(setup.repo).as_posix()
-    except ValueError:
-        raise UsageError(f"--output {chosen}: the task file must be inside the repository "
-                         f"{setup.repo}") from None
-
-
-def _llm_miner(setup: Setup) -> LlmMiner:
-    from gitsleep.core.calls import CallRunner
-    from gitsleep.flows.harvest.llm import LlmMiner
-
-    if setup.config.backend == "offline":
-        raise UsageError("--llm needs a real model: the offline simulator cannot read "
-                         "transcripts; set backend: openai (and a model) in .gitsleep.yml, "
-                         "or drop --llm")
-    settings = setup.config.epoch_settings(roles=("optimizer",))
-    runner = CallRunner.for_settings(make_backend(setup), settings, cache=make_cache(setup),
-                                     workers=1)  # every budget, money and minutes included
-    home = setup.env.get("HOME")
-    return LlmMiner(runner, settings.optimizer_model, lambda: Masker(setup.redactor, home))
+    _report(setup, done.counts, done.branch, source, done.relative, done.skill)
 
 
 def _report(setup: Setup, s: pipeline.HarvestCounts, branch: dict[str, Any] | None,

@@ -25,7 +25,7 @@ def matrix(config: Config) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True,
               help="Print the matrix as compact JSON on one line.")
 @click.pass_context
-def command(ctx: click.Context, as_json: bool) -> None:
+def plan(ctx: click.Context, as_json: bool) -> None:
     """List the skills as a GitHub Actions matrix."""
     obj = ctx.obj or {}
     config = load_config(config_path(Path(obj.get("repo") or "."), obj.get("config")))

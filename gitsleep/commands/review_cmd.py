@@ -38,7 +38,7 @@ from gitsleep.flows.review import edges, verdict
 @click.option("--model", default=None, help="Override the config's agent model.")
 @click.option("--json", "as_json", is_flag=True, help="Print the review as JSON.")
 @click.pass_context
-def command(ctx: click.Context, base: str, skills: tuple[str, ...], comment: bool | None,
+def review(ctx: click.Context, base: str, skills: tuple[str, ...], comment: bool | None,
             pr: int | None, fail_on_regression: bool, allow_unscored: bool, trust_head: bool,
             backend: str | None, model: str | None, as_json: bool) -> None:
     """Score the base and head documents of each changed skill on the base's tasks."""

@@ -345,10 +345,10 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
         rose = max((t for t in record.trials if t.candidate is not None
                     and t.baseline is not None and t.candidate > t.baseline),
                    key=lambda t: t.candidate or 0.0, default=None)
-        if rose is not None and ", but " in rose.reason:  # refused by a rule beyond the mean
+        if rose is not None and rose.refusal:  # refused by a rule beyond the mean
             return Verdict("rejected", f"{scored}; none was accepted: the best rose val "
                            f"{fmt_score(rose.baseline)} -> {fmt_score(rose.candidate)}, but "
-                           f"{rose.reason.split(', but ', 1)[1]} (see gate trials)")
+                           f"{rose.refusal} (see gate trials)")
         if (rose is not None and rose.baseline is not None and rose.candidate is not None
                 and not gate.improves(rose.baseline, rose.candidate, settings.gate.min_delta)):
             # it rose, yet not by more than the margin the gate asks for

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from gitsleep.core import groups, judges
 from gitsleep.core.groups import group_means
@@ -154,13 +155,37 @@ def agent_fell(pairs: Sequence[tuple[str, float, float]],
             "breaking another is not an improvement")
 
 
+class TrialVerdict(NamedTuple):
+    """The gate on one candidate: accepted or not, why (for people), the two means, and,
+    when its mean beat the gate but a rule beyond the mean refused it, that rule's words
+    (`refusal`: the epoch's reason names it without reading `reason` back)."""
+
+    accepted: bool
+    reason: str
+    before: float | None
+    after: float | None
+    refusal: str = ""
+
+
 def judge_trial(
     best: PassResult, candidate: PassResult, gate: GateSettings,
     named_groups: dict[str, list[str]] | None = None,
     agents: Mapping[str, Sequence[str]] | None = None,
     others: Mapping[str, tuple[tuple[Check, ...], ...]] | None = None,
 ) -> tuple[bool, str, float | None, float | None]:
-    """(accepted, reason, best mean, candidate mean) on the tasks both passes scored.
+    """(accepted, reason, best mean, candidate mean): `trial_verdict` without its refusal."""
+    accepted, reason, before, after, _ = trial_verdict(best, candidate, gate, named_groups,
+                                                       agents, others)
+    return accepted, reason, before, after
+
+
+def trial_verdict(
+    best: PassResult, candidate: PassResult, gate: GateSettings,
+    named_groups: dict[str, list[str]] | None = None,
+    agents: Mapping[str, Sequence[str]] | None = None,
+    others: Mapping[str, tuple[tuple[Check, ...], ...]] | None = None,
+) -> TrialVerdict:
+    """The verdict on the tasks both passes scored (see `TrialVerdict`).
 
     `named_groups` (group -> val task ids, from `groups.named_groups`): the val tasks whose
     checks want different values of one line, per value. A candidate whose mean rises
@@ -172,12 +197,12 @@ def judge_trial(
     value more often than the best's in some group is refused (`added_wrong_values`)."""
     pairs = paired(best, candidate)
     if not pairs:
-        return False, "no val task was scored under both documents", None, None
+        return TrialVerdict(False, "no val task was scored under both documents", None, None)
     silent = unscored_agents(pairs, agents)
     if silent:
-        return (False, f"agent {', agent '.join(silent)} has no val task scored under both "
-                "documents: no aggregate and no acceptance without a score from every agent",
-                None, None)
+        return TrialVerdict(False, f"agent {', agent '.join(silent)} has no val task scored "
+                            "under both documents: no aggregate and no acceptance without a "
+                            "score from every agent", None, None)
     before, after = aggregate(pairs, agents, gate.agents)
     shown = f"val {before:.3f} -> {after:.3f} on {len(pairs)} task(s)"
     if agents:
@@ -190,37 +215,38 @@ def judge_trial(
             why = "worse than the current best"
         else:
             why = f"gain {after - before:+.3f} is not more than min_delta {gate.min_delta:.3f}"
-        return False, f"{shown}: {why}", before, after
+        return TrialVerdict(False, f"{shown}: {why}", before, after)
     if gate.no_regression:
         dropped = [(tid, b, a) for tid, b, a in pairs if a < b]
         if dropped:
             tid, b, a = dropped[0]
-            return (
-                False,
-                f"{shown}, but no_regression: task {tid} fell {b:.3f} -> {a:.3f}"
-                + (f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""),
-                before,
-                after,
-            )
+            return _refused(shown, f"no_regression: task {tid} fell {b:.3f} -> {a:.3f}"
+                            + (f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""),
+                            before, after)
     fell_agent = agent_fell(pairs, agents)
     if fell_agent:
-        return False, f"{shown}, but {fell_agent}", before, after
+        return _refused(shown, fell_agent, before, after)
     values = {tid: (b, a) for tid, b, a in pairs}
     fell = [g for g in group_means(named_groups or {}, values) if g[3] < g[2]]
     if fell:
         name, n, b, a = fell[0]
-        return (False, f"{shown}, but the val tasks that want {name} fell {b:.3f} -> {a:.3f} "
-                f"on {n} task(s): a candidate that lifts one group by breaking another is not "
-                "an improvement", before, after)
+        return _refused(shown, f"the val tasks that want {name} fell {b:.3f} -> {a:.3f} "
+                        f"on {n} task(s): a candidate that lifts one group by breaking another "
+                        "is not an improvement", before, after)
     wrong = added_wrong_values(best, candidate, named_groups or {}, others or {})
     if wrong:
-        return False, f"{shown}, but {wrong}", before, after
+        return _refused(shown, wrong, before, after)
     hollow = _more_hollow(best, candidate, pairs)
     if hollow:
-        return (False, f"{shown}, but {hollow} val answers repeat a placeholder of "
-                "the learned template or rule, or leave a part it requires empty (integrity): "
-                "a block the agent copies is not one to merge", before, after)
-    return True, f"{shown}: improves by {after - before:+.3f}", before, after
+        return _refused(shown, f"{hollow} val answers repeat a placeholder of the learned "
+                        "template or rule, or leave a part it requires empty (integrity): a "
+                        "block the agent copies is not one to merge", before, after)
+    return TrialVerdict(True, f"{shown}: improves by {after - before:+.3f}", before, after)
+
+
+def _refused(shown: str, refusal: str, before: float, after: float) -> TrialVerdict:
+    """A mean that beat the gate, refused by `refusal` (a rule beyond the mean)."""
+    return TrialVerdict(False, f"{shown}, but {refusal}", before, after, refusal)
 
 
 def wrong_values(result: PassResult, named: Mapping[str, list[str]],

@@ -152,7 +152,7 @@ def check_hygiene(
     contradiction_checks: Sequence[Check] | None = None,
     current_template: str | None = None,
     task_checks: Sequence[Check] = (),
-    simulated_optimizer: bool = False,
+    pins_free_values: bool = False,
     varying: Sequence[groups.VaryingKey] = (),
     train_tasks: Sequence[Task] = (),
     document: str = "",
@@ -170,9 +170,9 @@ def check_hygiene(
     whole by `_template_problem` (one per proposal, not the `current_template` again).
     `task_checks`: the rule checks of every task the optimizer may see; with the failing
     ones, they tell where a value is the task's choice (a line fixing one is rejected).
-    `simulated_optimizer`: the edits come from the offline simulator, whose spec has it
-    write a literal for a label the check asks no value for (`Always include "Confidence:
-    medium"`); that one kind of pin is let through for it, never for a real optimizer.
+    `pins_free_values`: the proposer declares (`Backend.writes_free_values`) that its spec
+    writes a literal for a label the check asks no value for (`Always include "Confidence:
+    medium"`); that one kind of pin is let through for it, never for a model.
     `varying`: the keys the train tasks' checks want different values of (`groups`); a
     rule or template that passes one group's checks and fails another's (a pin) or passes
     every group's without a condition (a hedge) is rejected, whoever proposed it.
@@ -216,7 +216,7 @@ def check_hygiene(
         checked, problem = _hygiene_problem(
             edit, failing_checks, prompts, specific, existing, earlier, max_chars,
             failing_checks if contradiction_checks is None else contradiction_checks,
-            choice_checks, free_values=not simulated_optimizer, varying=varying,
+            choice_checks, free_values=not pins_free_values, varying=varying,
         )
         if not problem and checked.op in ("add", "replace"):
             problem = echoes.problem(_content_lines(checked.content))

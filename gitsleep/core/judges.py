@@ -138,13 +138,13 @@ def with_integrity(score: Score, answer: str, shape: honesty.LearnedShape) -> Sc
     """The score, or a failing one when the answer games the learned block: it repeats a
     template placeholder (`<write the impact here>`) or a rule's typed slot (`<1-4>`)
     verbatim, or leaves a section or labelled line the template requires empty. Such an
-    answer does not pass for the gate whatever the user's checks say; its
-    reason starts with `integrity:` so passes count it."""
+    answer does not pass for the gate whatever the user's checks say; its `integrity`
+    flag says so (passes count it), its reason starts with `integrity:` for people."""
     why = honesty.hollow_reason(answer, shape)
     if not why:
         return score
     return Score(0.0, 0.0, f"{INTEGRITY_PREFIX} {why} (scored as failing; the checks said: "
-                 f"{score.reason})", score.failed)
+                 f"{score.reason})", score.failed, integrity=True)
 
 
 def workspace_outcomes(answer: Answer, workspace_task: bool
@@ -158,7 +158,7 @@ def workspace_outcomes(answer: Answer, workspace_task: bool
 
 def failed_integrity(sample: SampleResult) -> bool:
     """Whether a scored answer failed for integrity (see `with_integrity`)."""
-    return sample.score is not None and sample.score.reason.startswith(INTEGRITY_PREFIX)
+    return sample.score is not None and sample.score.integrity
 
 
 def integrity_failures(samples: Iterable[SampleResult]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeGuard, get_args
@@ -28,6 +29,9 @@ EditOp = Literal["add", "replace", "delete", "template"]
 Decision = Literal["accepted", "rejected", "no_edits", "aborted"]
 SPLITS: tuple[Split, ...] = get_args(Split)
 TARGETS = ("skill", "memory")
+# a skill's name: lowercase words joined by hyphens (the config refuses any other; a
+# recorded note naming another is not gitsleep's)
+SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")  # \Z: whole, no final newline
 EDIT_OPS: tuple[EditOp, ...] = get_args(EditOp)
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
 
@@ -128,6 +132,9 @@ class Score:
     soft: float
     reason: str
     failed: tuple[Check, ...] = ()  # failed rule checks, most useful to reflection
+    # the answer games the learned block (a placeholder repeated, a required part empty):
+    # failed whatever its checks said, and counted apart by the passes
+    integrity: bool = False
 
 
 @dataclass
@@ -319,6 +326,8 @@ class GateTrial:
     # `search: thrifty`: it did not beat the current documents on the train tasks it was
     # meant to fix, so it was never scored on val (`candidate` is None)
     screened: bool = False
+    # its mean beat the gate, but a rule beyond the mean refused it: that rule's words
+    refusal: str = ""
 
 
 @dataclass

@@ -18,6 +18,8 @@ from typing import Any
 from gitsleep.core.models import Answer
 
 PURPOSES = ("answer", "propose", "judge")
+# every backend a config may name: the model API, the offline simulator, an agent CLI
+BACKENDS = ("openai", "offline", "command")
 
 
 @dataclass(frozen=True)
@@ -81,10 +83,11 @@ class Backend(ABC):
     def complete(self, call: ModelCall) -> Answer:
         """Return the reply, or an Answer with `error` set; raise BackendError if fatal."""
 
-    def simulates(self, purpose: str) -> bool:
-        """Whether the offline simulator makes the calls of this purpose (answer, propose,
-        judge): hygiene lets its spec-prescribed directives through."""
-        return self.simulated
+    def writes_free_values(self, purpose: str) -> bool:
+        """Whether this backend's replies of `purpose`, by its own specification, write a
+        literal for a label a check asks no value for (`Confidence: medium`); hygiene lets
+        that one kind of line through for it, never for a model."""
+        return False
 
     def cache_salt(self, call: ModelCall) -> str:
         """What else decides a reply besides the call (an agent's command and version);

@@ -452,7 +452,7 @@ def propose(
             max_chars=min(MAX_EDIT_CHARS, settings.block_max_chars),
             current_template=docs.learned_template(document),
             task_checks=train_checks,
-            simulated_optimizer=runner.backend.simulates("propose"),
+            pins_free_values=runner.backend.writes_free_values("propose"),
             varying=varying,
             train_tasks=train,
             document=document,

@@ -36,3 +36,12 @@ def parse_change(value: str | None) -> tuple[float | None, float | None]:
         except ValueError:
             out.append(None)
     return out[0], out[1]
+
+
+SMALL_SPLIT = 5  # below this many val or held-out tasks, one task swings the mean a lot
+
+
+def small_splits(val_n: int, test_n: int) -> list[str]:
+    """The splits whose decision rests on fewer than SMALL_SPLIT tasks, e.g. `val (1 task)`."""
+    return [f"{name} ({n} task{'' if n == 1 else 's'})"
+            for name, n in (("val", val_n), ("held-out", test_n)) if 0 < n < SMALL_SPLIT]

@@ -226,11 +226,12 @@ class Trials:
 
     def judge(self, trial: GateTrial, best_val: PassResult, val: PassResult) -> None:
         """Fill in the gate's verdict on a fully scored candidate."""
-        accepted, why, before, after = gate.judge_trial(best_val, val, self.settings.gate,
-                                                        self.val_groups, self.val_agents,
-                                                        others=self.val_others)
+        verdict = gate.trial_verdict(best_val, val, self.settings.gate, self.val_groups,
+                                     self.val_agents, others=self.val_others)
         pairs = gate.paired(best_val, val)
-        trial.baseline, trial.candidate, trial.accepted, trial.reason = before, after, accepted, why
+        trial.baseline, trial.candidate = verdict.before, verdict.after
+        trial.accepted, trial.reason, trial.refusal = (verdict.accepted, verdict.reason,
+                                                       verdict.refusal)
         trial.interval = gate.bootstrap_interval([a - b for _, b, a in pairs])
 
     def _unscored(self, val: PassResult) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 ToolKind = Literal["search", "read_file", "command"]
 TOOL_KINDS: tuple[ToolKind, ...] = ("search", "read_file", "command")
-TOOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+TOOL_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}\Z")  # \Z: whole, no final newline
 SEARCH_HITS = 5  # results one search returns, best first
 SNIPPET_CHARS = 240  # of each hit's best line
 READ_CHARS = 8000  # of a file `read_file` returns

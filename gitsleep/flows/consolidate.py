@@ -22,6 +22,7 @@ from gitsleep import __version__, report
 from gitsleep.base.errors import GitsleepError, UsageError
 from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary, Task
+from gitsleep.core.outcome import Edits, PrResult, SkillSummary, opens_pr, section
 from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_inputs
 from gitsleep.git_forge import forge, gitops, history, record
 from gitsleep.git_forge import publish_sequence as sequence
@@ -31,11 +32,10 @@ from gitsleep.git_forge.record import Digests
 from gitsleep.git_forge.recovery import GitOptions, plan_recovery
 from gitsleep.inputs import repo_paths
 from gitsleep.inputs.config import SkillConfig
-from gitsleep.report.outcome import Edits, PrResult, SkillSummary, opens_pr, section
 
 # read_inputs: the benchmarks read a skill's inputs from here
 __all__ = ["GitOptions", "Night", "SkillOutcome", "consolidate", "dry_run", "nights",
-           "read_inputs", "rerun_command", "simulated_push", "uncommitted"]
+           "read_inputs", "rerun_consolidate", "simulated_push", "uncommitted"]
 
 
 @dataclass
@@ -96,7 +96,8 @@ def write_report(setup: Setup, result: EpochResult, output_dir: Path | None,
         {"gitsleep_version": __version__, "estimated_usd": usd, **extra}, setup.redactor)
 
 
-def rerun_command(skill: str) -> str:
+def rerun_consolidate(skill: str) -> str:
+    """The command line that runs this skill's night again (for the PR body)."""
     return f"gitsleep consolidate --skill {skill}"
 
 
@@ -117,7 +118,7 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None,
                                   pr=PrResult(reason="dry run"),
                                   diagnostics_path=path, redactor=setup.redactor)
     return SkillOutcome(skill.name, summary, result.abort_code, result,
-                        pr_body=report.pr_body(result, rerun=rerun_command(skill.name),
+                        pr_body=report.pr_body(result, rerun=rerun_consolidate(skill.name),
                                                redactor=setup.redactor))
 
 
@@ -399,7 +400,7 @@ def _sync_pr(setup: Setup, skill: SkillConfig, result: EpochResult, claimed: Cla
         setup.say(f"{skill.name}: no pull request: {why_not}")
         return PrResult(reason=why_not), None
     branch, base_name = claimed.branch, claimed.base_name
-    body = report.pr_body(result, rerun=rerun_command(skill.name), redactor=setup.redactor,
+    body = report.pr_body(result, rerun=rerun_consolidate(skill.name), redactor=setup.redactor,
                           chart=_history_chart(setup, skill, branch, base_name, result.metric))
     pr_cfg = setup.config.pr
     try:

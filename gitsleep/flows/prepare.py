@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from gitsleep.base.errors import UsageError
 from gitsleep.base.logs import use_redactor
@@ -27,6 +27,7 @@ from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import StepHook, Tick, no_tick
 from gitsleep.core.documents import find_block
 from gitsleep.core.models import ProgressLines, Task
+from gitsleep.git_forge import task_trees
 from gitsleep.inputs import repo_paths
 from gitsleep.inputs.config import Config, SkillConfig, apply_overrides, config_path, load_config
 from gitsleep.inputs.tasks import load_skill_tasks
@@ -136,12 +137,31 @@ def read_document(root: Path, relative: str, *, field_name: str) -> str:
     return text
 
 
-def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
-                ) -> tuple[list[Task], dict[str, str | None]]:
-    """The skill's tasks and its documents (`skill`, `memory` or None) under `root`."""
+class SkillInputs(NamedTuple):
+    """What a night of one skill reads: its usable tasks (workspaces pinned to their git
+    trees) and its documents (`skill`, `memory` or None)."""
+
+    tasks: list[Task]
+    documents: dict[str, str | None]
+
+
+def skill_tasks(root: Path, skill: SkillConfig, say: ProgressLines | None = None
+                ) -> list[Task]:
+    """The tasks a run may use, each workspace folder and the skill's package pinned to
+    its git tree at `root`'s HEAD (the base commit's worktree in consolidate): read from
+    git, so a fixture edited but not committed is not what the agent gets."""
     tasks = load_skill_tasks(root, skill, say)
-    repo_paths.check_skill_paths(root, skill)  # the tree read may be the base commit's
-    return tasks, read_documents(root, skill, say)
+    return task_trees.resolve(root, tasks, package=skill.package,
+                              tools=[t.spec() for t in skill.tools or ()])
+
+
+def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
+                ) -> SkillInputs:
+    """The one door to a skill's inputs under `root`: its tasks, then its paths checked
+    (the tree read may be the base commit's), then its documents."""
+    tasks = skill_tasks(root, skill, say)
+    repo_paths.check_skill_paths(root, skill)
+    return SkillInputs(tasks, read_documents(root, skill, say))
 
 
 def read_documents(root: Path, skill: SkillConfig, say: ProgressLines | None = None
@@ -172,13 +192,24 @@ def read_documents(root: Path, skill: SkillConfig, say: ProgressLines | None = N
 # -- the model and its cache --------------------------------------------------------------
 
 
+def backend_for(config: Config, env: Mapping[str, str], skill: str = "",
+                purposes: tuple[str, ...] = ("answer", "propose", "judge")) -> Backend:
+    """The one door from a config to a backend: the settings read for `skill`, only the
+    backends of `purposes` built, each that works in a workspace handed its own source of
+    task trees (read from git here, never by the backend). Imported lazily: the openai
+    client is slow to import."""
+    from gitsleep.backends.select import backend_from_settings
+    from gitsleep.git_forge.task_trees import WorkspaceCache
+    from gitsleep.inputs.backend_settings import backend_settings
+
+    return backend_from_settings(backend_settings(config, env, skill, purposes), env,
+                                 purposes, trees=WorkspaceCache)
+
+
 def make_backend(setup: Setup, skill: str = "",
                  purposes: tuple[str, ...] = ("answer", "propose", "judge")) -> Backend:
-    """The configured backend for the kinds of call a command makes (imported lazily:
-    the openai client is slow to import)."""
-    from gitsleep.inputs.backend_settings import backend_from_config
-
-    return backend_from_config(setup.config, setup.env, skill, purposes)
+    """The configured backend for the kinds of call a command makes."""
+    return backend_for(setup.config, setup.env, skill, purposes)
 
 
 def make_cache(setup: Setup) -> ResponseCache:

@@ -32,7 +32,7 @@ from urllib3 import Retry
 
 from gitsleep.base.deadline import DeadlineAdapter
 from gitsleep.base.errors import GitError
-from gitsleep.report.outcome import PR_BODY_LIMIT
+from gitsleep.core.outcome import PR_BODY_LIMIT
 
 DEFAULT_API_URL = "https://api.github.com"
 REQUEST_TIMEOUT = 30  # seconds for one whole GitHub API request, not per read (PyGithub: an int)

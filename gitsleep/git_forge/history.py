@@ -23,13 +23,13 @@ from typing import Any
 
 from gitsleep.base.hostile_text import INVISIBLE
 from gitsleep.core import markdown as md
+from gitsleep.core.models import SKILL_NAME_RE
 from gitsleep.core.numbers import loads_json
+from gitsleep.core.outcome import NoteFacts
 from gitsleep.git_forge import record
 from gitsleep.git_forge.gitrun import git_bytes as _git_bytes
 from gitsleep.git_forge.gitrun import git_out, read_blobs
 from gitsleep.git_forge.record import MAX_NOTE_BYTES, NOTES_REF
-from gitsleep.inputs.config import SKILL_NAME_RE
-from gitsleep.report.outcome import NoteFacts
 
 _FIELD, _RECORD = "\x1f", "\x1e"
 _MAX_LABEL = 40  # characters of a decision or metric shown in `log`

@@ -14,22 +14,20 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, Protocol, get_args
 
+from gitsleep.base.errors import UsageError
 from gitsleep.core import gate
 from gitsleep.core import markdown as md
 from gitsleep.core.models import AgentSummary, Decision, EpochResult
 from gitsleep.core.scores import fmt_change, parse_change, rounded
 from gitsleep.git_forge.gitrun import run_git
-from gitsleep.inputs.tasks import task_files_digest
 
 if TYPE_CHECKING:
     import git
-
-    from gitsleep.inputs.config import Config, SkillConfig
 
 NOTES_REF = "refs/notes/gitsleep"
 MAX_NOTE_BYTES = 8 << 20  # a diagnostics note is tens of KB; a larger one is not gitsleep's
@@ -251,7 +249,49 @@ def recorded_improvement(trailers: Mapping[str, str], min_delta: float) -> bool:
 # -- what makes a recorded epoch current --------------------------------------------------
 
 
-def inputs_digest(config: Config, skill: SkillConfig, root: Path,
+class _TaskFile(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+class SkillInputs(Protocol):
+    """What the record reads of a skill's config: its name and its task files (the
+    config loader's `SkillConfig`; the record never imports the loader)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tasks(self) -> Sequence[_TaskFile]: ...
+
+
+class ConfigInputs(Protocol):
+    """What the record reads of the config: its effective values and a skill's models."""
+
+    def model_dump(self, *, mode: str) -> dict[str, Any]: ...
+
+    def models(self, roles: tuple[str, ...] = ..., *, skill: str | None = ...
+               ) -> tuple[str, ...]: ...
+
+
+def task_files_digest(repo_root: Path, skill: SkillInputs) -> str:
+    """`sha256:<hex>` of the skill's task files in config order (the Gitsleep-Tasks trailer).
+
+    Each file's path and length go in before its bytes, so moving a task from one file
+    to another changes the digest.
+    """
+    digest = hashlib.sha256()
+    for entry in skill.tasks:
+        try:
+            data = (repo_root / entry.path).read_bytes()
+        except OSError as exc:
+            raise UsageError(f"{entry.path}: cannot be read ({exc.strerror or exc})") from None
+        digest.update(f"{entry.path}\0{len(data)}\0".encode())
+        digest.update(data)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def inputs_digest(config: ConfigInputs, skill: SkillInputs, root: Path,
                   documents: Mapping[str, str | None]) -> str:
     """sha256 of what decides an epoch: documents, task files and the effective config."""
     h = hashlib.sha256(ALGORITHM.encode())
@@ -275,7 +315,7 @@ class Digests:
     inputs: str
 
     @classmethod
-    def of(cls, config: Config, skill: SkillConfig, root: Path,
+    def of(cls, config: ConfigInputs, skill: SkillInputs, root: Path,
            documents: Mapping[str, str | None], base_sha: str) -> Digests:
         agent, optimizer, _ = config.models(skill=skill.name)
         return cls(base=base_sha, tasks=task_files_digest(root, skill),

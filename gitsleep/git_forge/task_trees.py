@@ -28,6 +28,7 @@ from gitsleep.core.sandbox import link_leaves, normal_folder
 from gitsleep.core.tools import ToolSpec
 from gitsleep.git_forge import tool_folders
 from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
+from gitsleep.sandbox.trees import Tree, copy_tree, escaping_link
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
 
@@ -92,20 +93,6 @@ def _entries(repo: Path, tree: str, folder: str) -> list[_Entry]:
     return entries
 
 
-def escaping_link(folder: Path, relative: str) -> str | None:
-    """Why the link at `relative` leads out of `folder` once every link on its way is
-    followed, or None."""
-    path = folder / relative
-    try:
-        inside = path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError):
-        return f"the symlink {relative} cannot be resolved (a loop); replace it with the file"
-    if inside:
-        return None
-    return (f"the symlink {relative} -> {os.readlink(path)} leaves the workspace folder; "
-            "replace it with the file, or point it inside")
-
-
 def materialise(repo: Path, commit: str, folder: str, dest: Path) -> str:
     """Write `folder` as it is at `commit` into `dest` (which must not exist yet); return
     its tree id. Nothing is written when the folder is refused."""
@@ -156,17 +143,10 @@ def materialise_tree(repo: Path, tree: str, name: str, dest: Path) -> None:
         blobs.close()
 
 
-@dataclass(frozen=True)
-class Tree:
-    """A workspace folder read once: its git tree id and where the pristine copy lives."""
-
-    tree: str
-    path: Path
-
-
 @dataclass
 class WorkspaceCache:
-    """Each (folder, tree) read from git once per run; every call gets its own copy."""
+    """Each (folder, tree) read from git once per run; every call gets its own copy (the
+    `TreeSource` the run's setup hands the backends)."""
 
     root: Path | None = None
     reads: int = 0  # how many folders were read from git (the rest were cache hits)
@@ -201,9 +181,7 @@ class WorkspaceCache:
     def copy(self, tree: Tree, dest: Path) -> Path:
         """A private copy of the tree at `dest` for one call (an existing empty folder is
         filled: the agent's temporary workspace)."""
-        shutil.copytree(tree.path, dest, symlinks=True, copy_function=clone_file,
-                        dirs_exist_ok=True)
-        return dest
+        return copy_tree(tree, dest)
 
     def cleanup(self) -> None:
         """Delete every cached tree (at the end of the run)."""
@@ -211,24 +189,6 @@ class WorkspaceCache:
             self._trees.clear()
             if self.root is not None:
                 shutil.rmtree(self.root, ignore_errors=True)
-
-
-_FICLONE = 0x40049409  # Linux ioctl: share the blocks, copy on write
-
-
-def clone_file(src: str, dst: str) -> str:
-    """Copy one file, as a copy-on-write clone where the file system can (btrfs, XFS),
-    else byte for byte; the mode goes along. Never a hard link: an agent's edit in place
-    would change the cache and every later call's workspace."""
-    try:
-        import fcntl
-
-        with open(src, "rb") as fin, open(dst, "wb") as fout:
-            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
-        shutil.copymode(src, dst)
-        return dst
-    except (ImportError, OSError):
-        return str(shutil.copy2(src, dst))
 
 
 def resolve(repo_root: Path, tasks: Sequence[Task], *, package: str | None = None,

@@ -2,7 +2,7 @@
 
 `gitsleep.backends` takes a `BackendSettings` and never imports the config module; this
 edge fills one in from a loaded `Config` (resolving `agent.env`'s `$NAME` references from
-the environment) and builds the backend a command needs.
+the environment); the run's setup (`gitsleep.flows.prepare.backend_for`) builds the backend.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from gitsleep.backends.select import (
     PURPOSE_ORDER,
     AgentBackend,
     BackendSettings,
-    backend_from_settings,
     needs_agent,
 )
 from gitsleep.base.errors import UsageError
@@ -24,7 +23,6 @@ from gitsleep.inputs.agent_settings import env_reference
 
 if TYPE_CHECKING:
     from gitsleep.backends.agent_cli import AgentSpec
-    from gitsleep.core.ports import Backend
     from gitsleep.inputs.config import AgentConfig, AgentEntryConfig, Config
 
 
@@ -83,9 +81,3 @@ def _agent_backend(config: Config, entry: AgentEntryConfig, skill: str,
         assert section is not None  # the config refuses a command agent without it
         spec = _resolved(config, config.agent_spec(skill, entry), section, base_url, env)
     return AgentBackend(entry.name, backend, base_url, config.api_key_env, spec)
-
-
-def backend_from_config(config: Config, env: Mapping[str, str], skill: str,
-                        purposes: tuple[str, ...] = PURPOSE_ORDER) -> Backend:
-    """The epoch's backend for `config` and one skill (only the backends of `purposes`)."""
-    return backend_from_settings(backend_settings(config, env, skill, purposes), env, purposes)

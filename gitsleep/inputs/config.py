@@ -31,7 +31,7 @@ from gitsleep.backends.presets import PRESETS, preset_command, write_command
 from gitsleep.base.errors import UsageError
 from gitsleep.base.problems import FileProblem, compose_yaml, construct_yaml, read_text
 from gitsleep.base.redact import FORGE_TOKEN_RE
-from gitsleep.core.models import AgentRef, EpochSettings, GateSettings
+from gitsleep.core.models import SKILL_NAME_RE, AgentRef, EpochSettings, GateSettings
 from gitsleep.core.sandbox import folder_problem, normal_folder
 from gitsleep.inputs import agent_settings
 from gitsleep.inputs.agent_settings import ENV_NAME_RE, env_names, env_reference
@@ -39,8 +39,6 @@ from gitsleep.inputs.tool_settings import ToolConfig, unique_names
 from gitsleep.sandbox import check_program as command_check
 
 CONFIG_NAME = ".gitsleep.yml"
-BACKENDS = ("openai", "offline", "command")
-SKILL_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")  # \Z: whole, no final newline
 # GitHub Models takes the workflow's GITHUB_TOKEN: there the token goes back to GitHub.
 GITHUB_MODELS_HOSTS = ("models.github.ai", "models.inference.ai.azure.com")
 ENV_OVERRIDES = {

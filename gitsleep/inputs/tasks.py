@@ -44,7 +44,6 @@ from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check
 from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, is_split
 from gitsleep.core.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.core.tools import TOOL_NAME_RE, ToolSpec
-from gitsleep.git_forge import task_trees
 from gitsleep.inputs.config import CONFIG_NAME, SkillConfig
 from gitsleep.inputs.tool_settings import ToolConfig, unique_names
 from gitsleep.sandbox import workspace as workspaces
@@ -953,10 +952,7 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
         more = (f" (and {len(errors) - 1} more: run `gitsleep validate`)"
                 if len(errors) > 1 else "")
         raise UsageError(f"{first.location()}: {first.message}{more}")
-    # a workspace is read from git at HEAD (the base commit's worktree in consolidate)
-    ready = task_trees.resolve(repo_root, [t for t in tasks if t.review != PENDING],
-                               package=skill.package,
-                               tools=[t.spec() for t in skill.tools or ()])
+    ready = [t for t in tasks if t.review != PENDING]
     pending = len(tasks) - len(ready)
     if pending:
         if not any(t.split == "val" for t in ready):
@@ -967,23 +963,6 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
             say(f"{skill.name}: {pending} task(s) marked review: pending are left out; "
                 "remove the mark to use them (gitsleep validate lists them)")
     return ready
-
-
-def task_files_digest(repo_root: Path, skill: SkillConfig) -> str:
-    """`sha256:<hex>` of the skill's task files in config order (the Gitsleep-Tasks trailer).
-
-    Each file's path and length go in before its bytes, so moving a task from one file
-    to another changes the digest.
-    """
-    digest = hashlib.sha256()
-    for entry in skill.tasks:
-        try:
-            data = (repo_root / entry.path).read_bytes()
-        except OSError as exc:
-            raise UsageError(f"{entry.path}: cannot be read ({exc.strerror or exc})") from None
-        digest.update(f"{entry.path}\0{len(data)}\0".encode())
-        digest.update(data)
-    return f"sha256:{digest.hexdigest()}"
 
 
 def _where(task: Task) -> str:

@@ -33,6 +33,7 @@ from gitsleep.core.documents import block_problems, imports
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import backend_problem as workspace_backend_problem
+from gitsleep.core.scores import SMALL_SPLIT, small_splits
 from gitsleep.inputs import repo_paths, tool_checks
 from gitsleep.inputs.config import (
     CONFIG_NAME,
@@ -48,7 +49,6 @@ from gitsleep.inputs.config import (
     load_config,
 )
 from gitsleep.inputs.tasks import check_skill_tasks, skill_problems
-from gitsleep.report import SMALL_SPLIT, small_splits
 from gitsleep.sandbox.check_program import night_commands
 
 FRONTMATTER_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")

@@ -12,10 +12,10 @@ terminal line and `--json`); `common` holds what they share. The names below are
 public ones, so `from gitsleep import report` keeps working.
 """
 
+from gitsleep.core.outcome import PR_BODY_LIMIT
 from gitsleep.report.commit import COMMIT_TASK_LINES, commit_message, commit_subject
 from gitsleep.report.common import (
     METRIC_NOTES,
-    SMALL_SPLIT,
     SPLIT_NAMES,
     agent_tradeoffs,
     block_diff,
@@ -26,7 +26,6 @@ from gitsleep.report.common import (
     plural,
     simulated,
     small_sample_note,
-    small_splits,
     split_passes,
     task_changes,
 )
@@ -41,7 +40,6 @@ from gitsleep.report.diagnostics_json import (
     response_head,
     write_diagnostics,
 )
-from gitsleep.report.outcome import PR_BODY_LIMIT
 from gitsleep.report.pull_request import (
     ANSWER_CHARS,
     ANSWER_PAIRS,
@@ -55,11 +53,11 @@ from gitsleep.report.summary import json_summary, night_lines, no_pr_reason, sum
 __all__ = [
     "ANSWER_CHARS", "ANSWER_PAIRS", "COMMIT_TASK_LINES", "DIAGNOSTICS_SCHEMA",
     "DIAGNOSTICS_VERSION", "METRIC_NOTES", "PR_BODY_LIMIT", "RESPONSE_HEAD_CHARS",
-    "SMALL_SPLIT", "SPLIT_NAMES", "Diagnostics", "ReportWriteError", "agent_tradeoffs",
+    "SPLIT_NAMES", "Diagnostics", "ReportWriteError", "agent_tradeoffs",
     "answer_pairs",
     "block_diff", "commit_message", "commit_subject", "diagnostics", "dumps_diagnostics",
     "group_scores", "held_out_chart", "integrity_counts", "json_summary", "metric_note",
     "model_costs", "night_lines", "no_pr_reason", "plural", "pr_body", "pr_title",
-    "response_head", "simulated", "small_sample_note", "small_splits", "split_passes",
+    "response_head", "simulated", "small_sample_note", "split_passes",
     "summary_line", "task_changes", "write_diagnostics",
 ]

@@ -34,7 +34,7 @@ from gitsleep.base.errors import (
     EXIT_PROBLEMS,
     EXIT_USAGE,
 )
-from gitsleep.report.outcome import PrResult, Scores, SkillSummary
+from gitsleep.core.outcome import PrResult, Scores, SkillSummary
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 OUTPUT_NAMES = (

@@ -20,7 +20,7 @@ from gitsleep.core.models import (
     TaskDelta,
     TaskResult,
 )
-from gitsleep.core.scores import fmt_change
+from gitsleep.core.scores import SMALL_SPLIT, fmt_change, small_splits
 
 SPLIT_NAMES = {"train": "train", "val": "val", "test": "held-out"}
 _STATUS_ORDER = {"regressed": 0, "improved": 1, "missing": 2, "unchanged": 3}
@@ -31,7 +31,6 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-SMALL_SPLIT = 5  # below this many val or held-out tasks, one task swings the mean a lot
 METRIC_NOTES = {
     "hard": "`hard`: 1 when an answer passes every check, else 0",
     "soft": "`soft`: the share of an answer's checks that pass",
@@ -43,12 +42,6 @@ METRIC_NOTES = {
 def metric_note(metric: str) -> str:
     """One sentence that says what the metric's number means (empty for an unknown one)."""
     return METRIC_NOTES.get(metric, "")
-
-
-def small_splits(val_n: int, test_n: int) -> list[str]:
-    """The splits whose decision rests on fewer than SMALL_SPLIT tasks, e.g. `val (1 task)`."""
-    return [f"{name} ({plural(n, 'task')})"
-            for name, n in (("val", val_n), ("held-out", test_n)) if 0 < n < SMALL_SPLIT]
 
 
 def small_sample_note(result: EpochResult) -> str:

@@ -15,6 +15,7 @@ from gitsleep.base.errors import EXIT_GIT, GitsleepError
 from gitsleep.base.redact import Redactor
 from gitsleep.core import judges
 from gitsleep.core.models import EpochResult, TaskResult, ToolCall, to_dict
+from gitsleep.core.outcome import Edits
 from gitsleep.git_forge.record import with_proof
 from gitsleep.report.common import (
     agent_tradeoffs,
@@ -25,7 +26,6 @@ from gitsleep.report.common import (
     simulated,
     tool_calls,
 )
-from gitsleep.report.outcome import Edits
 
 DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
 DIAGNOSTICS_VERSION = 1

@@ -16,6 +16,7 @@ from gitsleep.core.models import (
     TaskDelta,
     TaskResult,
 )
+from gitsleep.core.outcome import PR_BODY_LIMIT
 from gitsleep.core.scores import fmt_score
 from gitsleep.report.common import (
     SPLIT_NAMES,
@@ -33,7 +34,6 @@ from gitsleep.report.common import (
     split_passes,
     task_changes,
 )
-from gitsleep.report.outcome import PR_BODY_LIMIT
 
 ANSWER_PAIRS = 3  # held-out tasks whose answers before and after the PR body shows
 ANSWER_CHARS = 600

@@ -8,15 +8,7 @@ from pathlib import Path
 from gitsleep.base.redact import Redactor
 from gitsleep.core import markdown as md
 from gitsleep.core.models import EpochResult
-from gitsleep.report.common import (
-    change,
-    default_redactor,
-    model_costs,
-    simulated,
-    small_sample_note,
-    tool_calls,
-)
-from gitsleep.report.outcome import (
+from gitsleep.core.outcome import (
     AgentScores,
     CostSummary,
     Edits,
@@ -24,6 +16,14 @@ from gitsleep.report.outcome import (
     Scores,
     SkillSummary,
     opens_pr,
+)
+from gitsleep.report.common import (
+    change,
+    default_redactor,
+    model_costs,
+    simulated,
+    small_sample_note,
+    tool_calls,
 )
 
 # how a night that accepted nothing reads in "the epoch ...: nothing to review"

@@ -1,7 +1,7 @@
 """Workspaces: a repository folder, as committed, that an agent works in and checks judge.
 
-The sandbox's edges, between its two pure-or-git halves: the folder is read from git at
-its tree once per run (`gitsleep.git_forge.task_trees`) and each call gets its own copy;
+The sandbox's edges: the run's setup reads the folder from git at its tree once and hands
+the backend a `TreeSource` (`gitsleep.sandbox.trees`); each call gets its own copy;
 this module installs the skill's package in it, checks that a folder on disk can be one
 (`folder_problem_on_disk`), and after the agent ran judges the task's checks there: the
 workspace ops through `gitsleep.core.sandbox` (pure), `command` checks through
@@ -31,8 +31,8 @@ from gitsleep.core.sandbox import (
     oversized,
     workspace_key,
 )
-from gitsleep.git_forge.task_trees import Tree, WorkspaceCache, escaping_link
 from gitsleep.sandbox.cleanup import remove_tree
+from gitsleep.sandbox.trees import Tree, TreeSource, escaping_link
 
 if TYPE_CHECKING:
     from gitsleep.core.models import Check
@@ -295,9 +295,9 @@ def package_of(context: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return found if isinstance(found, Mapping) else None
 
 
-def install_package(cache: WorkspaceCache, found: Mapping[str, Any], workspace: Path,
+def install_package(cache: TreeSource, found: Mapping[str, Any], workspace: Path,
                     beside: str) -> dict[str, bytes]:
-    """Copy the skill's package (read from git once per run, like a workspace) into the
+    """Copy the skill's package (read once per run, like a workspace) into the
     folder of `beside`, the installed skill document's workspace path; return what it
     installed (workspace path -> head of the content), for the diff's first side. The
     skill document is written after this, so a package that holds it never wins."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
+from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec
 from gitsleep.base.errors import BackendError
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
@@ -29,9 +29,9 @@ def call(documents: dict[str, str | None] | None = None, task: Task = TASK) -> M
     return answer_call(documents or DOCS, task, "agent", 0)
 
 
-def backend(program: Path, env: dict[str, str] | None = None, **spec: object) -> CommandBackend:
+def backend(program: Path, env: dict[str, str] | None = None, **spec: object) -> AgentCliBackend:
     settings = AgentSpec(command=(str(program),), timeout=10.0, kill_grace=0.5, retries=2)
-    return CommandBackend(replace(settings, **spec), env={**os.environ, **(env or {})})
+    return AgentCliBackend(replace(settings, **spec), env={**os.environ, **(env or {})})
 
 
 def gone(pid: int) -> bool:
@@ -386,7 +386,7 @@ def test_forge_tokens_reach_the_agent_only_when_named(tmp_path: Path) -> None:
                           "OPENAI_API_KEY=set")
     named = backend(program, env=env, pass_env=("GH_TOKEN",)).complete(call())
     assert "GH_TOKEN=set" in named.text and "GITHUB_TOKEN=unset" in named.text
-    via_env = CommandBackend(  # agent.env: {GITHUB_TOKEN: $GITHUB_TOKEN} names it too
+    via_env = AgentCliBackend(  # agent.env: {GITHUB_TOKEN: $GITHUB_TOKEN} names it too
         AgentSpec(command=(str(program),), env=(("GITHUB_TOKEN", env["GITHUB_TOKEN"]),)),
         env={**os.environ, **env})
     assert "GITHUB_TOKEN=set" in via_env.complete(call()).text

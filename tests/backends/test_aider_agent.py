@@ -238,9 +238,9 @@ def text_answer(repo: Path) -> Any:
     """One text task answered by aider through the preset (`--dry-run`)."""
     from gitsleep.core.models import Judge, Task
     from gitsleep.core.replay import answer_call
-    from gitsleep.inputs.backend_settings import backend_from_config
+    from gitsleep.flows.prepare import backend_for
 
-    backend = backend_from_config(
+    backend = backend_for(
         load_config(repo / ".gitsleep.yml"), dict(os.environ), "changelog"
     ).by_purpose["answer"]
     assert backend.version() == "aider 0.86.2"

@@ -17,7 +17,7 @@ import pytest
 
 from gitsleep.core.models import Judge, Task
 from gitsleep.core.replay import answer_call
-from gitsleep.inputs.backend_settings import backend_from_config
+from gitsleep.flows.prepare import backend_for
 from gitsleep.inputs.config import load_config
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -66,7 +66,7 @@ def test_codex_preset_answers_with_the_installed_agents_md(tmp_path: Path) -> No
         folder = str(Path(codex_program() or "codex").parent)
         env = {**os.environ, "FAKE_CODEX_KEY": "loopback-key-1234",
                "PATH": folder + os.pathsep + os.environ.get("PATH", "")}
-        backend = backend_from_config(load_config(config_file), env, "brief-writer")
+        backend = backend_for(load_config(config_file), env, "brief-writer")
         agent = backend.by_purpose["answer"]
         assert agent.version().startswith("codex-cli")
         answer = agent.complete(answer_call({"skill": SKILL, "memory": None}, TASK, "x", 0))

@@ -19,7 +19,7 @@ import pytest
 from gitsleep.base.errors import BackendError
 from gitsleep.core.models import Judge, Task
 from gitsleep.core.replay import answer_call
-from gitsleep.inputs.backend_settings import backend_from_config
+from gitsleep.flows.prepare import backend_for
 from gitsleep.inputs.config import load_config
 from tests.support.fake_openai import FakeOpenAIServer
 
@@ -74,7 +74,7 @@ def test_llm_answers_with_the_installed_skill_and_reports_tokens(tmp_path: Path)
     with FakeOpenAIServer(obeys_the_system_prompt, api_key="loopback-key-1234") as server:
         config = configure(tmp_path, server)
         env = with_llm_on_path({"FAKE_LLM_KEY": "loopback-key-1234"})
-        backend = backend_from_config(config, env, "brief-writer").by_purpose["answer"]
+        backend = backend_for(config, env, "brief-writer").by_purpose["answer"]
         assert backend.spec.command[:4] == ("llm", "prompt", "-m", "loopback")
         assert backend.version().startswith("llm, version")
         answer = backend.complete(answer_call({"skill": SKILL, "memory": None}, TASK,
@@ -92,7 +92,7 @@ def test_llm_with_a_bad_key_stops_the_epoch(tmp_path: Path) -> None:
     with FakeOpenAIServer(api_key="the-right-key-1234") as server:
         config = configure(tmp_path, server)
         env = with_llm_on_path({"FAKE_LLM_KEY": "the-wrong-key-1234"})
-        backend = backend_from_config(config, env, "brief-writer").by_purpose["answer"]
+        backend = backend_for(config, env, "brief-writer").by_purpose["answer"]
         with pytest.raises(BackendError) as caught:
             backend.complete(answer_call({"skill": SKILL, "memory": None}, TASK, "x", 0))
         message = str(caught.value)

@@ -15,7 +15,7 @@ import pytest
 
 from gitsleep.backends.offline import OfflineBackend, directive_for, simulate_answer
 from gitsleep.core.ports import ModelCall
-from gitsleep.git_forge.task_trees import tree_id
+from gitsleep.git_forge.task_trees import WorkspaceCache, tree_id
 from tests.support.cli import run_cli
 from tests.support.gitrepo import isolate_git, make_repo
 from tests.support.skills import CHANGELOG_SKILL
@@ -48,7 +48,7 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_simulated_agent_follows_the_file_directives_in_the_workspace(work: Path) -> None:
-    backend = OfflineBackend()
+    backend = OfflineBackend(trees=WorkspaceCache())
     try:
         bare = backend.complete(call_for(work, "- Keep entries short."))
         rules = ('- Always add "## Unreleased" to "CHANGELOG.md"\n'
@@ -70,7 +70,7 @@ def test_the_simulated_agent_follows_the_file_directives_in_the_workspace(work: 
 
 def test_a_bound_on_changes_fails_when_the_documents_ask_for_too_much(work: Path) -> None:
     rules = "\n".join(f'- Always create "notes/{n}.md"' for n in range(3))
-    backend = OfflineBackend()
+    backend = OfflineBackend(trees=WorkspaceCache())
     try:
         answer = backend.complete(call_for(work, rules))
     finally:

@@ -19,6 +19,7 @@ from gitsleep.core.models import (
     EpochSettings,
     GateSettings,
     Judge,
+    PassResult,
     Task,
     to_dict,
 )
@@ -58,6 +59,9 @@ class SpyBackend(Backend):
 
     name = "offline"
     simulated = True
+
+    def writes_free_values(self, purpose: str) -> bool:  # as the simulator it wraps
+        return self.inner.writes_free_values(purpose)
 
     def __init__(self, inner: Backend | None = None) -> None:
         self.inner = inner or OfflineBackend()
@@ -682,3 +686,40 @@ def test_a_night_whose_candidates_rose_but_missed_min_delta_says_so() -> None:
     assert (f"the best rose val {best.baseline:.3f} -> {best.candidate:.3f}, but its gain "
             f"+{best.candidate - best.baseline:.3f} is not more than gate.min_delta 0.900"
             ) in result.reason
+
+
+def test_a_rejected_night_names_the_refusal_the_gate_carried_not_a_parsed_reason() -> None:
+    """The epoch's reason names the rule that refused the best risen candidate from the
+    trial's `refusal` field; a reason that merely reads ", but " refuses nothing."""
+    from gitsleep.core import gate
+    from gitsleep.core.epoch import Summaries, decide
+    from gitsleep.core.models import GateTrial, SplitSummary
+    from gitsleep.core.search import SearchRecord
+
+    def night(trial: GateTrial) -> str:
+        record = SearchRecord(trials=[trial])
+        none = SplitSummary(0.5, None, 1)
+        verdict = decide(record, Summaries(none, none, none), PassResult("b", "train", "v", []),
+                         EpochSettings("m", "m", "m"), held_out=True, changed=False, veto="",
+                         any_candidate=True, val_scored=True, screened=0)
+        return verdict.reason
+
+    refused = GateTrial("skill", 1, 0, 0.5, 0.75, False, "val 0.500 -> 0.750 on 1 task(s), "
+                        "but no_regression: task a fell 1.000 -> 0.000",
+                        refusal="no_regression: task a fell 1.000 -> 0.000")
+    assert night(refused).endswith("but no_regression: task a fell 1.000 -> 0.000 "
+                                   "(see gate trials)")
+    lookalike = GateTrial("skill", 1, 0, 0.5, 0.75, False, "stopped, but who knows")
+    assert night(lookalike).endswith("none beat 0.500 (see gate trials)")
+    verdict = gate.trial_verdict(*_one_task_passes(1.0, 0.0), GateSettings())
+    assert verdict.refusal == "" and not verdict.accepted
+
+
+def _one_task_passes(before: float, after: float) -> tuple[PassResult, PassResult]:
+    from gitsleep.core.models import SampleResult, Score, TaskResult
+
+    def one(value: float) -> PassResult:
+        sample = SampleResult(0, "x", None, Score(value, value, "r"))
+        return PassResult("p", "val", str(value), [TaskResult("a", "val", [sample], value,
+                                                              value, value)])
+    return one(before), one(after)

@@ -156,7 +156,7 @@ def hollow_pass(values: dict[str, float], hollow: set[str]) -> PassResult:
                   "instead of filling it (scored as failing; the checks said: ok)"
                   if tid in hollow else "ok")
         sample = SampleResult(0, "## Impact\n<write the impact here>", None,
-                              Score(v, v, reason))
+                              Score(v, v, reason, integrity=tid in hollow))
         tasks.append(TaskResult(tid, "val", [sample], value=v, hard=v, soft=v))
     return PassResult("p", "val", "v", tasks)
 

@@ -155,6 +155,9 @@ class Proposes(Backend):
     name = "offline"
     simulated = True
 
+    def writes_free_values(self, purpose: str) -> bool:  # as the simulator it wraps
+        return self.inner.writes_free_values(purpose)
+
     def __init__(self, edits: list[dict]) -> None:
         self.inner = OfflineBackend()
         self.edits = edits

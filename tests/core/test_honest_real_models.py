@@ -99,7 +99,7 @@ def test_the_offline_simulators_spec_directive_is_the_one_exception() -> None:
     edit = Edit("add", 'Always include "Confidence: medium"')
     args = {"failing_checks": [CONFIDENCE], "task_prompts": [], "current_rules": [],
             "task_checks": [CONFIDENCE]}
-    kept, rejected = check_hygiene([edit], **args, simulated_optimizer=True)
+    kept, rejected = check_hygiene([edit], **args, pins_free_values=True)
     assert kept == [edit] and rejected == []
     kept, rejected = check_hygiene([edit], **args)
     assert kept == [] and "accepts a choice" in rejected[0].reason

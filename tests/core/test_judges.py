@@ -205,3 +205,18 @@ def test_a_command_check_without_a_program_runner_fails_saying_so() -> None:
     score = judges.score_local(Judge("rule", (check,)), "ok")
     assert score is not None and score.hard == 0.0
     assert "no program runner was given" in score.reason
+
+
+def test_an_integrity_failure_is_a_flag_on_the_score_not_a_prefix_of_its_reason() -> None:
+    """A check whose own reason happens to start with `integrity:` is an ordinary failure;
+    only `with_integrity` marks an answer as gaming the learned block."""
+    from gitsleep.core import honesty
+    from gitsleep.core.models import SampleResult, Score
+
+    lookalike = SampleResult(0, "text", None, Score(0.0, 0.0, "integrity: the user's check"))
+    assert not judges.failed_integrity(lookalike)
+    shape = honesty.LearnedShape(slots=("Severity: <1-4>",))
+    hollow = judges.with_integrity(Score(1.0, 1.0, "ok"), "Severity: <1-4>", shape)
+    assert hollow.integrity and hollow.hard == 0.0
+    assert judges.failed_integrity(SampleResult(0, "Severity: <1-4>", None, hollow))
+    assert not judges.with_integrity(Score(1.0, 1.0, "ok"), "Severity: 3", shape).integrity

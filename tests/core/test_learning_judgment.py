@@ -59,7 +59,7 @@ def hygiene(edits: list[Edit], *, simulated: bool = False):
     checks = [c for t in TRAIN for c in t.judge.checks]
     return check_hygiene(edits, failing_checks=[SUMMARY, REJECT, APPROVE],
                          task_prompts=[t.prompt for t in TRAIN], current_rules=[],
-                         task_checks=checks, simulated_optimizer=simulated,
+                         task_checks=checks, pins_free_values=simulated,
                          varying=groups.varying_keys(TRAIN))
 
 

@@ -19,10 +19,10 @@ from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.epoch import TRAIN_MINIBATCH, call_ceiling, run_epoch, train_minibatch
 from gitsleep.core.models import Answer, Check, EpochSettings, Judge, Task
+from gitsleep.core.outcome import SkillSummary
 from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.inputs.config import load_config
 from gitsleep.report.action_outputs import outputs_for, summary_markdown
-from gitsleep.report.outcome import SkillSummary
 from tests.core.test_epoch import example_tasks
 from tests.support.cli import run_cli
 from tests.support.fake_openai import FakeOpenAIServer
@@ -49,6 +49,9 @@ class Scripted(Backend):
 
     name = "offline"
     simulated = True
+
+    def writes_free_values(self, purpose: str) -> bool:  # as the simulator it wraps
+        return self.inner.writes_free_values(purpose)
 
     def __init__(self, *replies: list[str]) -> None:
         self.inner = OfflineBackend()

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from gitsleep.core.models import SKILL_NAME_RE
 from gitsleep.git_forge.record import NOTES_REF
-from gitsleep.inputs.config import SKILL_NAME_RE
 from tests.support.cli import init_repo, run_cli
 from tests.support.fake_github import FakeGitHub
 from tests.support.gitrepo import clone, commit_files, git, isolate_git, make_repo

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from gitsleep.core.scores import fmt_change, parse_change
 from gitsleep.git_forge import record
 
@@ -46,3 +50,25 @@ def test_a_recorded_decision_is_one_of_the_contracts_values() -> None:
     # gitsleep commits only an accepted epoch: a missing or foreign value reads as that
     assert record.recorded_decision({}) == "accepted"
     assert record.recorded_decision({record.DECISION: "<b>merged</b>"}) == "accepted"
+
+
+def test_task_files_digest_names_each_file_its_length_and_bytes(tmp_path: Path) -> None:
+    from gitsleep.base.errors import UsageError
+    from gitsleep.inputs.config import SkillConfig
+
+    def skill_for(files: dict[str, str]) -> SkillConfig:
+        return SkillConfig.model_validate({"name": "s", "skill": "SKILL.md", "tasks": [
+            {"path": path, "split": split} for path, split in files.items()]})
+
+    (tmp_path / "a.jsonl").write_text('{"id": "a"}\n')
+    (tmp_path / "b.jsonl").write_text('{"id": "b"}\n')
+    skill = skill_for({"a.jsonl": "auto", "b.jsonl": "test"})
+    digest = record.task_files_digest(tmp_path, skill)
+    assert digest.startswith("sha256:") and len(digest) == len("sha256:") + 64
+    assert digest == record.task_files_digest(tmp_path, skill)
+    assert digest != record.task_files_digest(
+        tmp_path, skill_for({"b.jsonl": "test", "a.jsonl": "auto"}))
+    (tmp_path / "b.jsonl").write_text('{"id": "b"}\n\n')
+    assert digest != record.task_files_digest(tmp_path, skill)
+    with pytest.raises(UsageError, match="missing.jsonl: cannot be read"):
+        record.task_files_digest(tmp_path, skill_for({"missing.jsonl": "auto"}))

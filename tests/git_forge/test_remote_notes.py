@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.git_forge.test_log import BRANCH, two_epochs, work  # noqa: F401 - `work` is a fixture
+from tests.flows.test_log import BRANCH, two_epochs, work  # noqa: F401 - `work` is a fixture
 from tests.support.cli import run_cli
 from tests.support.gitrepo import git
 

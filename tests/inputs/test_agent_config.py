@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.agent_cli import CommandBackend
+from gitsleep.backends.agent_cli import AgentCliBackend
 from gitsleep.backends.presets import PRESETS
 from gitsleep.backends.select import RoutedBackend
 from gitsleep.base.errors import UsageError
-from gitsleep.inputs.backend_settings import backend_from_config
+from gitsleep.flows.prepare import backend_for
 from gitsleep.inputs.config import load_config
 from tests.support.cli import run_cli
 from tests.support.fake_agents import install
@@ -115,11 +115,11 @@ def test_routing_sends_answers_to_the_agent_and_the_rest_to_the_optimizer(
     config = load_config(write(tmp_path, "backend: command\noptimizer_backend: offline\n"
                                          "agent: {command: [my-agent], env: {TOKEN_X: $MY_T}}\n"))
     with pytest.raises(UsageError, match=r"agent.env.TOKEN_X names \$MY_T, which is not set"):
-        backend_from_config(config, {}, "brief-writer")
-    routed = backend_from_config(config, {"MY_T": "secret-value-123"}, "brief-writer")
+        backend_for(config, {}, "brief-writer")
+    routed = backend_for(config, {"MY_T": "secret-value-123"}, "brief-writer")
     assert isinstance(routed, RoutedBackend) and routed.name == "command+offline"
     agent = routed.by_purpose["answer"]
-    assert isinstance(agent, CommandBackend)
+    assert isinstance(agent, AgentCliBackend)
     assert agent.env["TOKEN_X"] == "secret-value-123"
     assert routed.by_purpose["propose"] is routed.by_purpose["judge"]
     assert routed.by_purpose["propose"].name == "offline"
@@ -291,18 +291,18 @@ def test_pass_env_names_the_forge_tokens_an_agent_may_see(tmp_path: Path) -> Non
     head = "backend: command\noptimizer_backend: offline\n"
     env = {"GITHUB_TOKEN": "ghp_" + "a" * 36, "GH_TOKEN": "gho_" + "b" * 36, "HOME": "/h"}
     config = load_config(write(tmp_path, head + "agent: {command: [my-agent]}\n"))
-    agent = backend_from_config(config, env, "brief-writer")
+    agent = backend_for(config, env, "brief-writer")
     assert isinstance(agent, RoutedBackend)
     command = agent.by_purpose["answer"]
-    assert isinstance(command, CommandBackend)
+    assert isinstance(command, AgentCliBackend)
     assert "GITHUB_TOKEN" not in command.env and "GH_TOKEN" not in command.env
     assert command.env["HOME"] == "/h"
     named = load_config(write(tmp_path, head + "agent: {command: [a], pass_env: [GH_TOKEN]}\n"))
     assert named.agent_spec("x").pass_env == ("GH_TOKEN",)
-    routed = backend_from_config(named, env, "brief-writer")
+    routed = backend_for(named, env, "brief-writer")
     assert isinstance(routed, RoutedBackend)
     answer = routed.by_purpose["answer"]
-    assert isinstance(answer, CommandBackend)
+    assert isinstance(answer, AgentCliBackend)
     assert answer.env["GH_TOKEN"] == env["GH_TOKEN"] and "GITHUB_TOKEN" not in answer.env
     message = error_of(tmp_path, head + "agent: {command: [a], pass_env: ['gho_abc def']}\n")
     assert "agent.pass_env: entry 1 is not an environment variable name" in message

@@ -164,9 +164,9 @@ def test_the_schema_knows_agents_and_gate_agents() -> None:
 
 
 def test_each_configured_agent_gets_its_backend(tmp_path: Path) -> None:
-    from gitsleep.backends.agent_cli import CommandBackend
+    from gitsleep.backends.agent_cli import AgentCliBackend
     from gitsleep.backends.select import RoutedBackend
-    from gitsleep.inputs.backend_settings import backend_from_config
+    from gitsleep.flows.prepare import backend_for
 
     config = load_config(write(tmp_path, """\
 version: 1
@@ -175,11 +175,11 @@ agents:
   - {name: sim, model: offline-recent-2}
   - {name: cli, backend: command, agent: {command: [cat]}, model: m1}
 """ + SKILLS))
-    backend = backend_from_config(config, {"PATH": "/usr/bin:/bin"}, "brief-writer")
+    backend = backend_for(config, {"PATH": "/usr/bin:/bin"}, "brief-writer")
     try:
         assert isinstance(backend, RoutedBackend)
         assert backend.by_agent["sim"].name == "offline"
-        assert isinstance(backend.by_agent["cli"], CommandBackend)
+        assert isinstance(backend.by_agent["cli"], AgentCliBackend)
         assert backend.by_purpose["propose"] is backend.by_agent["sim"]
     finally:
         backend.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
+from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec
 from gitsleep.backends.select import BackendSettings, RoutedBackend, backend_from_settings
 from gitsleep.base.errors import UsageError
 
@@ -29,7 +29,7 @@ def test_an_agent_answers_and_the_simulator_proposes_without_any_config() -> Non
     backend = backend_from_settings(settings, {"PATH": "/usr/bin:/bin"})
     try:
         assert isinstance(backend, RoutedBackend)
-        assert isinstance(backend.by_purpose["answer"], CommandBackend)
+        assert isinstance(backend.by_purpose["answer"], AgentCliBackend)
         assert backend.by_purpose["propose"].name == "offline"
     finally:
         backend.close()
@@ -62,7 +62,7 @@ def test_each_agents_answer_calls_go_to_its_own_backend() -> None:
     backend = backend_from_settings(settings, {"PATH": "/usr/bin:/bin"})
     try:
         assert isinstance(backend, RoutedBackend)
-        assert isinstance(backend.by_agent["cli"], CommandBackend)
+        assert isinstance(backend.by_agent["cli"], AgentCliBackend)
         assert backend.by_agent["sim"].name == "offline"
         call = ModelCall("answer", "m", (("user", "hi"),))
         assert backend._for_call(ModelCall("answer", "m", (("user", "hi"),), agent="cli")) \

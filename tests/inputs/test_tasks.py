@@ -18,7 +18,6 @@ from gitsleep.inputs.tasks import (
     load_skill_tasks,
     parse_task_file,
     split_for,
-    task_files_digest,
 )
 
 RULE = {"kind": "rule", "checks": [{"op": "contains", "arg": "Risks"}]}
@@ -605,17 +604,3 @@ def test_load_skill_tasks_returns_tasks_despite_warnings(tmp_path: Path) -> None
     (tmp_path / "t.jsonl").write_text(jsonl(task("a", "val")))
     tasks = load_skill_tasks(tmp_path, skill_for({"t.jsonl": "auto"}))
     assert [t.id for t in tasks] == ["a"]
-
-
-def test_task_files_digest(tmp_path: Path) -> None:
-    (tmp_path / "a.jsonl").write_text(jsonl(task("a")))
-    (tmp_path / "b.jsonl").write_text(jsonl(task("b")))
-    skill = skill_for({"a.jsonl": "auto", "b.jsonl": "test"})
-    digest = task_files_digest(tmp_path, skill)
-    assert digest.startswith("sha256:") and len(digest) == len("sha256:") + 64
-    assert digest == task_files_digest(tmp_path, skill)
-    assert digest != task_files_digest(tmp_path, skill_for({"b.jsonl": "test", "a.jsonl": "auto"}))
-    (tmp_path / "b.jsonl").write_text(jsonl(task("b")) + "\n")
-    assert digest != task_files_digest(tmp_path, skill)
-    with pytest.raises(UsageError, match="missing.jsonl: cannot be read"):
-        task_files_digest(tmp_path, skill_for({"missing.jsonl": "auto"}))

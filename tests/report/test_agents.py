@@ -10,8 +10,8 @@ from dataclasses import replace
 from gitsleep import report
 from gitsleep.base.redact import Redactor
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary
+from gitsleep.core.outcome import PrResult, SkillSummary
 from gitsleep.git_forge import record
-from gitsleep.report.outcome import PrResult, SkillSummary
 from tests.report.test_report import TRAILERS, make_result, parsed_trailers
 
 SMALL = AgentSummary("small", "qwen0.5b", "openai", SplitSummary(0.0, 0.5, 4),

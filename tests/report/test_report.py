@@ -34,9 +34,9 @@ from gitsleep.core.models import (
     TaskDelta,
     TaskResult,
 )
+from gitsleep.core.outcome import PrResult
 from gitsleep.git_forge import record
 from gitsleep.report import diagnostics_json
-from gitsleep.report.outcome import PrResult
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TRAILERS = {

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gitsleep.git_forge import task_trees
+from gitsleep.git_forge.task_trees import WorkspaceCache
 from gitsleep.sandbox import check_program as command_check
 from gitsleep.sandbox import workspace as workspaces
 from tests.support.cli import run_cli
@@ -245,7 +246,7 @@ def test_text_task_checks_run_in_parallel_with_workers(tmp_path: Path) -> None:
                         "b": [PY, "-c", meet, str(tmp_path), "b", "a"]})
     settings = EpochSettings("offline", "offline", "offline", workers=2,
                              check_program=command_check.check_answer)
-    runner = CallRunner.for_settings(OfflineBackend(), settings)
+    runner = CallRunner.for_settings(OfflineBackend(trees=WorkspaceCache()), settings)
     result = score_split(runner, tasks, {"skill": "# S\n"}, settings, label="current",
                          split="val")
     assert [t.hard for t in result.tasks] == [1.0, 1.0], [
@@ -263,7 +264,7 @@ def test_text_task_check_time_counts_against_max_agent_minutes(tmp_path: Path) -
     settings = EpochSettings("offline", "offline", "offline", workers=1,
                              max_agent_minutes=0.005,
                              check_program=command_check.check_answer)  # 0.3 s
-    runner = CallRunner.for_settings(OfflineBackend(), settings)
+    runner = CallRunner.for_settings(OfflineBackend(trees=WorkspaceCache()), settings)
     score_split(runner, text_tasks({"a": slow}), {"skill": "# S\n"}, settings,
                 label="current", split="val")
     assert runner.agent_seconds() >= 0.5  # the check's sleep, not only the (instant) call
@@ -274,7 +275,7 @@ def test_text_task_check_time_counts_against_max_agent_minutes(tmp_path: Path) -
 
 def test_workspace_check_time_is_part_of_the_agent_call(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
+    from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec
     from gitsleep.core.models import Check, Judge, Task
     from gitsleep.core.replay import answer_call
 
@@ -284,7 +285,8 @@ def test_workspace_check_time_is_part_of_the_agent_call(
     (ready,) = task_trees.resolve(repo, [Task(id="w", prompt="Add --watch.", split="val",
                                               judge=Judge("rule", (slow,)),
                                               workspace="evals/fx")])
-    backend = CommandBackend(AgentSpec(command=(str(editor),)), env=dict(os.environ))
+    backend = AgentCliBackend(AgentSpec(command=(str(editor),)), env=dict(os.environ),
+                             trees=WorkspaceCache())
     try:
         answer = backend.complete(answer_call({"skill": "# S\n"}, ready, "agent", 0))
     finally:
@@ -310,7 +312,7 @@ def test_rollout_check_time_counts_against_max_agent_minutes(tmp_path: Path) -> 
     slow = [PY, "-c", "import time; time.sleep(0.5)"]
     settings = EpochSettings("offline", "offline", "offline", workers=1, rollouts=2,
                              check_program=command_check.check_answer)
-    runner = CallRunner.for_settings(OfflineBackend(), settings)
+    runner = CallRunner.for_settings(OfflineBackend(trees=WorkspaceCache()), settings)
     sampled = rollouts.sample(runner, text_tasks({"a": slow}), {"skill": "# S\n"}, settings)
     assert [s.score.hard for s in sampled["a"] if s.score] == [1.0]
     assert runner.agent_seconds() >= 0.5

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
+from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec
 from gitsleep.base.redact import Redactor
 from gitsleep.core import reflect
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.models import Answer, Check, Judge, SampleResult, Score, Task, TaskResult
 from gitsleep.core.ports import ModelCall
-from gitsleep.git_forge.task_trees import tree_id
+from gitsleep.git_forge.task_trees import WorkspaceCache, tree_id
 from gitsleep.sandbox.workspace import DIFF_MAX_CHARS, unified_diff
 from tests.support.fake_agents import install
 from tests.support.gitrepo import isolate_git, make_repo
@@ -75,7 +75,8 @@ def test_the_agent_backend_carries_its_diff_with_the_answer_and_the_cache_keeps_
     isolate_git(monkeypatch, tmp_path)
     agent = install("editor", tmp_path)
     work, _ = make_repo(tmp_path, {"evals/fx/CHANGELOG.md": "# Changelog\n"})
-    backend = CommandBackend(AgentSpec(command=(str(agent),)), env={"PATH": "/usr/bin:/bin"})
+    backend = AgentCliBackend(AgentSpec(command=(str(agent),)), env={"PATH": "/usr/bin:/bin"},
+                             trees=WorkspaceCache())
     call = ModelCall("answer", "m", (("system", "doc"), ("user", "Add --watch.")), context={
         "documents": ["doc"], "skill": "doc", "memory": None,
         "workspace": {"folder": "evals/fx", "tree": tree_id(work, "HEAD", "evals/fx"),

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.agent_cli import AgentSpec, CommandBackend, agent_argv
+from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec, agent_argv
 from gitsleep.backends.presets import PRESETS, WRITE_MODES
 from gitsleep.core.ports import ModelCall
-from gitsleep.git_forge.task_trees import tree_id
+from gitsleep.git_forge.task_trees import WorkspaceCache, tree_id
 from gitsleep.inputs.config import load_config
 from tests.support.cli import run_cli
 from tests.support.fake_agents import install
@@ -102,7 +102,7 @@ def test_a_workspace_call_runs_the_write_argv_and_a_text_call_the_read_only_one(
     tree = tree_id(work, "HEAD", "evals/fx")
     spec = AgentSpec(command=(str(agent), "--read-only"),
                      workspace_command=(str(agent), "--write"))
-    backend = CommandBackend(spec, env={"PATH": "/usr/bin:/bin"})
+    backend = AgentCliBackend(spec, env={"PATH": "/usr/bin:/bin"}, trees=WorkspaceCache())
     base = {"documents": ["doc"], "skill": "doc", "memory": None}
     text_call = ModelCall("answer", "m", (("system", "doc"), ("user", "task")), context=base)
     ws_call = ModelCall("answer", "m", (("system", "doc"), ("user", "task")), context={

@@ -38,14 +38,20 @@ from gitsleep.base.logs import use_redactor
 from gitsleep.base.redact import Redactor
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import Task
-from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_documents
+from gitsleep.flows.prepare import (
+    Setup,
+    make_backend,
+    make_cache,
+    read_documents,
+    skill_tasks,
+)
 from gitsleep.flows.review import verdict
 from gitsleep.git_forge import gitops, task_trees
 from gitsleep.git_forge.forge import Author
 from gitsleep.git_forge.gitrun import git_out, git_run
 from gitsleep.inputs import repo_paths
 from gitsleep.inputs.config import CONFIG_NAME, Config, SkillConfig, apply_overrides, load_config
-from gitsleep.inputs.tasks import check_skill_tasks, load_skill_tasks
+from gitsleep.inputs.tasks import check_skill_tasks
 
 SHALLOW_FIX = ("fetch it (`git fetch origin <ref>`, or `git fetch --unshallow`; in GitHub "
                "Actions use actions/checkout with `fetch-depth: 0`)")
@@ -654,7 +660,7 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
     if exam_skill is None:
         return _unscored(sides, changed, f"no exam: the base's {CONFIG_NAME} has no skill "
                          f"{sides.name}", changes)
-    tasks = load_skill_tasks(exam.root, exam_skill, setup.say)
+    tasks = skill_tasks(exam.root, exam_skill, setup.say)
     repo_paths.check_skill_paths(exam.root, exam_skill)
     head_documents = read_documents(setup.repo, skill, setup.say)
     base_documents = {name: _decode(data, f"{ref}:{base_paths[name]}")
@@ -743,7 +749,8 @@ def _head_label(setup: Setup, paths: list[str]) -> str:
     return f"{head[:12]}{' + uncommitted changes' if dirty else ''}" if head else "the head"
 
 
-def rerun_command(options: ReviewOptions) -> str:
+def rerun_review(options: ReviewOptions) -> str:
+    """The command line that runs this review again (for the comment)."""
     named = "".join(f" --skill {name}" for name in options.skills)
     trust = " --trust-head" if options.trust_head else ""
     return f"gitsleep review --base {options.base}{named}{trust}"
@@ -830,7 +837,7 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
                            else step)
     except ForkWithoutSecrets as exc:
         note = (f"{FORK_NOTE}, so gitsleep could not reach the model ({exc}). Nothing was "
-                f"scored; a maintainer can run `{rerun_command(options)}` locally. "
+                f"scored; a maintainer can run `{rerun_review(options)}` locally. "
                 f"{verdict.rerun_sentence(options.trust_head)}")
         body = f"{verdict.MARKER}\n## gitsleep review: not run\n\n{note}\n"
         outcome = ReviewOutcome([], sha, base_label, "the head", [note], body,
@@ -852,7 +859,7 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
     gate_cfg = exam_setup.config.gate
     body = verdict.comment_markdown(
         reviews, metric=gate_cfg.metric, min_delta=gate_cfg.min_delta, base_label=base_label,
-        head_label=head_label, rerun=rerun_command(options), redactor=setup.redactor,
+        head_label=head_label, rerun=rerun_review(options), redactor=setup.redactor,
         notes=notes, trusted_head=options.trust_head)
     comment_error: str | None = None
     try:
@@ -892,7 +899,7 @@ def to_json(outcome: ReviewOutcome, options: ReviewOptions) -> dict[str, Any]:
         "skills": [r.to_json() for r in outcome.reviews],
         "notes": outcome.notes,
         "comment": outcome.comment.to_json(),
-        "rerun": rerun_command(options),
+        "rerun": rerun_review(options),
         "exam": "head" if outcome.trusted_head else "base",
         "unscored": outcome.unscored,
         **({"error": outcome.error} if outcome.error else {}),

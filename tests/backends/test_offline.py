@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 
 from gitsleep.backends.offline import OfflineBackend, simulate_answer, simulate_proposal
+from gitsleep.core.models import Answer
 from gitsleep.core.ports import ModelCall
 
 
@@ -146,3 +147,23 @@ def test_the_simulated_condition_judge_answers_by_words() -> None:
     answer = backend.complete(ModelCall("judge", "j", (("user", "?"),), context={
         "kind": "conditions", "conditions": ["When you answer"], "tasks": [["a", drop]]}))
     assert json.loads(answer.text or "") == {"1": ["a"]}
+
+
+def test_the_offline_optimizer_says_its_spec_writes_free_values_and_a_model_does_not() -> None:
+    """What hygiene lets through for the simulator is the backend's own declaration; the
+    core never asks whether a backend is the simulator."""
+    from gitsleep.backends.select import RoutedBackend
+    from gitsleep.core.ports import Backend
+
+    offline = OfflineBackend()
+    assert offline.writes_free_values("propose")
+    assert not offline.writes_free_values("answer")
+
+    class Model(Backend):
+        def complete(self, call: ModelCall) -> Answer:
+            return Answer(text="")
+
+    assert not Model().writes_free_values("propose")
+    routed = RoutedBackend({"answer": offline, "propose": Model()})
+    assert not routed.writes_free_values("propose")
+    assert RoutedBackend({"propose": offline}).writes_free_values("propose")

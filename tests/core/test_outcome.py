@@ -1,6 +1,6 @@
 """One typed record of a night (issue 28): written once, read back the same by every reader.
 
-The `--json` summary, the Action's outputs and `log` read `gitsleep.report.outcome`'s records; a
+The `--json` summary, the Action's outputs and `log` read `gitsleep.core.outcome`'s records; a
 record read from JSON anyone could have written has wrong fields as unknown, never an
 exception; `log` reads a note's structure and the trailers, never the commit's prose.
 """
@@ -15,8 +15,8 @@ import pytest
 
 from gitsleep import report
 from gitsleep.base.redact import Redactor
+from gitsleep.core.outcome import Edits, NoteFacts, PrResult, SkillSummary, opens_pr
 from gitsleep.git_forge import history
-from gitsleep.report.outcome import Edits, NoteFacts, PrResult, SkillSummary, opens_pr
 from tests.report.test_report import SHA, make_result
 from tests.support.gitrepo import commit_files, git, isolate_git, make_repo
 
@@ -131,10 +131,9 @@ def test_a_forge_librarys_error_is_one_redacted_line_for_both_publishers() -> No
 PACKAGE = Path(__file__).resolve().parents[2] / "gitsleep"
 # The modules that write or read a night's outcome: the summary, the note, the commit
 # message, the PR body, the Action's outputs and `log`.
-OUTCOME_MODULES = ("report/outcome.py", "report/__init__.py", "report/common.py",
+OUTCOME_MODULES = ("core/outcome.py", "report/__init__.py", "report/common.py",
                    "report/commit.py", "report/diagnostics_json.py", "report/pull_request.py",
-                   "report/summary.py",
-                   "report/action_outputs.py", "flows/consolidate.py",
+                   "report/summary.py", "report/action_outputs.py", "flows/consolidate.py",
                    "git_forge/history.py", "git_forge/recovery.py", "git_forge/record.py",
                    "git_forge/publish_sequence.py", "commands/consolidate_cmd.py",
                    "commands/log_cmd.py", "flows/log.py", "commands/demo_cmd.py")
@@ -144,7 +143,8 @@ OUTCOME_MODULES = ("report/outcome.py", "report/__init__.py", "report/common.py"
 JSON_METHODS = {"to_json", "from_json"}
 JSON_EDGE = ("outcome.section", "diagnostics_json.diagnostics -> ",
              "diagnostics_json.dumps_diagnostics:", "diagnostics_json.write_diagnostics:",
-             "diagnostics_json.Diagnostics.data:", "record.with_proof")
+             "diagnostics_json.Diagnostics.data:", "record.with_proof",
+             "record.ConfigInputs.model_dump")  # the config as JSON, for the inputs digest
 
 
 def _untyped_signatures(path: Path) -> list[str]:
@@ -186,7 +186,7 @@ def _at_the_json_edge(signature: str) -> bool:
 
 
 def test_no_untyped_record_of_a_night_crosses_a_module_boundary() -> None:
-    """A night's outcome goes between modules as `gitsleep.report.outcome`'s records (or git's
+    """A night's outcome goes between modules as `gitsleep.core.outcome`'s records (or git's
     typed ones): no public signature of these modules takes or gives `Any` or an
     `Any`-valued dict, but at the JSON edge. Read back from JSON, a record is parsed
     where it is read (`load_results`, `diagnostics_note`), not handed on as a dict."""

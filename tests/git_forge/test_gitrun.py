@@ -20,7 +20,7 @@ from tests.support.gitrepo import git, isolate_git, make_repo
 PACKAGE = Path(__file__).resolve().parents[2] / "gitsleep"
 # Where git may be started: gitrun alone (`git_run`, and `BlobReader`, the long-lived
 # `git cat-file --batch` process the workspace reader uses). No other module starts a
-# process of its own but the agent and check programs (`backends/agent_procs.py`, no git).
+# process of its own but the agent and check programs (`sandbox/processes.py`, no git).
 OWN_PROCESS = {"gitrun.py"}
 BYPASS = re.compile(r"subprocess\.(run|Popen|check_output|call)\(\s*\[\s*\"git\"|"
                     r"\bsafe_git\(|\brepo\.git\.[a-z_]+\(|\bgit\.Repo\.init\(")
@@ -48,9 +48,9 @@ def test_no_module_starts_git_around_the_runner() -> None:
     assert found == []
 
 
-def test_no_module_but_the_runner_and_the_agent_backend_starts_a_process() -> None:
+def test_no_module_but_the_runner_and_the_sandbox_starts_a_process() -> None:
     """A git process built from parts (`safe_git(...)` handed to `Popen`) is found too:
-    only gitrun starts git, and only the command backend starts anything else."""
+    only gitrun starts git, and only the sandbox's process runner starts anything else."""
     found = [f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
              for path in sorted(PACKAGE.rglob("*.py"))
              if path.name not in OWN_PROCESS

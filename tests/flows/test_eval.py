@@ -1,8 +1,7 @@
-"""Several agents (issue 40): `eval` scores each agent's answers apart."""
+"""Several agents: `eval` scores each agent's answers apart."""
 
 from __future__ import annotations
 
-from gitsleep.commands.eval_cmd import agent_rows
 from gitsleep.core import agents
 from gitsleep.core.models import (
     AgentRef,
@@ -14,6 +13,7 @@ from gitsleep.core.models import (
     Task,
     TaskResult,
 )
+from gitsleep.flows.eval import agent_rows
 
 REFS = (AgentRef("small", "m-small"), AgentRef("large", "m-large"))
 
