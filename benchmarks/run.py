@@ -40,12 +40,13 @@ from benchmarks import (
     bench_timeouts,
     bench_validate,
     generate,
+    null_nights,
 )
 from gitsleep.core.epoch import call_ceiling
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 SECTIONS = ("calls", "thrifty", "rerun", "parallel", "overhead", "validate", "timeouts",
-            "harvest", "agents")
+            "harvest", "agents", "null")
 
 # What the README promises, checked on every run.
 FLOOR_RATIO = 1.0
@@ -424,6 +425,26 @@ def run_agents(report: Report, quick: bool) -> None:
     report.target("calls within the ceiling that counts every agent", int(within), "1", within)
 
 
+def run_null(report: Report, quick: bool) -> None:
+    """Null nights: a noise agent and a content-free rule commit rarely; a rule that
+    really helps, seen through the same noise, is still kept."""
+    seeds = 20 if quick else null_nights.SEEDS
+    null, power = null_nights.null_nights_section(seeds)
+    report.sections["null"] = [r.as_dict() for r in (null, power)]
+    report.section(
+        f"9. Null nights: a noise agent (each verdict a coin keyed on seed, document, task "
+        f"and sample), the default search, 8/12/12 tasks, {seeds} seeds",
+        table(["optimizer's rule", "nights", "committed", "PR would open", "calls (all nights)",
+               "ceiling (one night)"],
+              [[r.case, r.nights, r.commits, r.prs, r.calls, r.ceiling] for r in (null, power)]))
+    report.target("null nights that commit", null.commits / null.nights, "<= 0.10",
+                  null.commits <= 0.10 * null.nights)
+    report.target("null nights that open a PR", null.prs / null.nights, "<= 0.05",
+                  null.prs <= 0.05 * null.nights)
+    report.target("nights that keep a rule obeyed 8 in 10", power.commits / power.nights,
+                  ">= 0.80", power.commits >= 0.80 * power.nights)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
@@ -468,6 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_harvest(report, args.quick)
     if "agents" in chosen:
         run_agents(report, args.quick)
+    if "null" in chosen:
+        run_null(report, args.quick)
     seconds = time.perf_counter() - started
     report.section("Targets", table(["measure", "value", "target", "met"],
                                     [[t["name"], t["value"], t["target"], t["met"]]
