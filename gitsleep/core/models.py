@@ -371,6 +371,21 @@ class Noise:
         return (f"{self.moved} of {self.tasks} val tasks moved under a placebo (mean |change| "
                 f"{self.spread:.3f}): a gain must pass the sign test at {self.alpha:g}")
 
+    def trailer(self) -> str:
+        """The `Gitsleep-Noise` trailer: what moved under the placebo and each test's p.
+        `val 3/12 moved; gain p=0.011 <= 0.1 (sign test); held-out p=0.145 > 0.1`."""
+        said = [f"val {self.moved}/{self.tasks} moved under a placebo"]
+        if not self.noisy:
+            said.append("no noise, strictly better decides")
+        for test in (self.val, self.test):
+            if test is not None and test.noisy:
+                sign = "<=" if test.p <= test.alpha else ">"
+                said.append(f"{test.split} gain {test.gain:+.3f} p={test.p:.3g} {sign} "
+                            f"{test.alpha:g} (sign test)")
+        if self.note:
+            said.append(self.note.split(":")[0] + ": too small to tell a gain from noise")
+        return "; ".join(said)
+
 
 @dataclass
 class Cost:

@@ -55,12 +55,12 @@ def sign_p(diffs: Sequence[float]) -> float:
     moved = up + sum(1 for d in diffs if d < 0)
     if not moved:
         return 1.0
-    return sum(math.comb(moved, i) for i in range(up, moved + 1)) / 2**moved
+    return sum(math.comb(moved, i) for i in range(up, moved + 1)) / (1 << moved)
 
 
 def best_p(n: int) -> float:
     """The smallest p the sign test can give on n tasks: 2^-n (1 with none)."""
-    return 0.5 ** max(0, n)
+    return float(0.5 ** max(0, n))
 
 
 def min_tasks() -> int:

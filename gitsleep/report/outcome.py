@@ -256,6 +256,7 @@ class SkillSummary:
     recorded_decision: str | None = None
     uncommitted: tuple[str, ...] = ()
     agents: tuple[AgentScores, ...] = ()
+    noise: Mapping[str, Any] | None = None  # the night's noise and sign tests, once measured
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -274,6 +275,8 @@ class SkillSummary:
             data["uncommitted"] = list(self.uncommitted)
         if self.agents:
             data["agents"] = [agent.to_json() for agent in self.agents]
+        if self.noise is not None:
+            data["noise"] = dict(self.noise)
         return data
 
     @classmethod
@@ -296,6 +299,7 @@ class SkillSummary:
             if isinstance(uncommitted, list) else (),
             agents=tuple(AgentScores.from_json(a) for a in agents)
             if isinstance(agents, list) else (),
+            noise=data["noise"] if isinstance(data.get("noise"), dict) else None,
         )
 
     def redacted(self, redactor: Redactor) -> SkillSummary:

@@ -8,7 +8,13 @@ from pathlib import Path
 from gitsleep.base.redact import Redactor
 from gitsleep.core import markdown as md
 from gitsleep.core.models import EpochResult
-from gitsleep.report.common import change, default_redactor, model_costs, simulated
+from gitsleep.report.common import (
+    change,
+    default_redactor,
+    model_costs,
+    noise_json,
+    simulated,
+)
 from gitsleep.report.outcome import (
     AgentScores,
     CostSummary,
@@ -69,5 +75,6 @@ def json_summary(
         diagnostics=str(diagnostics_path) if diagnostics_path is not None else None,
         simulated=simulated(result.backend),
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
+        noise=noise_json(result.noise),
     )
     return summary.redacted(default_redactor(redactor))
