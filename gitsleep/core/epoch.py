@@ -57,7 +57,7 @@ from gitsleep.core.scoring import SCREEN_FIXES, TRAIN_MINIBATCH, Scorer, train_m
 from gitsleep.core.search import Search, SearchEnd, SearchRecord
 
 __all__ = ["TRAIN_MINIBATCH", "Epoch", "Verdict", "budget_note", "call_ceiling", "decide",
-           "run_epoch", "train_minibatch"]
+           "noise_estimate", "run_epoch", "train_minibatch"]
 
 
 @dataclass(frozen=True)
@@ -449,11 +449,7 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     """
     if not any(t.agent for t in tasks):  # several agents: every agent answers every task
         tasks = agents.expand(tasks, settings.agents)
-    per_split = {s: 0 for s in ("train", "val", "test")}
-    for task in tasks:
-        per_split[task.split] += 2 if task.judge.kind == "rubric" else 1
-    r = max(1, settings.gate.repeats)
-    train, val, test = (per_split[s] * r for s in ("train", "val", "test"))
+    train, val, test = _pass_calls(settings, tasks)
     proposals = max(1, settings.proposals)
     sampled = rollouts.extra_calls(settings, [t for t in tasks if t.split == "train"])
     per_round = proposals * (2 + 2 * val) + (1 + settings.edit_budget) * val + train + sampled
@@ -462,6 +458,30 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     targets = 2 if with_memory else 1
     return (train + val + test + targets * settings.rounds * per_round + test
             + noise_calls(val, test))
+
+
+def _pass_calls(settings: EpochSettings, tasks: Sequence[Task]) -> tuple[int, int, int]:
+    """The calls of one pass over train, val and test (repeats and rubric judges counted)."""
+    per_split = {s: 0 for s in SPLITS}
+    for task in tasks:
+        per_split[task.split] += 2 if task.judge.kind == "rubric" else 1
+    r = max(1, settings.gate.repeats)
+    return per_split["train"] * r, per_split["val"] * r, per_split["test"] * r
+
+
+def noise_estimate(settings: EpochSettings, tasks: Sequence[Task]) -> str:
+    """What the noise adds to a night, said before the first call: the most calls it
+    makes, and a split too small for any gain to be told from noise (by its size alone)."""
+    if not any(t.agent for t in tasks):
+        tasks = agents.expand(tasks, settings.agents)
+    _, val, test = _pass_calls(settings, tasks)
+    sizes: dict[str, int] = {s: len(agents.unique_tasks([t for t in tasks if t.split == s]))
+                             for s in ("val", "test")}
+    said = [f"up to {noise_calls(val, test)} of those calls measure the noise (val under a "
+            "placebo; when val moves under it and the documents changed, the gain seen afresh "
+            "and held-out's sign test)"]
+    tiny = noise.too_small_note({"val": sizes["val"], "held-out": sizes["test"]})
+    return "; ".join([*said, *([tiny] if tiny else [])])
 
 
 def noise_calls(val: int, test: int) -> int:

@@ -83,6 +83,18 @@ def small_split_line(split: str, n: int) -> str:
             "keeps its gains)")
 
 
+def too_small_note(sizes: Mapping[str, int]) -> str:
+    """One sentence naming the splits (name -> tasks) too small for any gain to be told
+    from noise, by their size alone; '' when none is."""
+    small = [f"{name} ({n} task{'' if n == 1 else 's'})" for name, n in sizes.items()
+             if n and too_small(n)]
+    if not small:
+        return ""
+    return (f"{' and '.join(small)} too small for any gain to be told from noise: with n tasks "
+            f"the sign test's best p is 2^-n, above {ALPHA:g} below {min_tasks()} tasks (a "
+            "noisy agent's gain there is never kept; a deterministic agent's is)")
+
+
 def judge(split: str, diffs: Sequence[float], min_delta: float, noisy: bool,
           observations: int = 1) -> NoiseTest:
     """Whether the per-task `diffs` (after - before) are a gain beyond noise. `noisy`:

@@ -28,6 +28,7 @@ from gitsleep.base.problems import (
     construct_yaml,
     read_text,
 )
+from gitsleep.core import noise
 from gitsleep.core.documents import block_problems, imports
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
@@ -462,5 +463,7 @@ def split_lines(splits: Mapping[str, Mapping[str, int]]) -> list[str]:
         if small:
             lines.append(f"  warning: {' and '.join(small)}: fewer than {SMALL_SPLIT} tasks, "
                          "so one task moves the score a lot and a decision on it is a hint; "
-                         "add tasks (or move some from train)")
+                         "add tasks (or move some from train)"
+                         + (f"; {tiny}" if (tiny := noise.too_small_note(
+                             {"val": n["val"], "held-out": n["test"]})) else ""))
     return lines
