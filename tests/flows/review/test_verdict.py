@@ -137,12 +137,13 @@ def test_calls_needed_counts_each_uncached_call_once_and_a_rubric_judge_too():
                              gate=GateSettings(repeats=2))
     base, head = {"skill": "Be brief.", "memory": None}, {"skill": "Be long.", "memory": None}
     runner = CallRunner(OfflineBackend(), max_calls=1000)
-    # val 1 x 2 samples x 2 sides + held-out (1 answer + 1 judge) x 2 samples x 2 sides
-    assert verdict.calls_needed(runner, tasks, base, head, settings) == 4 + 8
-    assert verdict.calls_needed(runner, tasks, base, base, settings) == 2 + 4, \
+    # val 1 x 2 samples x 3 sides (base, head, the base under a placebo) + held-out
+    # (1 answer + 1 judge) x 2 samples x 3 sides
+    assert verdict.calls_needed(runner, tasks, base, head, settings) == 6 + 12
+    assert verdict.calls_needed(runner, tasks, base, base, settings) == 4 + 8, \
         "the same documents on both sides ask the same calls: counted once"
     verdict.score_skill(runner, tasks, base, head, settings, skill="s")
-    assert 0 < runner.cost.calls <= 12, "an upper bound (equal answers share a judge call)"
+    assert 0 < runner.cost.calls <= 18, "an upper bound (equal answers share a judge call)"
     assert verdict.calls_needed(runner, tasks, base, head, settings) == 0, "all cached"
 
 
