@@ -425,7 +425,9 @@ def regression_line(reviews: Sequence[SkillReview]) -> str:
     """The one stderr line of exit 7, naming each agent that regressed (several agents)."""
     named = [f"{r.skill} agent {name}" for r in reviews for name in r.regressed_agents]
     which = f" ({one_line(', '.join(named))})" if named else ""
-    return f"gitsleep: a held-out score regressed (--fail-on-regression){which}: exit 7"
+    both = any(r.decided_by == BOTH and r.verdict == "regressed" for r in reviews)
+    what = "the val and held-out score" if both else "a held-out score"
+    return f"gitsleep: {what} regressed (--fail-on-regression){which}: exit 7"
 
 
 def _interval(split: SplitReview) -> str:
@@ -536,8 +538,10 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
     out = [MARKER, f"## gitsleep review: {overall(reviews)}", "",
            f"Base {prose.text(base_label, 80)} against head {prose.text(head_label, 80)}, "
            f"{exam_sentence(trusted_head)}; metric `{metric}`, paired 95% bootstrap interval "
-           f"of the change; a skill regresses when its held-out score falls by more than "
-           f"min_delta {min_delta:g} with the interval below zero.", ""]
+           f"of the change; a skill regresses when its held-out score (val and held-out "
+           f"together for a person's change) falls by more than min_delta {min_delta:g} "
+           f"beyond noise: the interval below zero, or where the base's scores moved under a "
+           f"placebo, the sign test at {noise.ALPHA:g}.", ""]
     out += [f"> {prose.text(note, 400)}" for note in notes]
     if notes:
         out.append("")
