@@ -239,14 +239,15 @@ class Epoch:
         return self.scorer.score(split, documents, label)
 
     def _noise(self) -> Noise | None:
-        """How far val moves under a placebo (once val's baseline is scored) and, when it
-        moves and the search changed the documents, the night's val gain seen afresh."""
+        """On a night whose search changed the documents (the only night it decides
+        anything for): how far val moves under a placebo and, when it moves, the night's val
+        gain seen afresh."""
         base_val = self.scorer.base_val
-        if base_val is None:
+        if base_val is None or self.search.current == self.original:
             return None
         measured, placebo_val = noise.measure(self._score, self.original, base_val)
         self.progress(f"{self.skill}: noise: {measured.summary()}")
-        if not measured.noisy or self.search.current == self.original:
+        if not measured.noisy:
             return measured
         if noise.too_small(measured.tasks):
             measured.note = noise.small_split_line("val", measured.tasks)

@@ -476,8 +476,8 @@ class EpochResult:
     # a night of one agent), and how the gate aggregates them (mean | min)
     agents: list[AgentSummary] = field(default_factory=list)
     agent_gate: str = "mean"
-    # how far val moved under a placebo and the sign tests of the night's gain (None: val
-    # was never scored, so no noise was measured)
+    # how far val moved under a placebo and the sign tests of the night's gain (None: the
+    # search changed nothing, so no noise was measured)
     noise: Noise | None = None
 
     @property
