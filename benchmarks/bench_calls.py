@@ -79,13 +79,15 @@ def floor_of(result: EpochResult, tasks: Sequence[Task]) -> Floor:
 
 
 PHASES = ("baseline", "reflect", "screen", "proposals", "edit alone", "merge", "leave-one-out",
-          "delete evidence", "finish stopped", "train re-score", "final test", "other")
+          "delete evidence", "finish stopped", "train re-score", "final test", "noise", "other")
 
 
 def phase_of(label: str) -> str:
     """Which step of the epoch a pass with this label belongs to (`Epoch`'s labels)."""
     if label == "baseline":
         return "baseline"
+    if "re-worded" in label:  # the placebo and the gain seen afresh (`gitsleep.core.noise`)
+        return "noise"
     for part, phase in (("screen on train", "screen"), ("(the rest", "finish stopped"),
                         ("without the delete", "delete evidence"),
                         ("without:", "leave-one-out"), ("merged", "merge"),
