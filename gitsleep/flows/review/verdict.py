@@ -3,9 +3,10 @@
 per split, list what the head changed in the exam, and say it to people (a PR comment,
 JSON, terminal lines).
 
-Scoring goes through the same `replay.score_split` as a night and the interval through the
-gate's own paired bootstrap (`gate.summarise`), so a review and a night agree on what a
-score, a change and noise are. Nothing here touches git or the forge (`review/edges.py` reads
+Scoring goes through the same `replay.score_split` as a night, the interval through the
+gate's own paired bootstrap (`gate.summarise`) and "beyond noise" through the night's placebo
+and sign test (`gitsleep.core.noise`), so a review and a night agree on what a score, a
+change and noise are. Nothing here touches git or the forge (`review/edges.py` reads
 the base from git and talks to GitHub). Untrusted text (task ids, answers, judge reasons)
 is redacted, then clipped, then escaped before it reaches Markdown, and shown escaped on
 one line before it reaches a terminal (or a CI log, where a line is an instruction).
