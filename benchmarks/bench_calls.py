@@ -476,7 +476,8 @@ class CostModel:
                     targets: int = 1, changed: float = 1.0) -> float:
         per_round = (proposals + self.candidates_per_round * self.val_share * val
                      + self.accept_rate * train)
-        return train + val + test + targets * rounds * per_round + changed * test
+        # a changed night: the final test pass and the placebo val pass (the noise)
+        return train + val + test + targets * rounds * per_round + changed * (test + val)
 
 
 def cost_model(rows: Sequence[CallsRow]) -> CostModel:

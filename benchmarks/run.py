@@ -344,19 +344,21 @@ def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
     most = call_ceiling(settings, generate.make_tasks(repo["train"], repo["val"], repo["test"]),
                         with_memory=False)
     text = "\n".join([
-        "calls per epoch = (T + V + S) + m * R' * (P + k*s*V + a*T) + c*S",
+        "calls per epoch = (T + V + S) + m * R' * (P + k*s*V + a*T) + c*(S + V)",
         "  T, V, S = train, val, test tasks (x repeats; a rubric task counts twice: answer + "
         "judge)",
         "  m = targets (1, or 2 with a memory document); R' = rounds that ran (<= rounds; a "
         "target stops when train passes or the optimizer has nothing new)",
         "  P = proposals (reflect calls per round); c = 1 if the documents changed (final test "
-        "pass)",
+        "pass, and val under a placebo to measure the noise; an agent that moves under it adds "
+        "up to 3V + 2S to see the gain afresh)",
         f"  k = {model.candidates_per_round:.2f} candidate documents gated on val per round, "
         f"s = {model.val_share:.2f} share of val a candidate is scored on before it wins or "
         "provably loses (early stopping), "
         f"a = {model.accept_rate:.2f} share of rounds that accept (then train is re-scored): "
         "measured in section 1",
-        "ceiling = (T + V + S) + m * R * (P*(2 + V) + (B + 1)*V + T + (K - 1)*Tl) + S   "
+        "ceiling = (T + V + S) + m * R * (P*(2 + V) + (B + 1)*V + T + (K - 1)*Tl) + S "
+        "+ 4V + 2S   "
         "(B = edit_budget; K = rollouts, Tl = locally judged train tasks; "
         "gitsleep.core.epoch.call_ceiling)",
         f"example: {repo['skills']} skills x (T={repo['train']}, V={repo['val']}, "
