@@ -113,3 +113,18 @@ def test_null_nights_rarely_commit_and_a_real_gain_is_still_kept() -> None:
     assert null.prs <= 0.05 * null.nights
     assert power.commits >= 0.80 * power.nights
     assert null.calls <= null.nights * null.ceiling and power.calls <= power.nights * power.ceiling
+
+
+def test_a_held_out_too_small_commits_a_gain_beyond_noise_but_opens_no_pr() -> None:
+    work = tasks({"train": 8, "val": 12, "test": 3})
+    for seed in range(10):
+        result = run_epoch(work, {"skill": null_nights.SKILL, "memory": None},
+                           null_nights.settings(),
+                           null_nights.NoiseAgent(seed, null_nights.HELPFUL_RULE), skill="s")
+        if result.decision == "accepted":
+            assert result.noise is not None and result.noise.val is not None
+            assert result.noise.val.beyond and result.noise.test is None
+            assert not result.pr_eligible
+            assert "held-out has 3 task(s)" in result.reason and "so no PR" in result.reason
+            return
+    pytest.fail("no seed kept the helpful rule")
