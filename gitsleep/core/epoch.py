@@ -134,7 +134,7 @@ class Epoch:
         self.search = Search(self.scorer, self.runner, settings, self.tasks, skill=skill,
                              progress=self.progress, redact=redact,
                              val_groups=groups.named_groups(keys, self.split["val"]))
-        self.noise: Noise | None = None  # measured once val's baseline is scored
+        self.noise: Noise | None = None  # measured when the search changed the documents
 
     def run(self) -> EpochResult:
         started = time.perf_counter()
