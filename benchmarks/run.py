@@ -40,12 +40,13 @@ from benchmarks import (
     bench_timeouts,
     bench_validate,
     generate,
+    null_nights,
 )
 from gitsleep.core.epoch import call_ceiling
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 SECTIONS = ("calls", "thrifty", "rerun", "parallel", "overhead", "validate", "timeouts",
-            "harvest", "agents")
+            "harvest", "agents", "null")
 
 # What the README promises, checked on every run.
 FLOOR_RATIO = 1.0
@@ -343,19 +344,21 @@ def formula(report: Report, rows: Sequence[bench_calls.CallsRow]) -> None:
     most = call_ceiling(settings, generate.make_tasks(repo["train"], repo["val"], repo["test"]),
                         with_memory=False)
     text = "\n".join([
-        "calls per epoch = (T + V + S) + m * R' * (P + k*s*V + a*T) + c*S",
+        "calls per epoch = (T + V + S) + m * R' * (P + k*s*V + a*T) + c*(S + V)",
         "  T, V, S = train, val, test tasks (x repeats; a rubric task counts twice: answer + "
         "judge)",
         "  m = targets (1, or 2 with a memory document); R' = rounds that ran (<= rounds; a "
         "target stops when train passes or the optimizer has nothing new)",
         "  P = proposals (reflect calls per round); c = 1 if the documents changed (final test "
-        "pass)",
+        "pass, and val under a placebo to measure the noise; an agent that moves under it adds "
+        "up to 3V + 2S to see the gain afresh)",
         f"  k = {model.candidates_per_round:.2f} candidate documents gated on val per round, "
         f"s = {model.val_share:.2f} share of val a candidate is scored on before it wins or "
         "provably loses (early stopping), "
         f"a = {model.accept_rate:.2f} share of rounds that accept (then train is re-scored): "
         "measured in section 1",
-        "ceiling = (T + V + S) + m * R * (P*(2 + V) + (B + 1)*V + T + (K - 1)*Tl) + S   "
+        "ceiling = (T + V + S) + m * R * (P*(2 + V) + (B + 1)*V + T + (K - 1)*Tl) + S "
+        "+ 4V + 2S   "
         "(B = edit_budget; K = rollouts, Tl = locally judged train tasks; "
         "gitsleep.core.epoch.call_ceiling)",
         f"example: {repo['skills']} skills x (T={repo['train']}, V={repo['val']}, "
@@ -424,6 +427,26 @@ def run_agents(report: Report, quick: bool) -> None:
     report.target("calls within the ceiling that counts every agent", int(within), "1", within)
 
 
+def run_null(report: Report, quick: bool) -> None:
+    """Null nights: a noise agent and a content-free rule commit rarely; a rule that
+    really helps, seen through the same noise, is still kept."""
+    seeds = null_nights.SEEDS  # counts, not timings: --quick runs them all (about 15 s)
+    null, power = null_nights.null_nights_section(seeds)
+    report.sections["null"] = [r.as_dict() for r in (null, power)]
+    report.section(
+        f"9. Null nights: a noise agent (each verdict a coin keyed on seed, document, task "
+        f"and sample), the default search, 8/12/12 tasks, {seeds} seeds",
+        table(["optimizer's rule", "nights", "committed", "PR would open", "calls (all nights)",
+               "ceiling (one night)"],
+              [[r.case, r.nights, r.commits, r.prs, r.calls, r.ceiling] for r in (null, power)]))
+    report.target("null nights that commit", null.commits / null.nights, "<= 0.10",
+                  null.commits <= 0.10 * null.nights)
+    report.target("null nights that open a PR", null.prs / null.nights, "<= 0.05",
+                  null.prs <= 0.05 * null.nights)
+    report.target("nights that keep a rule obeyed 8 in 10", power.commits / power.nights,
+                  ">= 0.80", power.commits >= 0.80 * power.nights)
+
+
 def machine() -> dict[str, Any]:
     return {
         "cpus": os.cpu_count(),
@@ -468,6 +491,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_harvest(report, args.quick)
     if "agents" in chosen:
         run_agents(report, args.quick)
+    if "null" in chosen:
+        run_null(report, args.quick)
     seconds = time.perf_counter() - started
     report.section("Targets", table(["measure", "value", "target", "met"],
                                     [[t["name"], t["value"], t["target"], t["met"]]

@@ -203,7 +203,7 @@ def test_quick_run_writes_every_section(tmp_path: Path) -> None:
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(data["sections"]) == {"calls", "formula", "thrifty", "rerun", "parallel",
                                      "overhead", "validate", "timeouts", "harvest",
-                                     "agents"}
+                                     "agents", "null"}
     assert all(row["calls_over_floor"] == 1.0 for row in data["sections"]["calls"])
     assert all(row["same_decision"] for row in data["sections"]["thrifty"])
     assert all(t["met"] for t in data["targets"] if not t["timing"])

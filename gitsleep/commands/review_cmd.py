@@ -26,8 +26,8 @@ from gitsleep.flows.review import edges, verdict
 @click.option("--pr", "pr", type=click.IntRange(min=1), default=None,
               help="The pull request number (default: from GITHUB_EVENT_PATH or GITHUB_REF).")
 @click.option("--fail-on-regression", is_flag=True, envvar="GITSLEEP_FAIL_ON_REGRESSION",
-              help="Exit 7 when a held-out score falls by more than gate.min_delta with its "
-                   "95% interval below zero.")
+              help="Exit 7 when the held-out score (val and held-out together for a "
+                   "person's change) falls by more than gate.min_delta beyond noise.")
 @click.option("--allow-unscored", is_flag=True,
               help="With --fail-on-regression: a change that could not be scored passes "
                    "(exit 0) instead of exit 8.")

@@ -33,7 +33,7 @@ from gitsleep.base.errors import (
     BudgetExhausted,
     UsageError,
 )
-from gitsleep.core import agents, diagnose, gate, groups, honesty, rollouts, tools
+from gitsleep.core import agents, diagnose, gate, groups, honesty, noise, rollouts, tools
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner, StepHook
 from gitsleep.core.models import (
@@ -43,8 +43,10 @@ from gitsleep.core.models import (
     EditOutcome,
     EpochResult,
     EpochSettings,
+    Noise,
     PassResult,
     ProgressLines,
+    Split,
     SplitSummary,
     Task,
     usd,
@@ -55,7 +57,7 @@ from gitsleep.core.scoring import SCREEN_FIXES, TRAIN_MINIBATCH, Scorer, train_m
 from gitsleep.core.search import Search, SearchEnd, SearchRecord
 
 __all__ = ["TRAIN_MINIBATCH", "Epoch", "Verdict", "budget_note", "call_ceiling", "decide",
-           "run_epoch", "train_minibatch"]
+           "noise_estimate", "run_epoch", "train_minibatch"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ class Epoch:
                              progress=self.progress, redact=redact,
                              val_groups=groups.named_groups(keys, self.split["val"]),
                              val_others=self.other_wants)
+        self.noise: Noise | None = None  # measured when the search changed the documents
 
     def run(self) -> EpochResult:
         started = time.perf_counter()
@@ -193,6 +196,7 @@ class Epoch:
             other_wants=self.other_wants,
             agents=list(summaries.agents),
             agent_gate=self.settings.gate.agents,
+            noise=self.noise,
         )
 
     def _unscored(self) -> Summaries:
@@ -209,7 +213,12 @@ class Epoch:
         base_test = (self.scorer.score("test", self.original, "baseline")
                      if self.split["test"] and not thrifty else None)
         end = self.search.run(base_train)
-        base_test, final_test = self._held_out(base_test)
+        self.noise = self._noise()
+        kept = (self.noise is None or not self.noise.noisy
+                or (self.noise.val is not None and self.noise.val.beyond))
+        base_test, final_test = self._held_out(base_test, kept=kept)
+        if self.noise is not None and base_test is not None and final_test is not None:
+            self._held_out_noise(self.noise, base_test, final_test)
         for final in (end.train if end.train_current else None, end.best_val, final_test):
             if final is not None and final.label != "baseline":
                 final.final = True
@@ -224,14 +233,54 @@ class Epoch:
                          changed=self.search.current != self.original, veto=veto,
                          any_candidate=end.any_candidate,
                          val_scored=self.scorer.base_val is not None,
-                         screened=self.search.trials.screened, held_fall=held_fall)
+                         screened=self.search.trials.screened, held_fall=held_fall,
+                         noise=self.noise)
         return summaries, self._explained(verdict)
 
-    def _held_out(self, base_test: PassResult | None,
+    def _score(self, split: Split, documents: Mapping[str, str | None],
+               label: str) -> PassResult:
+        return self.scorer.score(split, documents, label)
+
+    def _noise(self) -> Noise | None:
+        """On a night whose search changed the documents (the only night it decides
+        anything for): how far val moves under a placebo and, when it moves, the night's val
+        gain seen afresh."""
+        base_val = self.scorer.base_val
+        if base_val is None or self.search.current == self.original:
+            return None
+        measured, placebo_val = noise.measure(self._score, self.original, base_val)
+        self.progress(f"{self.skill}: noise: {measured.summary()}")
+        if not measured.noisy:
+            return measured
+        if noise.too_small(measured.tasks):
+            measured.note = noise.small_split_line("val", measured.tasks)
+            return measured
+        measured.val = noise.confirm_val(self._score, measured, self.original,
+                                         self.search.current, placebo_val,
+                                         self.settings.gate.min_delta)
+        self.progress(f"{self.skill}: the night's gain seen afresh: {measured.val.line()}")
+        return measured
+
+    def _held_out_noise(self, measured: Noise, base_test: PassResult,
+                        final_test: PassResult) -> None:
+        """The held-out sign test for the pull request, on a noisy night that kept its
+        documents (held-out too small for any gain to show: said, and no test)."""
+        if not measured.noisy or final_test is base_test:
+            return
+        if noise.too_small(len(base_test.tasks)):
+            measured.note = noise.small_split_line("held-out", len(base_test.tasks))
+            return
+        measured.test = noise.confirm_test(self._score, measured, self.original,
+                                           self.search.current, base_test, final_test,
+                                           self.settings.gate.min_delta)
+        self.progress(f"{self.skill}: held-out against noise: {measured.test.line()}")
+
+    def _held_out(self, base_test: PassResult | None, kept: bool = True,
                   ) -> tuple[PassResult | None, PassResult | None]:
         """The held-out baseline (thrifty: only now, and only when something was accepted)
-        and the held-out pass of the final documents."""
-        changed = self.search.current != self.original
+        and the held-out pass of the final documents (none when the night's gain was not
+        beyond noise: its edits go back)."""
+        changed = self.search.current != self.original and kept
         if self.settings.search == "thrifty" and self.split["test"]:
             if changed:
                 base_test = self.scorer.score("test", self.original, "baseline")
@@ -308,28 +357,39 @@ class Epoch:
 def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
            settings: EpochSettings, *, held_out: bool, changed: bool, veto: str,
            any_candidate: bool, val_scored: bool, screened: int, held_fall: str = "",
-           ) -> Verdict:
+           noise: Noise | None = None) -> Verdict:
     """What the night decided, from what the search tried and the scores. `held_out`:
     test tasks decide the PR (else val does); `changed`: the accepted edits changed the
     documents; `veto`: the held-out integrity check refused them; `val_scored`: the val
     baseline was scored (thrifty may never score it); `held_fall`: several agents, one
-    fell beyond noise on held-out (the gate's rule on val, applied to the PR)."""
+    fell beyond noise on held-out (the gate's rule on val, applied to the PR); `noise`:
+    how far val moved under a placebo, and when it moved, the sign tests of the gain."""
     val, test = summaries.val, summaries.test
+    if record.applied and changed:
+        shaky = _not_beyond_noise(val, noise)
+        if shaky:
+            return Verdict("rejected", shaky, undo=shaky)
     if record.applied and changed and veto:
         return Verdict("rejected", veto, undo=veto)
     if record.applied and changed:
+        noisy = noise is not None and noise.noisy
         if held_out:
             pr_eligible = (test.baseline is not None and test.candidate is not None
                            and gate.improves(test.baseline, test.candidate,
                                              settings.gate.min_delta)
                            and not held_fall)
             held = f"held-out {fmt_score(test.baseline)} -> {fmt_score(test.candidate)}"
+            if noisy and noise is not None:  # held-out improves only beyond the noise
+                pr_eligible = pr_eligible and noise.test is not None and noise.test.beyond
+                held += (f" ({noise.test.line()})" if noise.test is not None
+                         else f" ({noise.note})" if noise.note else "")
             if held_fall:
                 held += f" (held-out: {held_fall})"
         else:
-            pr_eligible = True
+            pr_eligible = not noisy or noise is None or noise.val is not None
             held = "no held-out tasks, val decides"
         why_not = ("an agent fell beyond noise on held-out" if held_fall
+                   else "held-out did not improve beyond noise" if noisy
                    else "held-out did not improve")
         reason = (f"{len(record.applied)} edit(s) accepted: val {fmt_score(val.baseline)} -> "
                   f"{fmt_score(val.candidate)}, {held}"
@@ -367,6 +427,21 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
                    f"dropped or unmatched, {errors} proposal(s) failed; see diagnostics)")
 
 
+def _not_beyond_noise(val: SplitSummary, measured: Noise | None) -> str:
+    """Why a night that changed the documents keeps none of it: val moved under a
+    placebo and the gain, seen afresh, is not beyond that noise, or val is too small for
+    any gain to be; '' when it is beyond (or the night shows no noise)."""
+    if measured is None or not measured.noisy:
+        return ""
+    rose = f"val {fmt_score(val.baseline)} -> {fmt_score(val.candidate)}"
+    if measured.val is None and measured.note.startswith("val "):
+        return f"{rose}, but {measured.summary()}; {measured.note}"
+    if measured.val is not None and not measured.val.beyond:
+        return (f"{rose}, but {measured.summary()}; seen afresh under two re-wordings, "
+                f"{measured.val.line()}: the edits are not kept")
+    return ""
+
+
 def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bool) -> int:
     """The most model calls an epoch can make, before the cache saves any.
 
@@ -375,21 +450,19 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     copy (`_without_copied`), the merged candidate's val pass, the per-edit val passes of
     the ablation or the pruning (one or the other, at most `edit_budget`), a train
     re-score, and with `rollouts: K` the K - 1 sampled answers per locally judged train
-    task; then the final test pass. Rubric tasks add one judge call per answer. Train
-    tasks whose checks want different values of one line add, per reflect call, one
-    condition-judge call per edit (`reflect.judge_conditions`).
+    task; then the final test pass. The noise (`gitsleep.core.noise`): a placebo val pass,
+    and on a night that moved under it and changed the documents three more val passes
+    (the gain seen afresh) and two held-out ones (the PR's test): `noise_calls`. Rubric
+    tasks add one judge call per answer; an answer through the tool loop may take every
+    turn it allows. Train tasks whose checks want different values of one line add, per
+    reflect call, one condition-judge call per edit (`reflect.judge_conditions`).
     `search: thrifty` adds each proposal's screen; its train passes score a sample of train
     and the rest only when the sample has no failure (at most train, as counted), and it
     scores val and held-out less often, never more (an upper bound for both searches).
     """
     if not any(t.agent for t in tasks):  # several agents: every agent answers every task
         tasks = agents.expand(tasks, settings.agents)
-    per_split = {s: 0 for s in ("train", "val", "test")}
-    for task in tasks:  # an answer through the tool loop may take every turn it allows
-        per_split[task.split] += ((tools.ANSWER_TURNS if task.tools else 1)
-                                  + (1 if task.judge.kind == "rubric" else 0))
-    r = max(1, settings.gate.repeats)
-    train, val, test = (per_split[s] * r for s in ("train", "val", "test"))
+    train, val, test = _pass_calls(settings, tasks)
     proposals = max(1, settings.proposals)
     sampled = rollouts.extra_calls(settings, [t for t in tasks if t.split == "train"])
     per_round = proposals * (2 + 2 * val) + (1 + settings.edit_budget) * val + train + sampled
@@ -399,7 +472,41 @@ def call_ceiling(settings: EpochSettings, tasks: Sequence[Task], with_memory: bo
     if settings.search == "thrifty":  # each proposal's screen on a few train tasks
         per_round += proposals * _screen_calls(settings, [t for t in tasks if t.split == "train"])
     targets = 2 if with_memory else 1
-    return train + val + test + targets * settings.rounds * per_round + test
+    return (train + val + test + targets * settings.rounds * per_round + test
+            + noise_calls(val, test))
+
+
+def _pass_calls(settings: EpochSettings, tasks: Sequence[Task]) -> tuple[int, int, int]:
+    """The calls of one pass over train, val and test (repeats and rubric judges counted)."""
+    per_split = {s: 0 for s in SPLITS}
+    for task in tasks:  # an answer through the tool loop may take every turn it allows
+        per_split[task.split] += ((tools.ANSWER_TURNS if task.tools else 1)
+                                  + (1 if task.judge.kind == "rubric" else 0))
+    r = max(1, settings.gate.repeats)
+    return per_split["train"] * r, per_split["val"] * r, per_split["test"] * r
+
+
+def noise_estimate(settings: EpochSettings, tasks: Sequence[Task]) -> str:
+    """What the noise adds to a night, said before the first call: the most calls it
+    makes, and a split too small for any gain to be told from noise (by its size alone)."""
+    if not any(t.agent for t in tasks):
+        tasks = agents.expand(tasks, settings.agents)
+    _, val, test = _pass_calls(settings, tasks)
+    sizes: dict[str, int] = {s: len(agents.unique_tasks([t for t in tasks if t.split == s]))
+                             for s in ("val", "test")}
+    said = [f"up to {noise_calls(val, test)} of those calls measure the noise (val under a "
+            "placebo; when val moves under it and the documents changed, the gain seen afresh "
+            "and held-out's sign test)"]
+    tiny = noise.too_small_note({"val": sizes["val"], "held-out": sizes["test"]})
+    return "; ".join([*said, *([tiny] if tiny else [])])
+
+
+def noise_calls(val: int, test: int) -> int:
+    """The most calls measuring and judging the noise adds, from one val pass's and one
+    held-out pass's calls: the placebo on val; when val moves under it and the documents
+    changed, the original re-worded once more and the final documents re-worded twice (val),
+    and the original and the final re-worded once each (held-out)."""
+    return 4 * val + 2 * test
 
 
 def _screen_calls(settings: EpochSettings, train: Sequence[Task]) -> int:

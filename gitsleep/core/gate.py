@@ -1,8 +1,10 @@
-"""The gate: does a candidate beat the current best on val, by more than noise allows?
+"""The gate: does a candidate beat the current best on val?
 
 Means are compared over the tasks scored in both passes (a task whose calls all failed
-drops out of the comparison rather than counting as zero). A paired bootstrap interval
-of the per-task difference is reported so a reader sees whether a gain is noise.
+drops out of the comparison rather than counting as zero); a candidate must be strictly
+better. A paired bootstrap interval of the per-task difference is reported for the reader.
+Whether the night's gain is beyond noise, and whether an agent fell beyond it, is the sign
+test of `gitsleep.core.noise`, the one meaning of "beyond noise".
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from gitsleep.core import groups, judges
+from gitsleep.core import groups, judges, noise
 from gitsleep.core.groups import group_means
 from gitsleep.core.models import (
     Check,
@@ -134,18 +136,21 @@ def aggregate(pairs: Sequence[tuple[str, float, float]],
 def agent_fell(pairs: Sequence[tuple[str, float, float]],
                agents: Mapping[str, Sequence[str]] | None) -> str:
     """Why several agents' scores do not all allow the change: an agent whose paired
-    change has a 95% bootstrap interval wholly below zero fell beyond noise, and whoever
-    rose meanwhile is named beside it; '' when no agent fell beyond noise."""
+    change fell beyond noise (`noise.fell`: the sign test on its tasks) and whoever rose
+    meanwhile is named beside it; '' when no agent fell beyond noise."""
     fell, rose = [], []
     for name, two in per_agent(pairs, agents or {}):
         if not two:
             continue
         before, after = sum(b for b, _ in two) / len(two), sum(a for _, a in two) / len(two)
         shown = f"{name} {before:.3f} -> {after:.3f}"
-        interval = bootstrap_interval([a - b for b, a in two])
-        if interval is not None and interval[1] < 0:
-            fell.append(f"{shown} on {len(two)} task(s) (95% interval of its paired change "
-                        f"{interval[0]:+.3f}..{interval[1]:+.3f}, wholly below zero)")
+        diffs = [a - b for b, a in two]
+        if noise.fell(diffs):
+            down = sum(1 for d in diffs if d < 0)
+            fell.append(f"{shown} on {len(two)} task(s) ({down} fell, "
+                        f"{sum(1 for d in diffs if d > 0)} rose: sign test p="
+                        f"{noise.sign_p([-d for d in diffs]):.3g} <= {noise.ALPHA:g}, "
+                        "beyond noise)")
         elif after > before:
             rose.append(shown)
     if not fell:

@@ -349,6 +349,78 @@ class SplitSummary:
         )
 
 
+@dataclass(frozen=True)
+class NoiseTest:
+    """The sign test on one split's per-task differences (`gitsleep.core.noise`): how many
+    tasks rose and fell, the mean change, p, and whether the gain is beyond noise.
+    `observations`: answers averaged per task on each side (the documents as they are and
+    their re-worded copies)."""
+
+    split: str
+    n: int
+    up: int
+    down: int
+    gain: float
+    p: float
+    alpha: float
+    noisy: bool  # the night measured noise; without it a gain is strictly better
+    observations: int
+    beyond: bool
+
+    def line(self) -> str:
+        """`val +0.250 on 12 task(s), 9 up 1 down: sign test p=0.011 <= 0.1, beyond noise`."""
+        moved = f"{self.split} {self.gain:+.3f} on {self.n} task(s), {self.up} up {self.down} down"
+        if not self.noisy:
+            return f"{moved}: no noise measured, strictly better decides" + (
+                "" if self.beyond else " (not better)")
+        seen = (f", {self.observations} answers a side per task"
+                if self.observations > 1 else "")
+        verdict = "beyond noise" if self.beyond else "not beyond noise"
+        sign = "<=" if self.p <= self.alpha else ">"
+        return f"{moved}{seen}: sign test p={self.p:.3g} {sign} {self.alpha:g}, {verdict}"
+
+
+@dataclass
+class Noise:
+    """How far the night's val scores moved under a placebo (the original documents with a
+    content-free sentence), and the sign tests that judged the night's gain by it."""
+
+    tasks: int  # val tasks scored under both the baseline and the placebo
+    moved: int  # of them, tasks whose score differs
+    spread: float  # their mean absolute change
+    alpha: float
+    val: NoiseTest | None = None  # the final documents against the original, re-worded
+    test: NoiseTest | None = None  # held-out, for the pull request
+    note: str = ""  # a split too small for any gain to be told from noise
+
+    @property
+    def noisy(self) -> bool:
+        return self.moved > 0
+
+    def summary(self) -> str:
+        """`3 of 12 val tasks moved under a placebo (mean |change| 0.125)`."""
+        if not self.noisy:
+            return (f"no val task of {self.tasks} moved under a placebo: no noise, strictly "
+                    "better decides")
+        return (f"{self.moved} of {self.tasks} val tasks moved under a placebo (mean |change| "
+                f"{self.spread:.3f}): a gain must pass the sign test at {self.alpha:g}")
+
+    def trailer(self) -> str:
+        """The `Gitsleep-Noise` trailer: what moved under the placebo and each test's p.
+        `val 3/12 moved; gain p=0.011 <= 0.1 (sign test); held-out p=0.145 > 0.1`."""
+        said = [f"val {self.moved}/{self.tasks} moved under a placebo"]
+        if not self.noisy:
+            said.append("no noise, strictly better decides")
+        for test in (self.val, self.test):
+            if test is not None and test.noisy:
+                sign = "<=" if test.p <= test.alpha else ">"
+                said.append(f"{test.split} gain {test.gain:+.3f} p={test.p:.3g} {sign} "
+                            f"{test.alpha:g} (sign test)")
+        if self.note:
+            said.append(self.note.split(":")[0] + ": too small to tell a gain from noise")
+        return "; ".join(said)
+
+
 @dataclass
 class Cost:
     calls: int = 0
@@ -441,6 +513,9 @@ class EpochResult:
     # a night of one agent), and how the gate aggregates them (mean | min)
     agents: list[AgentSummary] = field(default_factory=list)
     agent_gate: str = "mean"
+    # how far val moved under a placebo and the sign tests of the night's gain (None: the
+    # search changed nothing, so no noise was measured)
+    noise: Noise | None = None
 
     @property
     def changed(self) -> bool:

@@ -259,6 +259,7 @@ class SkillSummary:
     # per split and task, the tools the agent called before and after (tasks with traces)
     tool_calls: Mapping[str, Mapping[str, Mapping[str, list[str] | None]]] = field(
         default_factory=dict)
+    noise: Mapping[str, Any] | None = None  # the night's noise and sign tests, once measured
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -280,6 +281,8 @@ class SkillSummary:
         if self.tool_calls:
             data["tool_calls"] = {split: {task: dict(calls) for task, calls in tasks.items()}
                                   for split, tasks in self.tool_calls.items()}
+        if self.noise is not None:
+            data["noise"] = dict(self.noise)
         return data
 
     @classmethod
@@ -303,6 +306,7 @@ class SkillSummary:
             agents=tuple(AgentScores.from_json(a) for a in agents)
             if isinstance(agents, list) else (),
             tool_calls=_tool_calls(data.get("tool_calls")),
+            noise=data["noise"] if isinstance(data.get("noise"), dict) else None,
         )
 
     def redacted(self, redactor: Redactor) -> SkillSummary:

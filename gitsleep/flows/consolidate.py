@@ -20,7 +20,7 @@ import git
 
 from gitsleep import __version__, report
 from gitsleep.base.errors import GitsleepError, UsageError
-from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
+from gitsleep.core.epoch import budget_note, call_ceiling, noise_estimate, run_epoch
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary, Task
 from gitsleep.core.outcome import Edits, PrResult, SkillSummary, opens_pr, section
 from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_inputs
@@ -71,6 +71,7 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
               f"{min(ceiling, settings.max_calls)} model calls (ceiling {ceiling}, "
               f"budget.max_calls {settings.max_calls}; cache hits are free), backend "
               f"{backend.name}{' (simulated)' if backend.simulated else ''}")
+    setup.say(f"{skill.name}: noise: {noise_estimate(settings, tasks)}")
     if settings.search == "thrifty":  # its worst case is above thorough's: say why
         setup.say(f"{skill.name}: search thrifty: that worst case adds each proposal's "
                   "screen to thorough's passes; a night usually makes fewer calls, since a "

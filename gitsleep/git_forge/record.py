@@ -38,6 +38,7 @@ DECISION = "Gitsleep-Decision"
 METRIC = "Gitsleep-Metric"
 VAL = "Gitsleep-Val"
 TEST = "Gitsleep-Test"
+NOISE = "Gitsleep-Noise"  # after the Test trailers, when the night measured its noise
 BASE = "Gitsleep-Base"
 TASKS = "Gitsleep-Tasks"
 MODEL = "Gitsleep-Model"
@@ -64,7 +65,8 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
     Base, Tasks, Model and Inputs come from `trailers`; a missing one reads `unknown`
     (Model defaults to `<agent> / <optimizer>`). Values are folded to one line. A night of
     several agents adds each agent's `Gitsleep-Val-<name>` and `Gitsleep-Test-<name>` after
-    the aggregate `Gitsleep-Test`, in the configured order.
+    the aggregate `Gitsleep-Test`, in the configured order; a night that measured its noise
+    adds `Gitsleep-Noise` (what moved under the placebo, the sign tests' p) after them.
     """
     agents = ", ".join(a.model for a in result.agents) or result.agent_model
     values = {
@@ -74,6 +76,7 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
         VAL: fmt_change(result.val.baseline, result.val.candidate),
         TEST: fmt_change(result.test.baseline, result.test.candidate),
         **agent_trailers(result.agents),
+        **({NOISE: result.noise.trailer()} if result.noise is not None else {}),
         BASE: trailers.get(BASE, "unknown"),
         TASKS: trailers.get(TASKS, "unknown"),
         MODEL: trailers.get(MODEL, f"{agents} / {result.optimizer_model}"),

@@ -29,6 +29,7 @@ from gitsleep.base.problems import (
     construct_yaml,
     read_text,
 )
+from gitsleep.core import noise
 from gitsleep.core.documents import block_problems, imports
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
@@ -500,9 +501,11 @@ def split_warnings(splits: Mapping[str, Mapping[str, int]]) -> list[tuple[str, s
                           "add a task file with `split: test`"))
         small = small_splits(n["val"], n["test"])
         if small:
+            tiny = noise.too_small_note({"val": n["val"], "held-out": n["test"]})
             found.append((skill, "GS151", f"{' and '.join(small)}: fewer than {SMALL_SPLIT} "
                           "tasks, so one task moves the score a lot and a decision on it is "
-                          "a hint; add tasks (or move some from train)"))
+                          "a hint; add tasks (or move some from train)"
+                          + (f"; {tiny}" if tiny else "")))
     return found
 
 

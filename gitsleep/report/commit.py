@@ -16,6 +16,7 @@ from gitsleep.report.common import (
     agent_tradeoffs,
     change,
     integrity_counts,
+    noise_line,
     simulated,
     small_sample_note,
     task_changes,
@@ -52,6 +53,8 @@ def commit_message(
                     f"{line(result.backend, 60)}), not only real models.")
     if small_sample_note(result):
         body.append(small_sample_note(result))
+    if noise_line(result):
+        body.append(line(noise_line(result), 800))
     if result.agents:
         body.append(f"Scores per agent ({agent_gate_note(result)}):")
         body += [f"  {line(agent_line(agent))}" for agent in result.agents]

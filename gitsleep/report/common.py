@@ -14,6 +14,8 @@ from gitsleep.core.models import (
     AgentSummary,
     Cost,
     EpochResult,
+    Noise,
+    NoiseTest,
     PassResult,
     Split,
     SplitSummary,
@@ -51,6 +53,40 @@ def small_sample_note(result: EpochResult) -> str:
         return ""
     return (f"Small sample: {' and '.join(small)}; with fewer than {SMALL_SPLIT} tasks one "
             "task moves the score a lot, so treat this decision as a hint and add tasks.")
+
+
+def noise_json(noise: Noise | None) -> dict[str, object] | None:
+    """The night's noise for `--json` and diagnostics.json: what moved under the placebo,
+    the sign tests (per split) and their verdicts; None when val was never scored."""
+    if noise is None:
+        return None
+    from gitsleep.core.models import to_dict
+
+    return {**to_dict(noise), "noisy": noise.noisy, "summary": noise.summary()}
+
+
+def noise_cell(test: NoiseTest | None, noise: Noise | None) -> str:
+    """A score table's "beyond noise?" cell for one split."""
+    if noise is None:
+        return "not measured"
+    if not noise.noisy:
+        return "no noise measured: strictly better decides"
+    if test is None:
+        return "not tested" + (" (split too small)" if noise.note else "")
+    verdict = "yes" if test.beyond else "no"
+    return f"{verdict}: p={test.p:.3g} ({test.up} up, {test.down} down; sign test, {test.alpha:g})"
+
+
+def noise_line(result: EpochResult) -> str:
+    """`Noise: 3 of 12 val tasks moved under a placebo ...` for a commit body ('' without)."""
+    noise = result.noise
+    if noise is None:
+        return ""
+    said = [noise.summary()]
+    said += [test.line() for test in (noise.val, noise.test) if test is not None]
+    if noise.note:
+        said.append(noise.note)
+    return "Noise: " + "; ".join(said)
 
 
 def change(summary: SplitSummary) -> str:

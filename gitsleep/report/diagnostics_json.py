@@ -23,6 +23,7 @@ from gitsleep.report.common import (
     default_redactor,
     group_scores,
     integrity_counts,
+    noise_json,
     simulated,
     tool_calls,
 )
@@ -110,6 +111,7 @@ def diagnostics(
         "warnings": list(result.warnings),
         "integrity_failures": integrity_counts(result),
         "group_scores": [g.to_json() for g in group_scores(result)],
+        "noise": noise_json(result.noise),
         "abort_code": result.abort_code,
         "metric": result.metric,
         "decided_by": result.decided_by,

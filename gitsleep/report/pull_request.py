@@ -29,6 +29,7 @@ from gitsleep.report.common import (
     integrity_counts,
     metric_note,
     model_costs,
+    noise_cell,
     shown_calls,
     small_sample_note,
     split_passes,
@@ -253,14 +254,21 @@ def _scores(page: _Page) -> list[str]:
         "",
         md.table(
             ["split", "baseline", "candidate", "n",
-             "change: 95% interval (paired bootstrap)"],
+             "change: 95% interval (paired bootstrap)", "beyond noise?"],
             [
-                [name, fmt_score(s.baseline), fmt_score(s.candidate), str(s.n), _interval(s)]
-                for name, s in (("val", result.val), ("held-out (test)", result.test))
+                [name, fmt_score(s.baseline), fmt_score(s.candidate), str(s.n), _interval(s),
+                 noise_cell(test, result.noise)]
+                for name, s, test in (
+                    ("val", result.val, result.noise.val if result.noise else None),
+                    ("held-out (test)", result.test, result.noise.test if result.noise else None))
             ],
-            "lrrrl",
+            "lrrrll",
         ),
     ]
+    if result.noise is not None:
+        lines += ["", f"_Noise: {page.prose.text(result.noise.summary(), 300)}"
+                  + (f"; {page.prose.text(result.noise.note, 300)}" if result.noise.note else "")
+                  + "._"]
     if metric_note(result.metric):
         lines += ["", f"_{metric_note(result.metric)}._"]
     return lines

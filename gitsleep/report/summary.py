@@ -21,6 +21,7 @@ from gitsleep.report.common import (
     change,
     default_redactor,
     model_costs,
+    noise_json,
     simulated,
     small_sample_note,
     tool_calls,
@@ -82,6 +83,7 @@ def json_summary(
         simulated=simulated(result.backend),
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
         tool_calls=tool_calls(result),
+        noise=noise_json(result.noise),
     )
     return summary.redacted(default_redactor(redactor))
 

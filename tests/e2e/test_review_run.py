@@ -156,7 +156,8 @@ def test_a_hand_edit_that_removes_a_learned_rule_exits_7_with_fail_on_regression
 
     plain = review(capsys, work)
     assert plain.code == 0, plain.err
-    assert "notes: regressed (decided by held-out)" in plain.out
+    # a person's change: val and held-out judged together
+    assert "notes: regressed (decided by val + held-out)" in plain.out
     assert "held-out n=4    hard 1.000 -> 0.000  change -1.000" in plain.out
     assert "test-0: 1.000 -> 0.000" in plain.out
 
@@ -164,7 +165,7 @@ def test_a_hand_edit_that_removes_a_learned_rule_exits_7_with_fail_on_regression
     assert failing.code == 7
     data = as_json(failing)
     notes = data["skills"][0]
-    assert (notes["verdict"], notes["decided_by"]) == ("regressed", "test")
+    assert (notes["verdict"], notes["decided_by"]) == ("regressed", "both")
     held_out = notes["splits"]["test"]
     assert (held_out["before"], held_out["after"], held_out["n"]) == (1.0, 0.0, 4)
     assert held_out["ci_high"] < 0
@@ -449,9 +450,11 @@ def test_each_side_scores_val_and_held_out_with_gate_repeats_samples(
     commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
     data = as_json(review(capsys, work, "--json"))
     notes = data["skills"][0]
-    # (3 val + 4 held-out tasks) x 3 samples x 2 sides; train is never scored
-    assert notes["cost"] == {"calls": 42, "cache_hits": 0}
-    assert notes["splits"]["test"]["n"] == 4 and set(notes["splits"]) == {"val", "test"}
+    # (3 val + 4 held-out tasks) x 3 samples x 3 sides (base, head, the base under a
+    # placebo); train is never scored
+    assert notes["cost"] == {"calls": 63, "cache_hits": 0}
+    assert notes["splits"]["test"]["n"] == 4
+    assert set(notes["splits"]) == {"val", "test", "both"}  # a person's change
 
 
 def test_a_memory_document_added_or_removed_is_scored_on_its_side_only(
@@ -503,7 +506,7 @@ def test_a_review_over_budget_max_calls_is_refused_before_the_first_call(
         repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     work, _ = repo
-    # notes: (3 val + 4 held-out tasks) x 1 sample x 2 sides = 14 calls, over 10
+    # notes: (3 val + 4 held-out tasks) x 1 sample x 3 sides = 21 calls, over 10
     on_base(work, {".gitsleep.yml": with_budget("  max_calls: 10\n")}, "a budget")
     commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
     summary = tmp_path / "summary.md"
@@ -522,12 +525,12 @@ def test_a_review_over_budget_max_calls_is_refused_before_the_first_call(
     assert result.code == 6
     error = result.err.strip().splitlines()
     assert len(error) == 1, result.err
-    assert "needs 14 model calls" in error[0] and "budget.max_calls (10)" in error[0]
+    assert "needs 21 model calls" in error[0] and "budget.max_calls (10)" in error[0]
     assert "raise `budget.max_calls`" in error[0] and "--skill" in error[0]
     data = as_json(result)
     assert (data["verdict"], data["exit_code"]) == ("not run", 6)
-    assert "needs 14 model calls" in data["error"]
-    assert "needs 14 model calls" in summary.read_text()
+    assert "needs 21 model calls" in data["error"]
+    assert "needs 21 model calls" in summary.read_text()
 
 
 def test_answers_already_cached_do_not_count_against_budget_max_calls(
@@ -535,11 +538,11 @@ def test_answers_already_cached_do_not_count_against_budget_max_calls(
     work, _ = repo
     commit_files(work, {NOTES_MD: without_rule("- Always include \"Owner:\"\n")}, "tidy")
     first = as_json(review(capsys, work, "--json"))
-    assert first["skills"][0]["cost"]["calls"] == 14
+    assert first["skills"][0]["cost"]["calls"] == 21
     commit_files(work, {".gitsleep.yml": with_budget("  max_calls: 1\n")}, "a tight budget")
     again = review(capsys, work, "--json")
     assert again.code == 0, again.err
-    assert as_json(again)["skills"][0]["cost"] == {"calls": 0, "cache_hits": 14}
+    assert as_json(again)["skills"][0]["cost"] == {"calls": 0, "cache_hits": 21}
 
 
 def test_a_budget_stop_mid_review_is_exit_6_with_one_clear_line(

@@ -456,6 +456,7 @@ class Planned:
     needed: int
     exam_changes: verdict.ExamChanges
     name: str = ""  # the skill as the head names it (a renamed skill's exam is the base's)
+    person: bool = True  # the head's document is a person's change, not a gitsleep commit's
 
 
 @dataclass(frozen=True)
@@ -682,12 +683,31 @@ def plan_skill(setup: Setup, exam: Exam | None, sha: str, ref: str, sides: Skill
         if pr is not None and pr.fork:
             raise ForkWithoutSecrets(str(exc)) from None
         raise
+    epoch = gitsleep_commit(setup.repo, skill.skill, head_documents["skill"])
+    notes.append(f"the head's {skill.skill} is gitsleep commit {epoch[:12]}'s, chosen on val: "
+                 "held-out alone decides" if epoch else
+                 f"the head's {skill.skill} is a person's change (no gitsleep commit wrote it): "
+                 "val and held-out are judged together")
     runner = CallRunner.for_settings(backend, settings, cache=make_cache(setup))
     needed = verdict.calls_needed(runner, tasks, base_documents, head_documents, settings)
     setup.say(f"{sides.name}: this review needs at most {needed} model calls "
               f"(budget.max_calls {settings.max_calls}; cache hits are free)")
     return Planned(exam_skill, changed, tasks, base_documents, head_documents, notes, runner,
-                   needed, changes, sides.name)
+                   needed, changes, sides.name, person=not epoch)
+
+
+
+def gitsleep_commit(root: Path, path: str, head_text: str | None) -> str:
+    """The gitsleep commit the head's skill document is ('' for a person's change): the
+    last commit that changed `path`, when its trailers name a gitsleep epoch
+    (`Gitsleep-Skill`) and the document as reviewed is exactly as that commit wrote it."""
+    sha = git_out(root, "log", "-1", "--format=%H", "HEAD", "--", path).strip()
+    if not sha or head_text is None:
+        return ""
+    skill = git_out(root, "log", "-1", "--format=%(trailers:key=Gitsleep-Skill,valueonly)",
+                    sha).strip()
+    written = read_at(root, sha, path)
+    return sha if skill and written == head_text.encode("utf-8") else ""
 
 
 def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
@@ -706,8 +726,8 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
     needs = "; ".join(
         f"{p.skill.name}: this review needs {p.needed} model calls "
         f"({sum(t.split in verdict.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
-        f"{agents_of(p)}{repeats} sample(s) x 2 sides, rubric judges included, cached "
-        "answers left out)"
+        f"{agents_of(p)}{repeats} sample(s) x 3 sides (base, head, and the base under a "
+        "placebo to measure the noise), rubric judges included, cached answers left out)"
         for p in over)
     named = over[0].needed if len(over) == 1 else max(p.needed for p in over)
     return (f"{needs}, over budget.max_calls ({limit}) for one skill's review; no call was "
@@ -722,7 +742,8 @@ def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     try:
         splits, agent_reviews = verdict.score_skill(plan.runner, plan.tasks, plan.base_documents,
                                     plan.head_documents, settings, skill=plan.skill.name,
-                                    counter=setup.counter if setup.steps else None)
+                                    counter=setup.counter if setup.steps else None,
+                                    person=plan.person)
     except BudgetExhausted as exc:
         key = re.match(r"budget\.(\w+)", str(exc))
         setting = f"budget.{key[1]}" if key else "the budget"

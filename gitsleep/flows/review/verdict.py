@@ -3,9 +3,10 @@
 per split, list what the head changed in the exam, and say it to people (a PR comment,
 JSON, terminal lines).
 
-Scoring goes through the same `replay.score_split` as a night and the interval through the
-gate's own paired bootstrap (`gate.summarise`), so a review and a night agree on what a
-score, a change and noise are. Nothing here touches git or the forge (`review/edges.py` reads
+Scoring goes through the same `replay.score_split` as a night, the interval through the
+gate's own paired bootstrap (`gate.summarise`) and "beyond noise" through the night's placebo
+and sign test (`gitsleep.core.noise`), so a review and a night agree on what a score, a
+change and noise are. Nothing here touches git or the forge (`review/edges.py` reads
 the base from git and talks to GitHub). Untrusted text (task ids, answers, judge reasons)
 is redacted, then clipped, then escaped before it reaches Markdown, and shown escaped on
 one line before it reaches a terminal (or a CI log, where a line is an instruction).
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from gitsleep.base.redact import Redactor
 from gitsleep.base.terminal import visible
-from gitsleep.core import agents, gate, judges, replay
+from gitsleep.core import agents, gate, judges, noise, replay
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import EpochSettings, PassResult, Split, Task, TaskResult
@@ -29,7 +30,8 @@ from gitsleep.core.scores import fmt_score, rounded
 
 MARKER = "<!-- gitsleep:review -->"  # finds the one review comment of a pull request
 REVIEW_SPLITS: tuple[Split, ...] = ("val", "test")
-SPLIT_NAMES = {"val": "val", "test": "held-out"}
+BOTH = "both"  # a person's change: val and held-out judged together, as one set of tasks
+SPLIT_NAMES = {"val": "val", "test": "held-out", BOTH: "val + held-out"}
 ANSWER_CHARS = 160  # an answer's head in the comment; the whole answer is one re-run away
 REASON_CHARS = 160
 TASK_ROWS = 20  # changed tasks shown per skill; the rest are counted
@@ -55,9 +57,12 @@ class TaskChange:
 
 @dataclass(frozen=True)
 class SplitReview:
-    """One split: the mean before and after, n, the paired 95% interval of the change."""
+    """One split (or `BOTH`, val and held-out together): the mean before and after, n, the
+    paired 95% interval of the change, and the per-task changes the sign test reads.
+    `noisy`: the base's scores moved under a placebo, so a change must be beyond noise
+    (`gitsleep.core.noise`); otherwise the interval decides, as it always did."""
 
-    split: Split
+    split: str
     n: int
     before: float | None
     after: float | None
@@ -65,6 +70,8 @@ class SplitReview:
     ci_high: float | None
     errors: int = 0
     changed: tuple[TaskChange, ...] = ()
+    diffs: tuple[float, ...] = ()
+    noisy: bool = False
 
     @property
     def change(self) -> float | None:
@@ -75,20 +82,32 @@ class SplitReview:
     def regressed(self, min_delta: float) -> bool:
         """The `--fail-on-regression` rule: fell by more than `min_delta`, interval below 0."""
         change = self.change
-        return (change is not None and change < -min_delta
-                and self.ci_high is not None and self.ci_high < 0)
+        if change is None or change >= -min_delta:
+            return False
+        if self.noisy:
+            return noise.fell(self.diffs)
+        return self.ci_high is not None and self.ci_high < 0
 
     def improved(self, min_delta: float) -> bool:
-        """Rose by more than `min_delta` (the gate's rule) with the interval above 0."""
-        return (self.before is not None and self.after is not None
-                and gate.improves(self.before, self.after, min_delta)
-                and self.ci_low is not None and self.ci_low > 0)
+        """Rose by more than `min_delta` (the gate's rule) and beyond noise (the interval
+        above 0 when no noise was measured)."""
+        if not (self.before is not None and self.after is not None
+                and gate.improves(self.before, self.after, min_delta)):
+            return False
+        if self.noisy:
+            return noise.sign_p(self.diffs) <= noise.ALPHA
+        return self.ci_low is not None and self.ci_low > 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "n": self.n, "before": rounded(self.before), "after": rounded(self.after),
             "change": rounded(self.change), "ci_low": rounded(self.ci_low),
-            "ci_high": rounded(self.ci_high), "errors": self.errors,
+            "ci_high": rounded(self.ci_high), "errors": self.errors, "noisy": self.noisy,
+            "sign_test": {"rose": sum(1 for d in self.diffs if d > 0),
+                          "fell": sum(1 for d in self.diffs if d < 0),
+                          "p_rise": rounded(noise.sign_p(self.diffs)),
+                          "p_fall": rounded(noise.sign_p([-d for d in self.diffs])),
+                          "alpha": noise.ALPHA},
             "changed_tasks": [{"id": c.task_id, "before": rounded(c.before),
                                "after": rounded(c.after), "answer_before": c.answer_before,
                                "answer_after": c.answer_after, "reason_after": c.reason_after}
@@ -161,7 +180,7 @@ class AgentReview:
     model: str
     splits: Mapping[str, SplitReview]
     verdict: Verdict
-    decided_by: Split | None
+    decided_by: str | None
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "model": self.model, "verdict": self.verdict,
@@ -181,7 +200,8 @@ class SkillReview:
     splits: dict[str, SplitReview] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     verdict: Verdict = "skipped"
-    decided_by: Split | None = None  # the held-out split, or val when it has no tasks
+    # the held-out split, or val when it has no tasks; `BOTH` for a person's change
+    decided_by: str | None = None
     calls: int = 0
     cache_hits: int = 0
     exam_changes: ExamChanges | None = None
@@ -224,9 +244,11 @@ def _first_answer(task: TaskResult | None) -> tuple[str, str]:
     return "", ""
 
 
-def compare(split: Split, base: PassResult, head: PassResult) -> SplitReview:
+def compare(split: Split, base: PassResult, head: PassResult, noisy: bool = False
+            ) -> SplitReview:
     """Before/after, n and the paired interval of one split, and the tasks that moved."""
     summary = gate.summarise(base, head, len(head.tasks))
+    diffs = tuple(a - b for _, b, a in gate.paired(base, head))
     before_by_id, after_by_id = base.by_id(), head.by_id()
     changed = []
     for delta in gate.deltas(base, head):
@@ -239,7 +261,23 @@ def compare(split: Split, base: PassResult, head: PassResult) -> SplitReview:
     changed.sort(key=lambda c: (c.after is None or c.before is None,
                                 (c.after or 0.0) - (c.before or 0.0)))  # regressions first
     return SplitReview(split, summary.n, summary.baseline, summary.candidate, summary.ci_low,
-                       summary.ci_high, base.errors + head.errors, tuple(changed))
+                       summary.ci_high, base.errors + head.errors, tuple(changed), diffs, noisy)
+
+
+def together(splits: Mapping[str, SplitReview], base: Sequence[PassResult],
+             head: Sequence[PassResult]) -> SplitReview:
+    """Val and held-out as one set of tasks (`BOTH`): a person's change was tuned on
+    neither, so both are evidence, and more tasks tell a change from noise sooner."""
+    before = PassResult("review base", "val", "", [t for p in base for t in p.tasks])
+    after = PassResult("review head", "val", "", [t for p in head for t in p.tasks])
+    summary = gate.summarise(before, after, len(after.tasks))
+    parts = [splits[s] for s in REVIEW_SPLITS if s in splits]
+    changed = sorted((c for s in parts for c in s.changed),
+                     key=lambda c: (c.after is None or c.before is None,
+                                    (c.after or 0.0) - (c.before or 0.0)))
+    return SplitReview(BOTH, summary.n, summary.baseline, summary.candidate, summary.ci_low,
+                       summary.ci_high, sum(s.errors for s in parts), tuple(changed),
+                       tuple(d for s in parts for d in s.diffs), any(s.noisy for s in parts))
 
 
 def _cache_key(runner: CallRunner, call: ModelCall) -> str:
@@ -269,10 +307,11 @@ def calls_needed(runner: CallRunner, tasks: Sequence[Task],
     seen: set[str] = set()
     needed = 0
     repeats = max(1, settings.gate.repeats)
+    placebo = noise.placebo(base_documents)
     for task in agents.expand([t for t in tasks if t.split in REVIEW_SPLITS], settings.agents):
         rubric = task.judge.kind == "rubric"
         for sample in range(repeats):
-            for documents in (base_documents, head_documents):
+            for documents in (base_documents, head_documents, placebo):
                 call = answer_call(documents, task, settings, sample)
                 key = _cache_key(runner, call)
                 if key in seen:
@@ -296,40 +335,72 @@ def calls_needed(runner: CallRunner, tasks: Sequence[Task],
 def score_skill(runner: CallRunner, tasks: Sequence[Task],
                 base_documents: Mapping[str, str | None],
                 head_documents: Mapping[str, str | None], settings: EpochSettings, *,
-                skill: str, counter: Counter | None = None
+                skill: str, counter: Counter | None = None, person: bool = False,
                 ) -> tuple[dict[str, SplitReview], list[AgentReview]]:
     """Score base and head documents on the same tasks, per split (`gate.repeats` samples
     each), and with several agents each agent's answers apart. The base side costs nothing
-    when the cache saw it before. BackendError (too many failed calls) propagates: a
-    failing backend is exit 3, never a regression."""
-    out: dict[str, SplitReview] = {}
-    by_agent: dict[str, dict[str, SplitReview]] = {a.name: {} for a in settings.agents}
+    when the cache saw it before. The base is scored once more under a placebo (a
+    content-free sentence in its learned block): a task that moves there is noise, and then
+    a change must pass the sign test (`gitsleep.core.noise`). `person`: the head's learned
+    block is a person's change, so val and held-out are judged together (`BOTH`).
+    BackendError (too many failed calls) propagates: a failing backend is exit 3, never a
+    regression."""
+    scored: dict[Split, tuple[PassResult, PassResult]] = {}
+    ids: dict[Split, dict[str, list[str]]] = {}  # several agents: each one's task copies
+    moved = False
     repeats = max(1, settings.gate.repeats)
     for split in REVIEW_SPLITS:
         in_split = agents.expand([t for t in tasks if t.split == split], settings.agents)
         if not in_split:
             continue
         passes = []
-        for side, documents in (("base", base_documents), ("head", head_documents)):
+        for side, documents in (("base", base_documents), ("head", head_documents),
+                                ("placebo", noise.placebo(base_documents))):
             tick = (counter(f"{skill}: scoring {split} ({side})", len(in_split) * repeats)
                     if counter else no_tick)
             passes.append(replay.score_split(runner, in_split, documents, settings,
                                              label=f"review {side}", split=split,
                                              on_answer=tick))
-        out[split] = compare(split, passes[0], passes[1])
-        for name, ids in agents.agent_ids(in_split).items():
-            by_agent[name][split] = compare(split, agents.only_agent(passes[0], ids),
-                                            agents.only_agent(passes[1], ids))
+        moved = moved or any(d != 0 for d in noise.differences([passes[0]], [passes[2]]))
+        scored[split] = (passes[0], passes[1])
+        ids[split] = agents.agent_ids(in_split)
+    out, by_agent = _judged(scored, ids, moved, person, settings)
     return out, [AgentReview(name, settings.model_for(name), splits,
                              *verdict_of(splits, settings.gate.min_delta))
                  for name, splits in by_agent.items()]
 
 
+def _judged(scored: Mapping[Split, tuple[PassResult, PassResult]],
+            ids: Mapping[Split, Mapping[str, list[str]]], noisy: bool, person: bool,
+            settings: EpochSettings) -> tuple[dict[str, SplitReview],
+                                              dict[str, dict[str, SplitReview]]]:
+    """Each split's review (and `BOTH` for a person's change), whole and per agent."""
+    together_too = person and len(scored) == len(REVIEW_SPLITS)
+    out: dict[str, SplitReview] = {split: compare(split, base, head, noisy)
+                                   for split, (base, head) in scored.items()}
+    if together_too:
+        out[BOTH] = together(out, [b for b, _ in scored.values()],
+                             [h for _, h in scored.values()])
+    by_agent: dict[str, dict[str, SplitReview]] = {a.name: {} for a in settings.agents}
+    for name, mine in by_agent.items():
+        parts = {split: (agents.only_agent(base, ids[split].get(name, [])),
+                         agents.only_agent(head, ids[split].get(name, [])))
+                 for split, (base, head) in scored.items()}
+        for split, (base, head) in parts.items():
+            mine[split] = compare(split, base, head, noisy)
+        if together_too:
+            mine[BOTH] = together(mine, [b for b, _ in parts.values()],
+                                  [h for _, h in parts.values()])
+    return out, by_agent
+
+
 def verdict_of(splits: Mapping[str, SplitReview], min_delta: float
-               ) -> tuple[Verdict, Split | None]:
-    """The skill's verdict from the held-out split (val when no task is held out)."""
-    deciding: Split | None = ("test" if "test" in splits and splits["test"].n
-                              else "val" if "val" in splits and splits["val"].n else None)
+               ) -> tuple[Verdict, str | None]:
+    """The skill's verdict from the held-out split (val when no task is held out); from
+    val and held-out together (`BOTH`) for a person's change."""
+    deciding: str | None = (BOTH if BOTH in splits and splits[BOTH].n
+                            else "test" if "test" in splits and splits["test"].n
+                            else "val" if "val" in splits and splits["val"].n else None)
     if deciding is None:
         return "no tasks", None
     split = splits[deciding]
@@ -361,7 +432,9 @@ def regression_line(reviews: Sequence[SkillReview]) -> str:
     """The one stderr line of exit 7, naming each agent that regressed (several agents)."""
     named = [f"{r.skill} agent {name}" for r in reviews for name in r.regressed_agents]
     which = f" ({one_line(', '.join(named))})" if named else ""
-    return f"gitsleep: a held-out score regressed (--fail-on-regression){which}: exit 7"
+    both = any(r.decided_by == BOTH and r.verdict == "regressed" for r in reviews)
+    what = "the val and held-out score" if both else "a held-out score"
+    return f"gitsleep: {what} regressed (--fail-on-regression){which}: exit 7"
 
 
 def _interval(split: SplitReview) -> str:
@@ -472,8 +545,10 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
     out = [MARKER, f"## gitsleep review: {overall(reviews)}", "",
            f"Base {prose.text(base_label, 80)} against head {prose.text(head_label, 80)}, "
            f"{exam_sentence(trusted_head)}; metric `{metric}`, paired 95% bootstrap interval "
-           f"of the change; a skill regresses when its held-out score falls by more than "
-           f"min_delta {min_delta:g} with the interval below zero.", ""]
+           f"of the change; a skill regresses when its held-out score (val and held-out "
+           f"together for a person's change) falls by more than min_delta {min_delta:g} "
+           f"beyond noise: the interval below zero, or where the base's scores moved under a "
+           f"placebo, the sign test at {noise.ALPHA:g}.", ""]
     out += [f"> {prose.text(note, 400)}" for note in notes]
     if notes:
         out.append("")

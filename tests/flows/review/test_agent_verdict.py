@@ -32,8 +32,9 @@ def test_each_agent_answers_with_its_own_model_and_name() -> None:
 
 def test_a_review_of_two_agents_needs_and_scores_each_agents_calls() -> None:
     runner = CallRunner(OfflineBackend(), max_calls=1000)
-    assert verdict.calls_needed(runner, TASKS, BASE, HEAD, settings()) == 4
-    assert verdict.calls_needed(runner, TASKS, BASE, HEAD, settings(*AGENTS)) == 8
+    # base, head and the base under a placebo (the noise), per task (and agent)
+    assert verdict.calls_needed(runner, TASKS, BASE, HEAD, settings()) == 6
+    assert verdict.calls_needed(runner, TASKS, BASE, HEAD, settings(*AGENTS)) == 12
     splits, agent_reviews = verdict.score_skill(runner, TASKS, BASE, HEAD, settings(*AGENTS),
                                                 skill="s")
     assert splits["test"].n == 2  # the aggregate: every agent's answers

@@ -10,6 +10,7 @@ from gitsleep.base.redact import Redactor
 from gitsleep.core import gate
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import (
+    Check,
     EpochSettings,
     GateSettings,
     Judge,
@@ -137,12 +138,13 @@ def test_calls_needed_counts_each_uncached_call_once_and_a_rubric_judge_too():
                              gate=GateSettings(repeats=2))
     base, head = {"skill": "Be brief.", "memory": None}, {"skill": "Be long.", "memory": None}
     runner = CallRunner(OfflineBackend(), max_calls=1000)
-    # val 1 x 2 samples x 2 sides + held-out (1 answer + 1 judge) x 2 samples x 2 sides
-    assert verdict.calls_needed(runner, tasks, base, head, settings) == 4 + 8
-    assert verdict.calls_needed(runner, tasks, base, base, settings) == 2 + 4, \
+    # val 1 x 2 samples x 3 sides (base, head, the base under a placebo) + held-out
+    # (1 answer + 1 judge) x 2 samples x 3 sides
+    assert verdict.calls_needed(runner, tasks, base, head, settings) == 6 + 12
+    assert verdict.calls_needed(runner, tasks, base, base, settings) == 4 + 8, \
         "the same documents on both sides ask the same calls: counted once"
     verdict.score_skill(runner, tasks, base, head, settings, skill="s")
-    assert 0 < runner.cost.calls <= 12, "an upper bound (equal answers share a judge call)"
+    assert 0 < runner.cost.calls <= 18, "an upper bound (equal answers share a judge call)"
     assert verdict.calls_needed(runner, tasks, base, head, settings) == 0, "all cached"
 
 
@@ -162,3 +164,38 @@ def test_terminal_lines_redact_then_escape_each_untrusted_piece_onto_one_line():
     assert "\x1b" not in text and "\x07" not in text
     assert not any(line.lstrip().startswith("::") for line in lines)
     assert "  exam: the head adds 1 held-out task(s), not used: new\\n::warning::y" in lines
+
+
+# -- beyond noise, and a person's change judged on val and held-out together ---------------
+
+
+def test_where_the_base_moved_under_a_placebo_a_change_must_pass_the_sign_test():
+    three_fell = (-1.0, -1.0, -1.0, 0.0, 0.0, 0.0)
+    quiet = verdict.SplitReview("test", 6, 1.0, 0.5, -0.9, -0.1, diffs=three_fell)
+    noisy = verdict.SplitReview("test", 6, 1.0, 0.5, -0.9, -0.1, diffs=three_fell, noisy=True)
+    assert quiet.regressed(0.0)  # no noise measured: the interval decides, as before
+    assert not noisy.regressed(0.0)  # 3 of 3 fell: p = 1/8 > 0.1, not beyond noise
+    four = verdict.SplitReview("test", 6, 1.0, 0.3, -0.9, -0.1, diffs=(-1.0,) * 4 + (0.0,) * 2,
+                               noisy=True)
+    assert four.regressed(0.0)  # p = 1/16
+    rose = verdict.SplitReview("test", 6, 0.3, 1.0, 0.1, 0.9, diffs=(1.0,) * 4 + (0.0,) * 2,
+                               noisy=True)
+    assert rose.improved(0.0) and rose.to_json()["sign_test"]["p_rise"] == 0.062
+
+
+def test_a_persons_change_is_decided_by_val_and_held_out_together():
+    tasks = [Task(f"v{i}", f"p{i}", "val", Judge("rule", (Check("contains", "Owner:"),)))
+             for i in range(3)]
+    tasks += [Task(f"h{i}", f"q{i}", "test",
+                   Judge("rule", (Check("contains", "Owner:" if i == 0 else "Note"),)))
+              for i in range(4)]
+    base = {"skill": 'Always include "Owner:"\nAlways include "Note"\n', "memory": None}
+    head = {"skill": 'Always include "Note"\n', "memory": None}
+    settings = EpochSettings(model="offline", optimizer_model="offline", judge_model="offline")
+    runner = CallRunner(OfflineBackend(), max_calls=1000)
+    alone, _ = verdict.score_skill(runner, tasks, base, head, settings, skill="s")
+    assert verdict.verdict_of(alone, 0.0) == ("no clear change", "test")  # 1 of 4 fell
+    both, _ = verdict.score_skill(runner, tasks, base, head, settings, skill="s", person=True)
+    assert set(both) == {"val", "test", verdict.BOTH} and both[verdict.BOTH].n == 7
+    assert not both["val"].noisy  # the simulator does not move under the placebo
+    assert verdict.verdict_of(both, 0.0) == ("regressed", verdict.BOTH)  # 4 of 7 fell
