@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gitsleep.backends.agent_cli import AgentSpec, CommandBackend
+from gitsleep.backends.agent_cli import AgentCliBackend, AgentSpec
 from gitsleep.backends.cli_traces import claude_stream, codex_json
 from gitsleep.backends.presets import PRESETS
 from gitsleep.base.errors import UsageError
@@ -27,16 +27,16 @@ TASK = Task("t1", "Should we move to seat pricing?", "val",
 SETTINGS = EpochSettings(model="agent", optimizer_model="m", judge_model="m")
 
 
-def backend(tmp_path: Path, style: str, **spec: object) -> CommandBackend:
+def backend(tmp_path: Path, style: str, **spec: object) -> AgentCliBackend:
     program = install("tool_caller", tmp_path)
     base = AgentSpec(command=(str(program),), timeout=20.0, kill_grace=0.5, retries=0,
                      trace=style)
     env = {**os.environ, "FAKE_AGENT_TRACE": style,
            "FAKE_AGENT_ANSWER_FILE": ".gitsleep-answer.md"}
-    return CommandBackend(replace(base, **spec), env=env)
+    return AgentCliBackend(replace(base, **spec), env=env)
 
 
-def scored(agent: CommandBackend, skill: str) -> tuple[float | None, list[str]]:
+def scored(agent: AgentCliBackend, skill: str) -> tuple[float | None, list[str]]:
     result = replay.score_split(CallRunner(agent), [TASK], {"skill": skill}, SETTINGS,
                                 label="t", split="val")
     sample = result.tasks[0].samples[0]

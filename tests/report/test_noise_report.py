@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 
-from gitsleep.report.outcome import PrResult
-
 from gitsleep import report
 from gitsleep.base.redact import Redactor
 from gitsleep.core.models import Noise, NoiseTest
+from gitsleep.core.outcome import PrResult
 from gitsleep.git_forge import record
 from gitsleep.report import diagnostics_json
 from tests.report.test_report import TRAILERS, make_result, parsed_trailers
