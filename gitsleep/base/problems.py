@@ -61,6 +61,11 @@ CODES: dict[str, str] = {
     "GS136": "workspace task with an answer backend that cannot work in a folder",
     "GS138": "workspace folder that holds one of the skill's task files",
     "GS140": "a text some tasks ask for and none checks the absence of",
+    "GS150": "trigger task without a true or false should_trigger",
+    "GS151": "trigger task with a bad expect (the sibling skill a query belongs to)",
+    "GS152": "trigger task with an empty query (left out)",
+    "GS153": "trigger split with no should-not query",
+    "GS154": "trigger task expects a skill that is not in the catalog",
     # skill and memory documents
     "GS200": "document missing",
     "GS201": "document is not UTF-8 text",
@@ -68,6 +73,7 @@ CODES: dict[str, str] = {
     "GS203": "frontmatter name missing or invalid",
     "GS204": "frontmatter description missing or invalid",
     "GS205": "document imports a file (@path) the agent is not shown",
+    "GS206": "document imports form a cycle or too much text",
     "GS210": "learned block corrupt or too large",
     # secrets
     "GS300": "secret in a task file",
