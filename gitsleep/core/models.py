@@ -73,8 +73,19 @@ class Judge:
 
 
 @dataclass(frozen=True)
+class Trigger:
+    """A trigger task's question: should this skill be picked for the query, and when
+    not, which sibling skill it belongs to (None: no skill in particular)."""
+
+    should_trigger: bool
+    expect: str | None = None
+
+
+@dataclass(frozen=True)
 class Task:
-    """A prompt plus its judge, in exactly one split."""
+    """A prompt plus its judge, in exactly one split. A trigger task's prompt is the
+    user's query and `trigger` says which skill should be picked for it (its judge is
+    the pick, `gitsleep.core.triggers`); every other task has `trigger` None."""
 
     id: str
     prompt: str
@@ -96,6 +107,7 @@ class Task:
     # several agents: this task as one agent answers it; `id` is then
     # `<task id>@<agent>` (`gitsleep.core.agents.expand`), and `base_id` the task's own id
     agent: str | None = None
+    trigger: Trigger | None = None
 
     @property
     def base_id(self) -> str:
