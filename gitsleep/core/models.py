@@ -12,9 +12,12 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args
 
 from gitsleep.core.check_ops import FORMAT_OPS, OPS, CheckOp
+
+if TYPE_CHECKING:
+    from gitsleep.core.triggers import TriggerNight
 
 Split = Literal["train", "val", "test"]
 # Where progress lines go, one at a time: stderr in the CLI, a list in tests, nothing with -q.
@@ -416,6 +419,8 @@ class EpochResult:
     # a night of one agent), and how the gate aggregates them (mean | min)
     agents: list[AgentSummary] = field(default_factory=list)
     agent_gate: str = "mean"
+    # the description's trigger pass, when the skill allows it and has trigger tasks
+    triggers: TriggerNight | None = None
 
     @property
     def changed(self) -> bool:

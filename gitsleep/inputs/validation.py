@@ -32,7 +32,7 @@ from gitsleep.core.documents import block_problems
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import backend_problem as workspace_backend_problem
-from gitsleep.inputs import repo_paths
+from gitsleep.inputs import catalog, repo_paths
 from gitsleep.inputs.agent_view import import_view
 from gitsleep.inputs.config import (
     CONFIG_NAME,
@@ -116,6 +116,7 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
         report.splits[skill.name] = {split: sum(1 for t in tasks if t.split == split)
                                      for split in ("train", "val", "test")}
         problems.extend(task_problems)
+        problems.extend(expect_problems(repo_root, config, tasks))
         problems.extend(presence_problems(tasks))  # rules the checks cannot see through
         report.commands.extend(night_commands(skill.name, tasks))  # what a night would run
         problems.extend(workspace_backend_problems(config, env, tasks))
@@ -135,6 +136,20 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
     report.problems = list(dict.fromkeys(problems))  # a file shared by skills reports once
     report.files = len(seen_docs) + len(seen_task_files)
     return report
+
+
+def expect_problems(repo_root: Path, config: Config, tasks: list[Task]) -> list[Problem]:
+    """GS154 for a near miss whose `expect` names no skill of the catalog (a typo, or a
+    sibling the harness would not load): the gate could not tell when it loses it."""
+    expecting = [t for t in tasks if t.trigger and t.trigger.expect]
+    if not expecting:
+        return []
+    names = sorted(e.name for e in catalog.build(repo_root, config))
+    return [Problem(t.source, t.line, "GS154", WARNING,
+                    f"trigger task {t.id!r} expects {t.trigger.expect!r}, which is no skill of "
+                    f"the catalog ({', '.join(names) or 'none'}): fix the name, or list that "
+                    "skill in .gitsleep.yml or under .claude/skills/")
+            for t in expecting if t.trigger and t.trigger.expect not in names]
 
 
 def workspace_backend_problems(config: Config, env: Mapping[str, str],

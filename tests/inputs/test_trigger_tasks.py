@@ -65,3 +65,21 @@ def test_a_split_with_no_should_not_query_is_warned(tmp_path: Path) -> None:
     assert shown == [("GS153", "trigger tasks in val hold no should-not query "
                       "(should_trigger: false): a description that takes every request "
                       "would score best; add near misses")]
+
+
+def test_validate_warns_when_a_near_miss_expects_no_skill_of_the_catalog(tmp_path: Path) -> None:
+    from gitsleep.inputs.config import Config
+    from gitsleep.inputs.validation import expect_problems
+
+    (tmp_path / "SKILL.md").write_text("---\nname: brief-writer\ndescription: Briefs.\n---\n",
+                                       encoding="utf-8")
+    write(tmp_path / "tasks.jsonl",
+          {"id": "t1", "query": "fix SQL", "should_trigger": False, "expect": "sql-helpr"},
+          {"id": "t2", "query": "a brief", "should_trigger": False, "expect": "brief-writer"})
+    config = Config.model_validate({"version": 1, "backend": "offline", "skills": [
+        {"name": "brief-writer", "skill": "SKILL.md", "tasks": ["tasks.jsonl"]}]})
+    tasks, _ = check_skill_tasks(tmp_path, config.skills[0])
+    assert [(p.line, p.code, p.message) for p in expect_problems(tmp_path, config, tasks)] == [
+        (1, "GS154", "trigger task 't1' expects 'sql-helpr', which is no skill of the catalog "
+         "(brief-writer): fix the name, or list that skill in .gitsleep.yml or under "
+         ".claude/skills/")]
