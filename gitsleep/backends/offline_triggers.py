@@ -2,8 +2,8 @@
 offline backend's rules; docs/triggers.md states them).
 
 Picking: the skill whose name and description share the most words with the query
-(words of three letters or more, lower-cased, a final `s` dropped, common words left
-out); a tie goes to the skill listed first; no shared word picks no skill.
+(words of three letters or more, lower-cased, a plural's `s` or `ies` made singular,
+common words left out); a tie goes to the skill listed first; no shared word picks no skill.
 
 Proposing: keep the description's words that none of the wrongly taken queries uses,
 and add the missed queries' words that no sibling's description uses, as one sentence.
@@ -34,8 +34,11 @@ def words(text: str) -> list[str]:
     for raw in _WORD.findall(text.lower()):
         if len(raw) < 3 or raw in STOP:
             continue
-        word = raw[:-1] if len(raw) > 3 and raw.endswith("s") and not raw.endswith("ss") \
-            else raw
+        word = raw
+        if len(raw) > 4 and raw.endswith("ies"):
+            word = raw[:-3] + "y"
+        elif len(raw) > 3 and raw.endswith("s") and not raw.endswith("ss"):
+            word = raw[:-1]
         if word not in out:
             out.append(word)
     return out

@@ -474,7 +474,12 @@ def fold(result: EpochResult, night: TriggerNight, text: str) -> EpochResult:
             decision, reason, eligible = "accepted", night.reason, night.pr_eligible
         else:
             reason, eligible = f"{reason}; {night.reason}", eligible or night.pr_eligible
-    elif night.decision == "aborted" and decision != "aborted":
-        return dataclasses.replace(result, triggers=night)
+    elif night.decision == "aborted":  # a budget or backend stop: the night stops whole
+        return dataclasses.replace(
+            result, triggers=night, decision="aborted", abort_code=night.abort_code,
+            pr_eligible=False, documents={k: (b, b) for k, (b, _) in documents.items()},
+            reason=f"trigger pass stopped: {night.reason}; nothing is written")
+    cost = dataclasses.replace(result.cost, calls=result.cost.calls + night.calls,
+                               cache_hits=result.cost.cache_hits + night.cache_hits)
     return dataclasses.replace(result, documents=documents, decision=decision, reason=reason,
-                               pr_eligible=eligible, triggers=night)
+                               pr_eligible=eligible, triggers=night, cost=cost)

@@ -22,6 +22,7 @@ from gitsleep import __version__, report
 from gitsleep.base.errors import UsageError
 from gitsleep.core.epoch import budget_note, call_ceiling, run_epoch
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary, Task
+from gitsleep.flows import triggers
 from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_inputs
 from gitsleep.git_forge import forge, gitops, history, record
 from gitsleep.git_forge import publish_sequence as sequence
@@ -61,7 +62,21 @@ def default_output_dir(repo: Path, skill: str) -> Path:
 
 
 def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
-              documents: dict[str, str | None]) -> EpochResult:
+              documents: dict[str, str | None], root: Path | None = None) -> EpochResult:
+    """The night's epoch on the inputs read under `root`, and its trigger pass when the
+    skill allows one (`gitsleep.flows.triggers`)."""
+    passes = triggers.trigger_inputs(setup, root, skill) if root is not None else None
+    if passes is None:
+        return _body_epoch(setup, skill, tasks, documents)
+    settings = setup.config.epoch_settings(skill=skill.name)
+    setup.say(f"{skill.name}: {triggers.cost_line(settings, passes)}")
+    result = (_body_epoch(setup, skill, tasks, documents) if tasks else
+              triggers.body_less(skill.name, documents, settings, setup.config.backend))
+    return triggers.with_triggers(setup, skill, passes, result)
+
+
+def _body_epoch(setup: Setup, skill: SkillConfig, tasks: list[Task],
+                documents: dict[str, str | None]) -> EpochResult:
     settings = setup.config.epoch_settings(skill=skill.name)
     backend = make_backend(setup, skill.name)
     # several agents: the ceiling and the estimate count each agent's answers themselves
@@ -108,7 +123,7 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None,
     (`--dry-run --base REF`): no commit, no push, no PR."""
     if base is None:
         tasks, documents = read_inputs(setup.repo, skill, setup.say)
-        result = epoch_for(setup, skill, tasks, documents)
+        result = epoch_for(setup, skill, tasks, documents, root=setup.repo)
     else:
         result = _dry_run_at(setup, skill, base)
     path = write_report(setup, result, output_dir, {"dry_run": True}).path
@@ -125,7 +140,7 @@ def _dry_run_at(setup: Setup, skill: SkillConfig, ref: str) -> EpochResult:
     tree, index and branches untouched); a ref that is no commit is exit 2."""
     with sequence.files_at(setup.repo, ref, skill.name, f"dry-run/{skill.name}") as tree:
         tasks, documents = read_inputs(tree, skill, setup.say)
-        return epoch_for(setup, skill, tasks, documents)
+        return epoch_for(setup, skill, tasks, documents, root=tree)
 
 
 # -- the git-native run -------------------------------------------------------------------
@@ -161,7 +176,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             if plan.action == "finish":
                 setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
                           "request); replaying the epoch from the cache")
-            result = epoch_for(setup, skill, tasks, documents)
+            result = epoch_for(setup, skill, tasks, documents, root=tree)
             # the pull-request decision is recorded as data, for a run finishing this one
             extra = {"base": base.sha, "branch": branch, **digests.trailers(),
                      **record.pr_field(opens_pr(result))}

@@ -18,7 +18,7 @@ def test_the_most_shared_words_win_and_none_shared_picks_no_skill() -> None:
     assert pick("write the release notes for 2.0") == "notes"
     assert pick("my SQL query is slow") == "sql-helper"
     assert pick("tell me a joke") is None
-    assert words("The Queries, and NOTES!") == ["querie", "note"]
+    assert words("The Queries, and NOTES!") == ["query", "note"]
 
 
 def test_a_proposal_drops_words_of_taken_queries_and_adds_missed_ones_no_sibling_uses(

@@ -1,0 +1,91 @@
+"""A night's trigger pass: the skill's description tuned on its trigger tasks, after the body
+epoch, with the catalog of every skill in the repository.
+
+Only a skill that allows it (`tune_description: true`) and has trigger tasks gets one. What
+is read here (the catalog, every skill's trigger tasks) comes from the same tree as the rest
+of the night's inputs; the decision is the core's (`gitsleep.core.triggers`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitsleep.base.errors import UsageError
+from gitsleep.core import triggers
+from gitsleep.core.models import EpochResult, EpochSettings, SplitSummary, Task
+from gitsleep.core.ports import Backend
+from gitsleep.flows.prepare import Setup, make_backend, make_cache
+from gitsleep.inputs import catalog
+from gitsleep.inputs.config import SkillConfig
+from gitsleep.inputs.tasks import load_trigger_tasks
+
+
+@dataclass(frozen=True)
+class TriggerInputs:
+    """What the trigger pass reads: the name the catalog lists the skill under, the
+    catalog, and the trigger tasks (its own and its siblings' as near misses)."""
+
+    name: str
+    catalog: list[triggers.Listing]
+    tasks: list[Task]
+
+
+def trigger_inputs(setup: Setup, root: Path, skill: SkillConfig) -> TriggerInputs | None:
+    """The pass's inputs under `root`, or None when the skill gets no trigger pass."""
+    if not skill.tune_description or not load_trigger_tasks(root, skill):
+        return None
+    entries = catalog.build(root, setup.config)
+    return TriggerInputs(catalog.name_of(entries, skill), [e.listing() for e in entries],
+                         catalog.trigger_tasks(root, setup.config, skill, entries))
+
+
+def cost_line(settings: EpochSettings, inputs: TriggerInputs) -> str:
+    """Every query x run x candidate, said before the first call."""
+    runs = max(1, settings.gate.repeats)
+    return (f"trigger pass: {len(inputs.tasks)} trigger queries x {runs} run(s), "
+            f"{settings.rounds} round(s) of {settings.proposals} candidate description(s) "
+            f"among {len(inputs.catalog)} skills: at most "
+            f"{triggers.ceiling(settings, inputs.tasks)} calls")
+
+
+def picker_backend(setup: Setup, skill: SkillConfig) -> Backend:
+    """Who picks: the configured model backend (openai-compatible or offline). An agent
+    CLI picks only where a run can observe its choice (Claude Code)."""
+    if setup.config.backends()[0] == "command":
+        raise UsageError(f"skill {skill.name!r}: tune_description needs a model backend "
+                         "(openai or offline) to ask which skill is picked; with an agent CLI "
+                         "only Claude Code is supported (see docs/triggers.md)")
+    return make_backend(setup, skill.name, ("answer", "propose"))
+
+
+def body_less(skill: str, documents: dict[str, str | None], settings: EpochSettings,
+              backend: str) -> EpochResult:
+    """The night's record when the skill has trigger tasks alone: no body epoch ran."""
+    none = SplitSummary(None, None, 0)
+    return EpochResult(
+        skill=skill, decision="no_edits", reason="no body tasks: the trigger pass decides",
+        metric=settings.gate.metric, backend=backend, agent_model=settings.model,
+        optimizer_model=settings.optimizer_model, judge_model=settings.judge_model,
+        train=none, val=none, test=none, decided_by="test",
+        documents={name: (text, text) for name, text in documents.items()
+                   if name in ("skill", "memory") and text is not None})
+
+
+def with_triggers(setup: Setup, skill: SkillConfig, inputs: TriggerInputs,
+                  result: EpochResult) -> EpochResult:
+    """The night's result with its trigger pass folded in; an aborted body epoch gets none."""
+    if result.decision == "aborted":
+        return result
+    settings = setup.config.epoch_settings(skill=skill.name)
+    backend = picker_backend(setup, skill)
+    left = max(0, settings.max_calls - result.cost.calls)
+    try:
+        night, text = triggers.run_triggers(inputs.tasks, inputs.catalog,
+                                            result.documents["skill"][1], settings, backend,
+                                            skill=inputs.name, cache=make_cache(setup),
+                                            max_calls=left)
+    finally:
+        backend.close()
+    setup.say(f"{skill.name}: trigger pass {night.decision}: {night.reason}")
+    return triggers.fold(result, night, text)

@@ -1,0 +1,76 @@
+"""A night's trigger pass on a real repository: the description tuned on trigger tasks,
+every other byte kept, opt-in per skill, counted before the first call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitsleep.commands.demo_cmd import make_demo_repo
+from gitsleep.core import description
+from gitsleep.flows import consolidate as run
+from gitsleep.flows.prepare import Setup
+from tests.support.gitrepo import isolate_git
+
+SKILL = ".claude/skills/scribe/SKILL.md"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    isolate_git(monkeypatch, tmp_path)
+    return make_demo_repo(tmp_path, "scribe")
+
+
+def night(repo: Path, said: list[str]) -> run.SkillOutcome:
+    setup = Setup.load(repo, None, env={}, progress=said.append)
+    return run.dry_run(setup, setup.config.skill("scribe"), repo / "out")
+
+
+@pytest.mark.slow
+def test_the_description_alone_changes_and_held_out_rises(repo: Path) -> None:
+    before = (repo / SKILL).read_text(encoding="utf-8")
+    said: list[str] = []
+    outcome = night(repo, said)
+    result = outcome.result
+    assert result is not None and result.triggers is not None
+    assert result.decision == "accepted" and result.pr_eligible, result.reason
+    after = result.documents["skill"][1]
+    new = description.read(after)
+    assert new != description.read(before) and "commit" in new
+    assert after == before.replace(description.read(before), new)  # no other byte
+    night_ = result.triggers
+    assert (night_.test.baseline, night_.test.final) == (0.4, 1.0)
+    assert night_.siblings_fell == ""
+    # counted before the first call: every query x run x candidate
+    assert any("trigger pass: 15 trigger queries x 1 run(s), 2 round(s) of 1 candidate "
+               "description(s) among 3 skills: at most" in line for line in said), said
+
+
+@pytest.mark.slow
+def test_a_skill_that_does_not_allow_it_gets_no_trigger_pass(repo: Path) -> None:
+    config = repo / ".gitsleep.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "tune_description: true", "tune_description: false"), encoding="utf-8")
+    (repo / "evals" / "scribe" / "body.jsonl").write_text(
+        '{"id": "b1", "prompt": "commit this", "split": "val", "judge": {"kind": "rule", '
+        '"checks": [{"op": "max_chars", "arg": 5000}]}}\n', encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "        split: auto         # per-task labels (train / val / test) are kept\n",
+        "        split: auto\n      - path: evals/scribe/body.jsonl\n        split: val\n"),
+        encoding="utf-8")
+    outcome = night(repo, [])
+    assert outcome.result is not None and outcome.result.triggers is None
+    assert not outcome.result.changed
+
+
+def test_a_budget_too_small_stops_the_trigger_pass_with_nothing_written(repo: Path) -> None:
+    config = repo / ".gitsleep.yml"
+    config.write_text(config.read_text(encoding="utf-8") + "budget:\n  max_calls: 20\n",
+                      encoding="utf-8")
+    outcome = night(repo, [])
+    result = outcome.result
+    assert result is not None and result.triggers is not None
+    assert result.triggers.decision == "aborted" and result.abort_code == 6
+    assert result.decision == "aborted"
+    assert not result.changed and "budget" in result.reason
