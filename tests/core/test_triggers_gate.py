@@ -1,0 +1,88 @@
+"""The trigger gate covers the siblings: a description that wins val by taking a sibling's
+requests is refused, naming the sibling and the requests."""
+
+from __future__ import annotations
+
+import json
+
+from gitsleep.backends.offline import OfflineBackend
+from gitsleep.core import triggers as tr
+from gitsleep.core.calls import CallRunner
+from gitsleep.core.models import Answer, EpochSettings, Judge, Task, Trigger
+from gitsleep.core.ports import ModelCall
+
+SETTINGS = EpochSettings(model="m", optimizer_model="m", judge_model="m", rounds=1,
+                         proposals=1)
+SKILL = ("---\nname: scribe\ndescription: Helps with text.\n---\n# Scribe\n")
+CATALOG = [tr.Listing("scribe", "Helps with text."),
+           tr.Listing("release-notes", "Writes release notes for a version.")]
+GREEDY = "Commit messages for a staged diff, and release notes for a version."
+
+
+def task(tid: str, query: str, split: str, should: bool, expect: str | None = None) -> Task:
+    return Task(tid, query, split, Judge("trigger"),  # type: ignore[arg-type]
+                trigger=Trigger(should, expect))
+
+
+TASKS = [
+    task("c1", "commit message for my staged diff", "train", True),
+    task("c2", "commit message for this diff", "val", True),
+    task("c3", "staged diff commit message please", "val", True),
+    task("c4", "a commit message for the staged diff", "val", True),
+    task("r1", "release notes for version 2", "val", False, "release-notes"),
+    task("c5", "commit the staged diff with a message", "test", True),
+    task("r2", "release notes for the version 3", "test", False, "release-notes"),
+]
+
+
+class GreedyOptimizer(OfflineBackend):
+    """The offline simulator, except that it proposes a description that also claims the
+    sibling's requests (a real optimizer can write one)."""
+
+    def complete(self, call: ModelCall) -> Answer:
+        if call.context and "trigger_propose" in call.context:
+            return Answer(text=json.dumps({"description": GREEDY}))
+        return super().complete(call)
+
+
+def test_a_candidate_that_takes_a_siblings_queries_is_refused_though_val_rises() -> None:
+    picker = tr.Picker(CallRunner(OfflineBackend()), CATALOG, "scribe", SETTINGS)
+    val = [t for t in TASKS if t.split == "val"]
+    before = picker.score(val, "Helps with text.", "baseline", "val")
+    after = picker.score(val, GREEDY, "candidate", "val")
+    assert (before.accuracy("scribe"), after.accuracy("scribe")) == (0.25, 0.75)  # it rises
+    trial = tr.judge("scribe", before, after, 0.0)
+    assert not trial.accepted
+    assert trial.reason == ("val 0.250 -> 0.750, but it takes a sibling's queries: sibling "
+                            "release-notes would lose 'release notes for version 2'")
+
+
+def test_a_night_with_only_a_greedy_candidate_opens_nothing() -> None:
+    night, text = tr.run_triggers(TASKS, CATALOG, SKILL, SETTINGS, GreedyOptimizer(),
+                                  skill="scribe")
+    assert night.decision == "rejected" and text == SKILL
+    assert [t.accepted for t in night.trials] == [False]
+    assert "sibling release-notes would lose 'release notes for version 2'" in \
+        night.trials[0].reason
+
+
+def test_the_offline_night_raises_held_out_with_no_sibling_falling() -> None:
+    night, text = tr.run_triggers(TASKS, CATALOG, SKILL, SETTINGS, OfflineBackend(),
+                                  skill="scribe")
+    assert night.decision == "accepted" and night.pr_eligible, night.reason
+    assert night.siblings_fell == ""
+    assert [(r.query, r.expected, r.before, r.after) for r in night.rows] == [
+        ("commit the staged diff with a message", "scribe", "(no skill)", "scribe"),
+        ("release notes for the version 3", "release-notes", "release-notes", "release-notes")]
+    assert tr.desc.read(text) == night.description_after
+
+
+def test_a_sibling_whose_requests_go_elsewhere_falls_too() -> None:
+    """Not taken by this skill, but no longer picked for its own request: it lost it."""
+    def one(picked: str | None) -> tr.TriggerPass:
+        return tr.TriggerPass("p", "test", "d", (tr.QueryPicks(
+            "r", "release notes", False, "release-notes", "test", (picked,)),))
+
+    lost = tr.siblings_lost("scribe", one("release-notes"), one("sql-helper"), 0.0)
+    assert lost == {"release-notes": ["release notes"]}
+    assert tr.siblings_lost("scribe", one("sql-helper"), one("release-notes"), 0.0) == {}
