@@ -110,3 +110,7 @@ def command(ctx: click.Context, base: str | None, as_json: bool) -> None:
                            f"held-out {t.get(record.TEST, '?')}; base {base_sha}; {fresh}"))
         for agent in record.agent_scores(t):  # several agents: one line each
             click.echo(f"  {agent.line()}")
+        if record.trigger_scores(t) is not None:  # a trigger pass: its accuracy
+            click.echo(visible(f"  triggers: {t.get(record.DESCRIPTION, '?')}, val "
+                               f"{t.get(record.TRIGGER_VAL, '?')}, held-out "
+                               f"{t.get(record.TRIGGER_TEST, '?')}"))

@@ -347,6 +347,8 @@ class TriggerNight:
     siblings_fell: str = ""
     calls: int = 0
     cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     abort_code: int = 0
 
 
@@ -383,6 +385,8 @@ def run_triggers(tasks: Sequence[Task], catalog: Sequence[Listing], skill_text: 
         night.description_after, text = before, skill_text
         night.abort_code = 6 if isinstance(exc, BudgetExhausted) else 3
     night.calls, night.cache_hits = runner.cost.calls, runner.cost.cache_hits
+    night.prompt_tokens = runner.cost.prompt_tokens
+    night.completion_tokens = runner.cost.completion_tokens
     return night, text
 
 
@@ -479,7 +483,10 @@ def fold(result: EpochResult, night: TriggerNight, text: str) -> EpochResult:
             result, triggers=night, decision="aborted", abort_code=night.abort_code,
             pr_eligible=False, documents={k: (b, b) for k, (b, _) in documents.items()},
             reason=f"trigger pass stopped: {night.reason}; nothing is written")
-    cost = dataclasses.replace(result.cost, calls=result.cost.calls + night.calls,
-                               cache_hits=result.cost.cache_hits + night.cache_hits)
+    cost = dataclasses.replace(
+        result.cost, calls=result.cost.calls + night.calls,
+        cache_hits=result.cost.cache_hits + night.cache_hits,
+        prompt_tokens=result.cost.prompt_tokens + night.prompt_tokens,
+        completion_tokens=result.cost.completion_tokens + night.completion_tokens)
     return dataclasses.replace(result, documents=documents, decision=decision, reason=reason,
                                pr_eligible=eligible, triggers=night, cost=cost)

@@ -18,6 +18,7 @@ from gitsleep.report.outcome import (
     SkillSummary,
     opens_pr,
 )
+from gitsleep.report.triggers import summary as trigger_summary
 
 
 def summary_line(result: EpochResult, *, redactor: Redactor | None = None) -> str:
@@ -69,5 +70,6 @@ def json_summary(
         diagnostics=str(diagnostics_path) if diagnostics_path is not None else None,
         simulated=simulated(result.backend),
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
+        triggers=trigger_summary(result.triggers) if result.triggers else None,
     )
     return summary.redacted(default_redactor(redactor))

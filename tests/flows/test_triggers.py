@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gitsleep import report
 from gitsleep.commands.demo_cmd import make_demo_repo
 from gitsleep.core import description
 from gitsleep.flows import consolidate as run
@@ -74,3 +75,41 @@ def test_a_budget_too_small_stops_the_trigger_pass_with_nothing_written(repo: Pa
     assert result.triggers.decision == "aborted" and result.abort_code == 6
     assert result.decision == "aborted"
     assert not result.changed and "budget" in result.reason
+
+
+@pytest.mark.slow
+def test_trailers_note_log_status_and_json_carry_the_trigger_scores(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from tests.support.cli import run_cli
+
+    setup = Setup.load(repo, None, env={}, progress=lambda _line: None)
+    outcome = run.consolidate(setup, setup.config.skill("scribe"),
+                              run.GitOptions(pr=False, output_dir=repo.parent / "out"))
+    summary = outcome.summary.to_json()
+    assert summary["triggers"]["test"] == {"baseline": 0.4, "candidate": 1.0, "n": 5}
+    assert {"query": "project changes and notes for the version 5 users",
+            "expected": "release-notes", "before": "scribe", "after": "release-notes"} \
+        in summary["triggers"]["picks"]
+    note = json.loads(Path(summary["diagnostics"]).read_text(encoding="utf-8"))
+    assert note["triggers"]["test"] == {"baseline": 0.4, "candidate": 1.0, "n": 5}
+    assert [t["accepted"] for t in note["triggers"]["trials"]][:1] == [True]
+    message = outcome.commit_message or ""
+    assert message.startswith("gitsleep(scribe): description, trigger held-out 0.400 -> 1.000")
+    assert "Gitsleep-Trigger-Val: 0.400 -> 1.000\nGitsleep-Trigger-Test: 0.400 -> 1.000\n" \
+        in message
+    assert outcome.result is not None
+    body = report.pr_body(outcome.result, rerun="gitsleep consolidate", redactor=setup.redactor)
+    assert "| project changes and notes for the version 5 users | `release-notes` | " \
+           "`scribe` | `release-notes` |" in body
+    logged = run_cli(capsys, "--repo", str(repo), "log", "--base", "gitsleep/scribe", "--json")
+    assert logged.code == 0, logged.err
+    assert json.loads(logged.out)[0]["triggers"] == {
+        "decision": "accepted", "val": {"baseline": 0.4, "candidate": 1.0},
+        "test": {"baseline": 0.4, "candidate": 1.0}}
+    plain = run_cli(capsys, "--repo", str(repo), "log", "--base", "gitsleep/scribe")
+    assert "    triggers: val 0.400 -> 1.000, held-out 0.400 -> 1.000" in plain.out
+    status = run_cli(capsys, "--repo", str(repo), "status")
+    assert "  triggers: accepted, val 0.400 -> 1.000, held-out 0.400 -> 1.000" in status.out, \
+        status.out
