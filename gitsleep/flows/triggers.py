@@ -8,7 +8,7 @@ of the night's inputs; the decision is the core's (`gitsleep.core.triggers`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitsleep.base.errors import UsageError
@@ -78,13 +78,16 @@ def with_triggers(setup: Setup, skill: SkillConfig, inputs: TriggerInputs,
     if result.decision == "aborted":
         return result
     settings = setup.config.epoch_settings(skill=skill.name)
+    # the night's budget is one: the pass gets what the body epoch left of it
+    left = replace(settings, max_calls=max(0, settings.max_calls - result.cost.calls))
+    if settings.max_cost is not None:
+        spent = result.cost.estimate_usd({m: dict(p) for m, p in settings.prices.items()})
+        left = replace(left, max_cost=max(0.0, settings.max_cost - (spent or 0.0)))
     backend = picker_backend(setup, skill)
-    left = max(0, settings.max_calls - result.cost.calls)
     try:
         night, text = triggers.run_triggers(inputs.tasks, inputs.catalog,
-                                            result.documents["skill"][1], settings, backend,
-                                            skill=inputs.name, cache=make_cache(setup),
-                                            max_calls=left)
+                                            result.documents["skill"][1], left, backend,
+                                            skill=inputs.name, cache=make_cache(setup))
     finally:
         backend.close()
     setup.say(f"{skill.name}: trigger pass {night.decision}: {night.reason}")
