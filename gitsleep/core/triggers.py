@@ -72,15 +72,17 @@ def catalog_prompt(catalog: Sequence[Listing]) -> str:
             '{"skill": "<name>"}. When none fits, reply {"skill": null}.')
 
 
-def pick_call(catalog: Sequence[Listing], query: str, model: str, sample: int) -> ModelCall:
-    """One run of one query: which skill, if any, the agent loads."""
+def pick_call(catalog: Sequence[Listing], query: str, model: str, sample: int,
+              skill: str = "") -> ModelCall:
+    """One run of one query: which skill, if any, the agent loads (`skill`: the one being
+    tuned, for a harness that sees several loaded in one run)."""
     return ModelCall(
         purpose="answer", model=model,
         messages=(("system", catalog_prompt(catalog)), ("user", query)),
         temperature=0.0, seed=sample, sample=sample, max_tokens=200,
         json_schema=json.dumps(PICK_SCHEMA, sort_keys=True, separators=(",", ":")),
         context={"pick": {"catalog": [[s.name, s.description] for s in catalog],
-                          "query": query}})
+                          "query": query, "skill": skill}})
 
 
 def read_pick(text: str | None, names: Sequence[str]) -> str | None:
@@ -176,7 +178,7 @@ class Picker:
     def score(self, tasks: Sequence[Task], value: str, label: str, split: str) -> TriggerPass:
         catalog = with_description(self.catalog, self.skill, value)
         names = [s.name for s in catalog]
-        calls = [pick_call(catalog, t.prompt, self.settings.model, r)
+        calls = [pick_call(catalog, t.prompt, self.settings.model, r, self.skill)
                  for t in tasks for r in range(self.repeats)]
         answers = self.runner.map(calls)
         failed = sum(1 for a in answers if a.error)

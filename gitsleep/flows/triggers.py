@@ -19,6 +19,7 @@ from gitsleep.flows.prepare import Setup, make_backend, make_cache
 from gitsleep.inputs import catalog
 from gitsleep.inputs.config import SkillConfig
 from gitsleep.inputs.tasks import load_trigger_tasks
+from gitsleep.sandbox.claude_triggers import ClaudePicker
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,12 @@ def trigger_inputs(setup: Setup, root: Path, skill: SkillConfig) -> TriggerInput
     if not skill.tune_description or not load_trigger_tasks(root, skill):
         return None
     entries = catalog.build(root, setup.config)
-    return TriggerInputs(catalog.name_of(entries, skill), [e.listing() for e in entries],
-                         catalog.trigger_tasks(root, setup.config, skill, entries))
+    inputs = TriggerInputs(catalog.name_of(entries, skill), [e.listing() for e in entries],
+                           catalog.trigger_tasks(root, setup.config, skill, entries))
+    # who picks is settled before the night's first call (a shadowing skill, an agent
+    # that cannot show its pick: refused now, not after the body epoch spent its calls)
+    picker_backend(setup, skill, [e.name for e in entries]).close()
+    return inputs
 
 
 def cost_line(settings: EpochSettings, inputs: TriggerInputs) -> str:
@@ -49,14 +54,30 @@ def cost_line(settings: EpochSettings, inputs: TriggerInputs) -> str:
             f"{triggers.ceiling(settings, inputs.tasks)} calls")
 
 
-def picker_backend(setup: Setup, skill: SkillConfig) -> Backend:
-    """Who picks: the configured model backend (openai-compatible or offline). An agent
-    CLI picks only where a run can observe its choice (Claude Code)."""
-    if setup.config.backends()[0] == "command":
-        raise UsageError(f"skill {skill.name!r}: tune_description needs a model backend "
-                         "(openai or offline) to ask which skill is picked; with an agent CLI "
-                         "only Claude Code is supported (see docs/triggers.md)")
-    return make_backend(setup, skill.name, ("answer", "propose"))
+def picker_backend(setup: Setup, skill: SkillConfig, names: list[str]) -> Backend:
+    """Who picks: the configured model backend (openai-compatible or offline), or Claude
+    Code itself (`agent: claude`), whose run shows which skill it loads. Other agent CLIs
+    do not show it, so they are refused; so is a personal Claude Code skill that would
+    shadow a catalog skill, before any call."""
+    if setup.config.backends()[0] != "command":
+        return make_backend(setup, skill.name, ("answer", "propose"))
+    agent = setup.config.agent
+    command = setup.config.agent_spec(skill.name).command if agent is not None else ()
+    if agent is None or not (agent.preset == "claude"
+                             or (command and Path(command[0]).name == "claude")):
+        raise UsageError(f"skill {skill.name!r}: tune_description asks which skill is picked "
+                         "of a model backend (openai or offline) or of Claude Code "
+                         "(agent: claude); other agent CLIs do not show their pick (see "
+                         "docs/triggers.md)")
+    picker = ClaudePicker(make_backend(setup, skill.name, ("propose",)),
+                          command=(command[0],), env=setup.env,
+                          timeout=setup.config.triggers.timeout)
+    try:
+        picker.refuse_shadowing(names)
+    except UsageError:
+        picker.close()
+        raise
+    return picker
 
 
 def body_less(skill: str, documents: dict[str, str | None], settings: EpochSettings,
@@ -83,7 +104,7 @@ def with_triggers(setup: Setup, skill: SkillConfig, inputs: TriggerInputs,
     if settings.max_cost is not None:
         spent = result.cost.estimate_usd({m: dict(p) for m, p in settings.prices.items()})
         left = replace(left, max_cost=max(0.0, settings.max_cost - (spent or 0.0)))
-    backend = picker_backend(setup, skill)
+    backend = picker_backend(setup, skill, [listing.name for listing in inputs.catalog])
     try:
         night, text = triggers.run_triggers(inputs.tasks, inputs.catalog,
                                             result.documents["skill"][1], left, backend,

@@ -113,3 +113,68 @@ def test_trailers_note_log_status_and_json_carry_the_trigger_scores(
     status = run_cli(capsys, "--repo", str(repo), "status")
     assert "  triggers: accepted, val 0.400 -> 1.000, held-out 0.400 -> 1.000" in status.out, \
         status.out
+
+
+CLAUDE_CONFIG = """\
+backend: command
+agent: claude
+optimizer_backend: offline
+triggers: {timeout: 20}
+"""
+
+
+def _with_claude(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example's config asking Claude Code (the fake on PATH) for the picks."""
+    import os
+    import stat
+    import sys
+
+    fake = Path(__file__).parents[1] / "support" / "fake_agents" / "claude_stream.py"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "claude"
+    program.write_text(f"#!/bin/sh\nexec {sys.executable} {fake} \"$@\"\n", encoding="utf-8")
+    program.chmod(program.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(tmp_path / "runs.jsonl"))
+    config = repo / ".gitsleep.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "backend: offline            # the deterministic simulator: no key, no network\n",
+        CLAUDE_CONFIG), encoding="utf-8")
+    return home
+
+
+@pytest.mark.slow
+def test_claude_code_picks_in_its_own_runs(repo: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    _with_claude(repo, tmp_path, monkeypatch)
+    monkeypatch.setenv("FAKE_CLAUDE_EVENTS", "text,skill:scribe")  # takes every request
+    setup = Setup.load(repo, None, env=dict(os.environ), progress=lambda _line: None)
+    outcome = run.dry_run(setup, setup.config.skill("scribe"), repo / "out")
+    night = outcome.result.triggers if outcome.result else None
+    assert night is not None
+    assert night.val.baseline == 0.4  # 2 of 5 val queries should pick scribe
+    runs = (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(runs) >= 15  # every train, val and held-out query ran claude
+
+
+def test_a_personal_claude_skill_of_the_same_name_stops_the_night_before_any_call(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from gitsleep.base.errors import UsageError
+
+    home = _with_claude(repo, tmp_path, monkeypatch)
+    (home / ".claude" / "skills" / "release-notes").mkdir(parents=True)
+    (home / ".claude" / "skills" / "release-notes" / "SKILL.md").write_text(
+        "---\nname: release-notes\n---\n", encoding="utf-8")
+    setup = Setup.load(repo, None, env=dict(os.environ), progress=lambda _line: None)
+    with pytest.raises(UsageError, match="release-notes/SKILL.md: a personal skill of the "
+                                         "same name shadows the project's"):
+        run.dry_run(setup, setup.config.skill("scribe"), repo / "out")
+    assert not (tmp_path / "runs.jsonl").exists()
