@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from gitsleep.base.hostile_text import invisible_problem, unsafe_link_problem
+
 MAX_CHARS = 1024  # the Agent Skills format's limit on a description
 _KEY = re.compile(r"^description[ \t]*:(.*)$")
 _PLAIN_SAFE = re.compile(r"^[A-Za-z0-9(][^\n:#]*$")
@@ -101,7 +103,8 @@ def problem(value: str) -> str | None:
         return "the description holds an angle bracket, which a harness reads as markup"
     if "\n" in value or "\r" in value:
         return "the description spans several lines; write one paragraph"
-    return None
+    hostile = invisible_problem(value) or unsafe_link_problem(value)
+    return hostile.replace("a rule", "a description") if hostile else None
 
 
 def _scalar(value: str) -> str:

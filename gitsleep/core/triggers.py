@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gitsleep.base.errors import BackendError, BudgetExhausted
@@ -366,11 +366,12 @@ def ceiling(settings: EpochSettings, tasks: Sequence[Task]) -> int:
 
 def run_triggers(tasks: Sequence[Task], catalog: Sequence[Listing], skill_text: str,
                  settings: EpochSettings, backend: Backend, *, skill: str,
-                 cache: ResponseCache | None = None, max_calls: int | None = None
-                 ) -> tuple[TriggerNight, str]:
+                 cache: ResponseCache | None = None, max_calls: int | None = None,
+                 redact: Callable[[str], str] | None = None) -> tuple[TriggerNight, str]:
     """The trigger pass: (what it decided, the skill document with the accepted
     description, else as given). `tasks` are this skill's trigger tasks and its siblings'
-    should-trigger queries as near misses expecting them."""
+    should-trigger queries as near misses expecting them; `redact` (the run's secret
+    masker) refuses a description that would write a secret."""
     before = desc.read(skill_text)
     limits = dataclasses.replace(settings, max_calls=max_calls if max_calls is not None
                                  else settings.max_calls)
@@ -381,7 +382,7 @@ def run_triggers(tasks: Sequence[Task], catalog: Sequence[Listing], skill_text: 
     night = TriggerNight(skill, "no_edits", "", before, before,
                          decided_by="test" if split["test"] else "val")
     try:
-        text = _search(night, picker, split, skill_text, settings)
+        text = _search(night, picker, split, skill_text, settings, redact or (lambda v: v))
     except (BackendError, BudgetExhausted) as exc:
         night.decision, night.reason, night.pr_eligible = "aborted", str(exc), False
         night.description_after, text = before, skill_text
@@ -393,7 +394,7 @@ def run_triggers(tasks: Sequence[Task], catalog: Sequence[Listing], skill_text: 
 
 
 def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task]],
-            skill_text: str, settings: EpochSettings) -> str:
+            skill_text: str, settings: EpochSettings, redact: Callable[[str], str]) -> str:
     skill, delta = night.skill, settings.gate.min_delta
     base = {s: picker.score(split[s], night.description_before, "baseline", s)
             for s in SPLITS if split[s]}
@@ -413,6 +414,8 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
         winner: tuple[TriggerTrial, TriggerPass, str] | None = None
         for value in sorted(values - {current}):
             try:
+                if redact(value) != value:
+                    raise desc.DescriptionError("the description would write a secret")
                 candidate_text = desc.replace(text, value)
             except desc.DescriptionError as exc:
                 night.trials.append(TriggerTrial(value, None, None, False, str(exc)))

@@ -108,7 +108,8 @@ def with_triggers(setup: Setup, skill: SkillConfig, inputs: TriggerInputs,
     try:
         night, text = triggers.run_triggers(inputs.tasks, inputs.catalog,
                                             result.documents["skill"][1], left, backend,
-                                            skill=inputs.name, cache=make_cache(setup))
+                                            skill=inputs.name, cache=make_cache(setup),
+                                            redact=setup.redactor.redact)
     finally:
         backend.close()
     setup.say(f"{skill.name}: trigger pass {night.decision}: {night.reason}")

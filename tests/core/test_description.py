@@ -52,3 +52,12 @@ def test_a_document_without_a_description_cannot_be_edited() -> None:
         d.replace("---\nname: notes\n---\n# Notes\n", "Writes notes.")
     with pytest.raises(d.DescriptionError, match="no frontmatter"):
         d.replace("# Notes\n", "Writes notes.")
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("Notes\u200b for releases", "invisible"),
+    ("See [notes](javascript:alert(1))", "javascript"),
+])
+def test_hostile_text_cannot_become_a_description(value: str, why: str) -> None:
+    with pytest.raises(d.DescriptionError, match=why):
+        d.replace(DOC, value)

@@ -86,3 +86,18 @@ def test_a_sibling_whose_requests_go_elsewhere_falls_too() -> None:
     lost = tr.siblings_lost("scribe", one("release-notes"), one("sql-helper"), 0.0)
     assert lost == {"release-notes": ["release notes"]}
     assert tr.siblings_lost("scribe", one("sql-helper"), one("release-notes"), 0.0) == {}
+
+
+def test_a_description_that_would_write_a_secret_is_refused() -> None:
+    secret = "sk-live-0123456789abcdef"
+
+    class Leaky(OfflineBackend):
+        def complete(self, call: ModelCall) -> Answer:
+            if call.context and "trigger_propose" in call.context:
+                return Answer(text=json.dumps({"description": f"Commit messages {secret}"}))
+            return super().complete(call)
+
+    night, text = tr.run_triggers(TASKS, CATALOG, SKILL, SETTINGS, Leaky(), skill="scribe",
+                                  redact=lambda v: v.replace(secret, "[REDACTED]"))
+    assert night.decision == "rejected" and text == SKILL
+    assert night.trials[0].reason == "the description would write a secret"
