@@ -32,6 +32,7 @@ from gitsleep.git_forge.record import Digests
 from gitsleep.git_forge.recovery import GitOptions, plan_recovery
 from gitsleep.inputs import repo_paths
 from gitsleep.inputs.config import SkillConfig
+from gitsleep.inputs.tasks import load_trigger_tasks
 from gitsleep.report.outcome import Edits, PrResult, SkillSummary, opens_pr, section
 
 __all__ = ["GitOptions", "SkillOutcome", "consolidate", "dry_run", "read_inputs",
@@ -66,9 +67,13 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
     """The night's epoch on the inputs read under `root`, and its trigger pass when the
     skill allows one (`gitsleep.flows.triggers`)."""
     passes = triggers.trigger_inputs(setup, root, skill) if root is not None else None
+    settings = setup.config.epoch_settings(skill=skill.name)
+    if passes is None and not tasks and root is not None and load_trigger_tasks(root, skill):
+        return triggers.body_less(skill.name, documents, settings, setup.config.backend,
+                                  "trigger tasks only, and tune_description is off: nothing "
+                                  "for a night to change (its queries gate its siblings)")
     if passes is None:
         return _body_epoch(setup, skill, tasks, documents)
-    settings = setup.config.epoch_settings(skill=skill.name)
     setup.say(f"{skill.name}: {triggers.cost_line(settings, passes)}")
     result = (_body_epoch(setup, skill, tasks, documents) if tasks else
               triggers.body_less(skill.name, documents, settings, setup.config.backend))

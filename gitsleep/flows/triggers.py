@@ -81,11 +81,12 @@ def picker_backend(setup: Setup, skill: SkillConfig, names: list[str]) -> Backen
 
 
 def body_less(skill: str, documents: dict[str, str | None], settings: EpochSettings,
-              backend: str) -> EpochResult:
+              backend: str, reason: str = "no body tasks: the trigger pass decides"
+              ) -> EpochResult:
     """The night's record when the skill has trigger tasks alone: no body epoch ran."""
     none = SplitSummary(None, None, 0)
     return EpochResult(
-        skill=skill, decision="no_edits", reason="no body tasks: the trigger pass decides",
+        skill=skill, decision="no_edits", reason=reason,
         metric=settings.gate.metric, backend=backend, agent_model=settings.model,
         optimizer_model=settings.optimizer_model, judge_model=settings.judge_model,
         train=none, val=none, test=none, decided_by="test",

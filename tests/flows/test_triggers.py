@@ -48,6 +48,17 @@ def test_the_description_alone_changes_and_held_out_rises(repo: Path) -> None:
                "description(s) among 3 skills: at most" in line for line in said), said
 
 
+def test_a_skill_with_trigger_tasks_alone_that_does_not_allow_tuning_changes_nothing(
+        repo: Path) -> None:
+    config = repo / ".gitsleep.yml"
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "tune_description: true", "tune_description: false"), encoding="utf-8")
+    result = night(repo, []).result
+    assert result is not None and result.decision == "no_edits" and not result.changed
+    assert result.reason.startswith("trigger tasks only, and tune_description is off")
+    assert result.cost.calls == 0
+
+
 @pytest.mark.slow
 def test_a_skill_that_does_not_allow_it_gets_no_trigger_pass(repo: Path) -> None:
     config = repo / ".gitsleep.yml"
