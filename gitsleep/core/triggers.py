@@ -473,7 +473,9 @@ def _rows(skill: str, before: TriggerPass, after: TriggerPass) -> list[PickRow]:
 
 def fold(result: EpochResult, night: TriggerNight, text: str) -> EpochResult:
     """The night's result with the trigger pass in it: the skill document carries the
-    accepted description, and an accepted description alone makes an accepted night."""
+    accepted description, and an accepted description alone makes an accepted night. When
+    the learned block changed too, a pull request opens only if both held-outs rose (and no
+    sibling fell)."""
     documents = dict(result.documents)
     if "skill" in documents and night.decision == "accepted":
         documents["skill"] = (documents["skill"][0], text)
@@ -481,8 +483,8 @@ def fold(result: EpochResult, night: TriggerNight, text: str) -> EpochResult:
     if night.decision == "accepted":
         if decision != "accepted":
             decision, reason, eligible = "accepted", night.reason, night.pr_eligible
-        else:
-            reason, eligible = f"{reason}; {night.reason}", eligible or night.pr_eligible
+        else:  # both surfaces changed: a pull request needs each one's held-out to rise
+            reason, eligible = f"{reason}; {night.reason}", eligible and night.pr_eligible
     elif night.decision == "aborted":  # a budget or backend stop: the night stops whole
         return dataclasses.replace(
             result, triggers=night, decision="aborted", abort_code=night.abort_code,

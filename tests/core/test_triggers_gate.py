@@ -101,3 +101,24 @@ def test_a_description_that_would_write_a_secret_is_refused() -> None:
                                   redact=lambda v: v.replace(secret, "[REDACTED]"))
     assert night.decision == "rejected" and text == SKILL
     assert night.trials[0].reason == "the description would write a secret"
+
+
+def test_a_night_that_changed_both_surfaces_opens_a_pr_only_if_both_held_outs_rose() -> None:
+    from gitsleep.core.models import EpochResult, SplitSummary
+
+    def body(eligible: bool) -> EpochResult:
+        split = SplitSummary(0.5, 1.0, 4)
+        return EpochResult("scribe", "accepted", "1 edit(s) accepted", "mixed", "offline",
+                           "m", "m", "m", split, split, split,
+                           {"skill": (SKILL, SKILL + "\n- rule\n")}, pr_eligible=eligible)
+
+    def night(eligible: bool) -> tr.TriggerNight:
+        return tr.TriggerNight("scribe", "accepted", "description accepted", "Helps with text.",
+                               "Commit messages.", pr_eligible=eligible)
+
+    text = tr.desc.replace(SKILL + "\n- rule\n", "Commit messages.")
+    assert tr.fold(body(True), night(True), text).pr_eligible
+    assert not tr.fold(body(True), night(False), text).pr_eligible  # a sibling fell
+    assert not tr.fold(body(False), night(True), text).pr_eligible
+    folded = tr.fold(body(True), night(True), text)
+    assert folded.documents["skill"][1] == text and folded.decision == "accepted"
