@@ -51,7 +51,8 @@ def cost_line(settings: EpochSettings, inputs: TriggerInputs) -> str:
     return (f"trigger pass: {len(inputs.tasks)} trigger queries x {runs} run(s), "
             f"{settings.rounds} round(s) of {settings.proposals} candidate description(s) "
             f"among {len(inputs.catalog)} skills: at most "
-            f"{triggers.ceiling(settings, inputs.tasks)} calls")
+            f"{triggers.ceiling(settings, inputs.tasks)} calls (budget.max_calls "
+            f"{settings.max_calls} is shared with the body epoch; cache hits are free)")
 
 
 def picker_backend(setup: Setup, skill: SkillConfig, names: list[str]) -> Backend:
