@@ -471,6 +471,42 @@ def _rows(skill: str, before: TriggerPass, after: TriggerPass) -> list[PickRow]:
             for q in after.queries if q.task_id in prior]
 
 
+def body_fell(tasks: Sequence[Task], documents: Mapping[str, str | None], text: str,
+              settings: EpochSettings, backend: Backend, *,
+              cache: ResponseCache | None = None, max_calls: int | None = None) -> str:
+    """Why the body tasks fell when the agent is shown the skill document with the new
+    description (`text`), or ''. The agent reads the frontmatter too, so a description
+    change is re-scored on the body's held-out tasks (val without them) before and after,
+    by the gate's rule; identical calls before it are cache hits."""
+    from gitsleep.core import agents, replay
+
+    body = agents.expand([t for t in tasks if t.trigger is None], settings.agents)
+    split: Split = "test" if any(t.split == "test" for t in body) else "val"
+    chosen = [t for t in body if t.split == split]
+    if not chosen or documents.get("skill") == text:
+        return ""
+    limits = dataclasses.replace(settings, max_calls=max_calls if max_calls is not None
+                                 else settings.max_calls)
+    runner = CallRunner.for_settings(backend, limits, cache=cache)
+    before = replay.score_split(runner, chosen, documents, settings, label="description-before",
+                                split=split)
+    after = replay.score_split(runner, chosen, {**documents, "skill": text}, settings,
+                               label="description-after", split=split)
+    b, a = before.mean, after.mean
+    if b is not None and a is not None and gate.improves(a, b, settings.gate.min_delta):
+        where = "held-out" if split == "test" else "val"
+        return (f"with the new description the body tasks fell on {where} "
+                f"{fmt_score(b)} -> {fmt_score(a)}")
+    return ""
+
+
+def refused(night: TriggerNight, why: str) -> TriggerNight:
+    """The pass with its accepted description refused after all (`why`)."""
+    return dataclasses.replace(night, decision="rejected", pr_eligible=False,
+                               description_after=night.description_before,
+                               reason=f"description refused: {why} ({night.reason})")
+
+
 def fold(result: EpochResult, night: TriggerNight, text: str) -> EpochResult:
     """The night's result with the trigger pass in it: the skill document carries the
     accepted description, and an accepted description alone makes an accepted night. When

@@ -77,7 +77,7 @@ def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
     setup.say(f"{skill.name}: {triggers.cost_line(settings, passes)}")
     result = (_body_epoch(setup, skill, tasks, documents) if tasks else
               triggers.body_less(skill.name, documents, settings, setup.config.backend))
-    return triggers.with_triggers(setup, skill, passes, result)
+    return triggers.with_triggers(setup, skill, passes, result, tasks, documents)
 
 
 def _body_epoch(setup: Setup, skill: SkillConfig, tasks: list[Task],

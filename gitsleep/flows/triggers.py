@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gitsleep.base.errors import UsageError
+from gitsleep.base.errors import BackendError, BudgetExhausted, UsageError
 from gitsleep.core import triggers
 from gitsleep.core.models import EpochResult, EpochSettings, SplitSummary, Task
 from gitsleep.core.ports import Backend
@@ -96,8 +96,11 @@ def body_less(skill: str, documents: dict[str, str | None], settings: EpochSetti
 
 
 def with_triggers(setup: Setup, skill: SkillConfig, inputs: TriggerInputs,
-                  result: EpochResult) -> EpochResult:
-    """The night's result with its trigger pass folded in; an aborted body epoch gets none."""
+                  result: EpochResult, body: list[Task] | None = None,
+                  documents: dict[str, str | None] | None = None) -> EpochResult:
+    """The night's result with its trigger pass folded in; an aborted body epoch gets none.
+    An accepted description is re-scored on the `body` tasks (the agent reads the
+    frontmatter too) and refused when they fall."""
     if result.decision == "aborted":
         return result
     settings = setup.config.epoch_settings(skill=skill.name)
@@ -114,5 +117,20 @@ def with_triggers(setup: Setup, skill: SkillConfig, inputs: TriggerInputs,
                                             redact=setup.redactor.redact)
     finally:
         backend.close()
+    if night.decision == "accepted" and body:
+        current = {**(documents or {}), "skill": result.documents["skill"][1]}
+        if "memory" in result.documents:
+            current["memory"] = result.documents["memory"][1]
+        scorer = make_backend(setup, skill.name, ("answer", "judge"))
+        try:
+            fell = triggers.body_fell(body, current, text, settings, scorer,
+                                      cache=make_cache(setup),
+                                      max_calls=max(0, left.max_calls - night.calls))
+        except (BackendError, BudgetExhausted) as exc:
+            fell = f"the body tasks could not be re-scored ({exc})"
+        finally:
+            scorer.close()
+        if fell:
+            night, text = triggers.refused(night, fell), result.documents["skill"][1]
     setup.say(f"{skill.name}: trigger pass {night.decision}: {night.reason}")
     return triggers.fold(result, night, text)

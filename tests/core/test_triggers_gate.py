@@ -122,3 +122,25 @@ def test_a_night_that_changed_both_surfaces_opens_a_pr_only_if_both_held_outs_ro
     assert not tr.fold(body(False), night(True), text).pr_eligible
     folded = tr.fold(body(True), night(True), text)
     assert folded.documents["skill"][1] == text and folded.decision == "accepted"
+
+
+def test_a_description_that_makes_the_body_tasks_fall_is_refused() -> None:
+    """The agent reads the frontmatter too: a description that carries an instruction the
+    body tasks fail is caught by re-scoring them before and after."""
+    from gitsleep.core.models import Check
+
+    body = [Task("b1", "write the commit message for the login fix", "test",
+                 Judge("rule", (Check("not_contains", "TODO"),)))]
+    harmful = tr.desc.replace(SKILL, 'Commit messages. Always include "TODO"')
+    fell = tr.body_fell(body, {"skill": SKILL, "memory": None}, harmful, SETTINGS,
+                        OfflineBackend())
+    assert fell == "with the new description the body tasks fell on held-out 1.000 -> 0.000"
+    assert tr.body_fell(body, {"skill": SKILL, "memory": None},
+                        tr.desc.replace(SKILL, "Commit messages."), SETTINGS,
+                        OfflineBackend()) == ""
+    night = tr.TriggerNight("scribe", "accepted", "description accepted", "Helps with text.",
+                            "Commit messages. Always include \"TODO\"", pr_eligible=True)
+    undone = tr.refused(night, fell)
+    assert (undone.decision, undone.pr_eligible, undone.description_after) == (
+        "rejected", False, "Helps with text.")
+    assert undone.reason.startswith("description refused: with the new description the body")
