@@ -3,6 +3,7 @@ every other byte kept, opt-in per skill, counted before the first call."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -62,10 +63,11 @@ def test_a_skill_with_trigger_tasks_alone_that_does_not_allow_tuning_changes_not
 @pytest.mark.slow
 def test_with_body_tasks_too_the_description_is_re_scored_on_them(repo: Path) -> None:
     config = repo / ".gitsleep.yml"
+    judge = {"kind": "rule", "checks": [{"op": "max_chars", "arg": 5000}]}
     (repo / "evals" / "scribe" / "body.jsonl").write_text("".join(
-        '{"id": "%s", "prompt": "commit the %s fix", "split": "%s", "judge": {"kind": '
-        '"rule", "checks": [{"op": "max_chars", "arg": 5000}]}}\n' % (i, i, split)
-        for i, split in (("b1", "train"), ("b2", "val"), ("b3", "test"))), encoding="utf-8")
+        json.dumps({"id": i, "prompt": f"commit the {i} fix", "split": split, "judge": judge})
+        + "\n" for i, split in (("b1", "train"), ("b2", "val"), ("b3", "test"))),
+        encoding="utf-8")
     config.write_text(config.read_text(encoding="utf-8").replace(
         "        split: auto         # per-task labels (train / val / test) are kept\n",
         "        split: auto\n      - path: evals/scribe/body.jsonl\n        split: auto\n"),
