@@ -404,13 +404,17 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
     current, text = night.description_before, skill_text
     best_val, train = base["val"], base.get("train")
     rejected: list[str] = []
+    asked = failed = 0
     for _ in range(settings.rounds):
         if train is None or (train.accuracy(skill) or 0.0) >= 1.0:
             break
         calls = [propose_call(skill, current, train, picker.catalog, rejected,
                               settings.optimizer_model, i, settings.max_reflect_tokens)
                  for i in range(max(1, settings.proposals))]
-        values = {v for a in picker.runner.map(calls) if (v := read_proposal(a.text))}
+        answers = picker.runner.map(calls)
+        asked += len(answers)
+        failed += sum(1 for a in answers if a.error)
+        values = {v for a in answers if (v := read_proposal(a.text))}
         winner: tuple[TriggerTrial, TriggerPass, str] | None = None
         for value in sorted(values - {current}):
             try:
@@ -440,9 +444,14 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
                                   len(split["train"]))
     if current == night.description_before:
         night.decision = "rejected" if night.trials else "no_edits"
-        night.reason = (f"{len(night.trials)} description(s) tried; none was accepted"
-                        if night.trials else "every train trigger task already picks right"
-                        if train is not None else "no train trigger tasks to learn from")
+        if night.trials:
+            night.reason = f"{len(night.trials)} description(s) tried; none was accepted"
+        elif asked:
+            night.reason = (f"{asked} proposal(s) gave no new description ({failed} failed; "
+                            "a reply must be JSON {\"description\": ...})")
+        else:
+            night.reason = ("every train trigger task already picks right" if train is not None
+                            else "no train trigger tasks to learn from")
         return skill_text
     night.decision = "accepted"
     decider = base.get("test")

@@ -144,3 +144,16 @@ def test_a_description_that_makes_the_body_tasks_fall_is_refused() -> None:
     assert (undone.decision, undone.pr_eligible, undone.description_after) == (
         "rejected", False, "Helps with text.")
     assert undone.reason.startswith("description refused: with the new description the body")
+
+
+def test_proposals_that_give_no_description_are_said_so_not_called_a_perfect_train() -> None:
+    class Chatty(OfflineBackend):
+        def complete(self, call: ModelCall) -> Answer:
+            if call.context and "trigger_propose" in call.context:
+                return Answer(text="Sure! A better description would mention commits.")
+            return super().complete(call)
+
+    night, _ = tr.run_triggers(TASKS, CATALOG, SKILL, SETTINGS, Chatty(), skill="scribe")
+    assert night.decision == "no_edits"
+    assert night.reason == ('1 proposal(s) gave no new description (0 failed; a reply must be '
+                            'JSON {"description": ...})')
