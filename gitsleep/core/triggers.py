@@ -535,6 +535,8 @@ def fold(result: EpochResult, night: TriggerNight, text: str) -> EpochResult:
             result, triggers=night, decision="aborted", abort_code=night.abort_code,
             pr_eligible=False, documents={k: (b, b) for k, (b, _) in documents.items()},
             reason=f"trigger pass stopped: {night.reason}; nothing is written")
+    elif result.val.n == 0 and not result.changed:  # the pass was the whole night
+        decision, reason = night.decision, night.reason
     cost = dataclasses.replace(
         result.cost, calls=result.cost.calls + night.calls,
         cache_hits=result.cost.cache_hits + night.cache_hits,

@@ -157,3 +157,16 @@ def test_proposals_that_give_no_description_are_said_so_not_called_a_perfect_tra
     assert night.decision == "no_edits"
     assert night.reason == ('1 proposal(s) gave no new description (0 failed; a reply must be '
                             'JSON {"description": ...})')
+
+
+def test_a_night_of_the_trigger_pass_alone_says_the_pass_decision() -> None:
+    from gitsleep.core.models import EpochResult, SplitSummary
+
+    none = SplitSummary(None, None, 0)
+    alone = EpochResult("scribe", "no_edits", "no body tasks: the trigger pass decides",
+                        "mixed", "offline", "m", "m", "m", none, none, none,
+                        {"skill": (SKILL, SKILL)})
+    night = tr.TriggerNight("scribe", "rejected", "1 description(s) tried; none was accepted",
+                            "Helps with text.", "Helps with text.")
+    folded = tr.fold(alone, night, SKILL)
+    assert (folded.decision, folded.reason) == ("rejected", night.reason)
