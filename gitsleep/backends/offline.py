@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gitsleep.backends import tool_loop
+from gitsleep.backends.offline_triggers import simulated_trigger_reply
 from gitsleep.base.redact import Redactor
 from gitsleep.core import sandbox
 from gitsleep.core.models import Answer, ToolCall
@@ -506,6 +507,10 @@ class OfflineBackend(Backend):
 
     def complete(self, call: ModelCall) -> Answer:
         context = dict(call.context or {})
+        picked = simulated_trigger_reply(context)  # a skill pick or a description proposal
+        if picked is not None:
+            return Answer(text=picked, prompt_tokens=sum(len(c) for _, c in call.messages) // 4,
+                          completion_tokens=len(picked) // 4)
         if call.purpose == "answer":
             documents = context.get("documents")
             if documents is None:

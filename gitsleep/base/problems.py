@@ -69,6 +69,11 @@ CODES: dict[str, str] = {
     "GS160": "bad tools declaration (tool kind, name, folder or argv)",
     "GS161": "trajectory check naming a tool the agent is not given",
     "GS162": "trajectory checks with an answer backend that gives no tool trace",
+    "GS170": "trigger task without a true or false should_trigger",
+    "GS171": "trigger task with a bad expect (the sibling skill a query belongs to)",
+    "GS172": "trigger task with an empty query (left out)",
+    "GS173": "trigger split with no should-not query",
+    "GS174": "trigger task expects a skill that is not in the catalog",
     # skill and memory documents
     "GS200": "document missing",
     "GS201": "document is not UTF-8 text",
@@ -76,6 +81,7 @@ CODES: dict[str, str] = {
     "GS203": "frontmatter name missing or invalid",
     "GS204": "frontmatter description missing or invalid",
     "GS205": "document imports a file (@path) the agent is not shown",
+    "GS206": "document imports form a cycle or too much text",
     "GS210": "learned block corrupt or too large",
     # secrets
     "GS300": "secret in a task file",

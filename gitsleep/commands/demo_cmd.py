@@ -61,6 +61,9 @@ def _print(outcome: run.SkillOutcome, setup: Setup) -> None:
                "(no model, no key, no network)\n{rule}".replace("{rule}", rule))
     click.echo(f"decision: {s.decision} - {s.reason}")
     click.echo(f"val:      {_pair(s.val)}   held-out: {_pair(s.test)}")
+    if s.triggers is not None:  # the trigger pass: which skill is picked, before and after
+        click.echo(f"triggers: val {_pair(s.triggers.val)}   held-out {_pair(s.triggers.test)}")
+        click.echo(f"  description: {s.triggers.description_after}")
     if report.metric_note(s.metric):
         click.echo(f"          ({report.metric_note(s.metric).replace('`', '')})")
     for edit in s.edits.applied:

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, get_args
 
 from gitsleep.core.check_ops import FORMAT_OPS, OPS, TRACE_OPS, CheckOp
 
@@ -21,6 +21,9 @@ from gitsleep.core.check_ops import FORMAT_OPS, OPS, TRACE_OPS, CheckOp
 from gitsleep.core.tools import ToolSpec as ToolSpec
 from gitsleep.core.trace import ToolCall as ToolCall
 from gitsleep.core.trace import Trace as Trace
+
+if TYPE_CHECKING:
+    from gitsleep.core.triggers import TriggerNight
 
 Split = Literal["train", "val", "test"]
 # Where progress lines go, one at a time: stderr in the CLI, a list in tests, nothing with -q.
@@ -91,8 +94,19 @@ class Judge:
 
 
 @dataclass(frozen=True)
+class Trigger:
+    """A trigger task's question: should this skill be picked for the query, and when
+    not, which sibling skill it belongs to (None: no skill in particular)."""
+
+    should_trigger: bool
+    expect: str | None = None
+
+
+@dataclass(frozen=True)
 class Task:
-    """A prompt plus its judge, in exactly one split."""
+    """A prompt plus its judge, in exactly one split. A trigger task's prompt is the
+    user's query and `trigger` says which skill should be picked for it (its judge is
+    the pick, `gitsleep.core.triggers`); every other task has `trigger` None."""
 
     id: str
     prompt: str
@@ -117,6 +131,7 @@ class Task:
     # the tools the agent may call (the task's own, else its skill's), with each folder's
     # files as the edge read them from git at the base commit
     tools: tuple[ToolSpec, ...] = ()
+    trigger: Trigger | None = None
 
     @property
     def base_id(self) -> str:
@@ -516,6 +531,8 @@ class EpochResult:
     # how far val moved under a placebo and the sign tests of the night's gain (None: the
     # search changed nothing, so no noise was measured)
     noise: Noise | None = None
+    # the description's trigger pass, when the skill allows it and has trigger tasks
+    triggers: TriggerNight | None = None
 
     @property
     def changed(self) -> bool:

@@ -93,6 +93,64 @@ class Scores:
 
 
 @dataclass(frozen=True)
+class PickRow:
+    """One query of a trigger pass: the skill it should pick, and the picks before and after."""
+
+    query: str
+    expected: str
+    before: str
+    after: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"query": self.query, "expected": self.expected, "before": self.before,
+                "after": self.after}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PickRow:
+        return cls(*(_text(data.get(key), "?") for key in ("query", "expected", "before",
+                                                           "after")))
+
+
+@dataclass(frozen=True)
+class TriggerSummary:
+    """A night's trigger pass (the description tuned on which skill is picked): its
+    decision, trigger accuracy, the description before and after, and the picks."""
+
+    decision: str
+    reason: str = ""
+    pr_eligible: bool = False
+    val: Scores = Scores()
+    test: Scores = Scores()
+    description_before: str = ""
+    description_after: str = ""
+    siblings_fell: str = ""
+    picks: tuple[PickRow, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"decision": self.decision, "reason": self.reason,
+                "pr_eligible": self.pr_eligible, "val": self.val.to_json(),
+                "test": self.test.to_json(),
+                "description": {"before": self.description_before,
+                                "after": self.description_after},
+                "siblings_fell": self.siblings_fell,
+                "picks": [row.to_json() for row in self.picks]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TriggerSummary:
+        described, picks = section(data, "description"), data.get("picks")
+        return cls(
+            decision=_text(data.get("decision"), "?"), reason=_text(data.get("reason")),
+            pr_eligible=data.get("pr_eligible") is True,
+            val=Scores.from_json(section(data, "val")),
+            test=Scores.from_json(section(data, "test")),
+            description_before=_text(described.get("before")),
+            description_after=_text(described.get("after")),
+            siblings_fell=_text(data.get("siblings_fell")),
+            picks=tuple(PickRow.from_json(p) for p in picks if isinstance(p, Mapping))
+            if isinstance(picks, list) else ())
+
+
+@dataclass(frozen=True)
 class AgentScores:
     """One agent's scores in a night of several: its name, model and backend, and its val
     and held-out before and after."""
@@ -260,6 +318,7 @@ class SkillSummary:
     tool_calls: Mapping[str, Mapping[str, Mapping[str, list[str] | None]]] = field(
         default_factory=dict)
     noise: Mapping[str, Any] | None = None  # the night's noise and sign tests, once measured
+    triggers: TriggerSummary | None = None  # a trigger pass, when the night ran one
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -283,6 +342,8 @@ class SkillSummary:
                                   for split, tasks in self.tool_calls.items()}
         if self.noise is not None:
             data["noise"] = dict(self.noise)
+        if self.triggers is not None:
+            data["triggers"] = self.triggers.to_json()
         return data
 
     @classmethod
@@ -307,6 +368,8 @@ class SkillSummary:
             if isinstance(agents, list) else (),
             tool_calls=_tool_calls(data.get("tool_calls")),
             noise=data["noise"] if isinstance(data.get("noise"), dict) else None,
+            triggers=TriggerSummary.from_json(data["triggers"])
+            if isinstance(data.get("triggers"), Mapping) else None,
         )
 
     def redacted(self, redactor: Redactor) -> SkillSummary:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from gitsleep.base.errors import BackendError, BudgetExhausted, UsageError
 from gitsleep.core import documents as docs
-from gitsleep.core import honesty, judges, sandbox, tools
+from gitsleep.core import honesty, judges, sandbox, tools, view
 from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import (
     Answer,
@@ -44,9 +44,9 @@ def documents_version(documents: Mapping[str, str | None]) -> str:
 
 
 def agent_messages(documents: Mapping[str, str | None], task: Task) -> tuple[tuple[str, str], ...]:
-    instructions = "\n\n".join(
-        doc for doc in (documents.get("skill"), documents.get("memory")) if doc
-    )
+    """The documents as the agent is shown them (imports expanded), then the task."""
+    seen = view.shown_documents(documents)
+    instructions = "\n\n".join(doc for doc in (seen["skill"], seen["memory"]) if doc)
     messages = [("system", instructions)]
     if task.system:
         messages.append(("system", task.system))
@@ -58,7 +58,8 @@ def answer_call(
     documents: Mapping[str, str | None], task: Task, model: str, sample: int,
     max_tokens: int | None = None,
 ) -> ModelCall:
-    docs = [doc for doc in (documents.get("skill"), documents.get("memory")) if doc]
+    seen = view.shown_documents(documents)
+    docs = [doc for doc in (seen["skill"], seen["memory"]) if doc]
     return ModelCall(
         purpose="answer",
         model=model,
@@ -70,8 +71,7 @@ def answer_call(
         agent=task.agent or "",  # several agents: whose answer, routed to its backend
         tools=tools.declarations(task.tools),
         # named too, so an agent CLI can install each document where its agent reads it
-        context={"documents": docs, "skill": documents.get("skill"),
-                 "memory": documents.get("memory"),
+        context={"documents": docs, "skill": seen["skill"], "memory": seen["memory"],
                  **({"tools": task.tools} if task.tools else {}),
                  **sandbox.call_context(task)},  # a workspace task: its folder, checks
     )

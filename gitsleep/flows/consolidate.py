@@ -23,6 +23,7 @@ from gitsleep.base.errors import GitsleepError, UsageError
 from gitsleep.core.epoch import budget_note, call_ceiling, noise_estimate, run_epoch
 from gitsleep.core.models import AgentSummary, EpochResult, SplitSummary, Task
 from gitsleep.core.outcome import Edits, PrResult, SkillSummary, opens_pr, section
+from gitsleep.flows import triggers
 from gitsleep.flows.prepare import Setup, make_backend, make_cache, read_inputs
 from gitsleep.git_forge import forge, gitops, history, record
 from gitsleep.git_forge import publish_sequence as sequence
@@ -32,6 +33,7 @@ from gitsleep.git_forge.record import Digests
 from gitsleep.git_forge.recovery import GitOptions, plan_recovery
 from gitsleep.inputs import repo_paths
 from gitsleep.inputs.config import SkillConfig
+from gitsleep.inputs.tasks import load_trigger_tasks
 
 # read_inputs: the benchmarks read a skill's inputs from here
 __all__ = ["GitOptions", "Night", "SkillOutcome", "consolidate", "dry_run", "nights",
@@ -62,7 +64,25 @@ def default_output_dir(repo: Path, skill: str) -> Path:
 
 
 def epoch_for(setup: Setup, skill: SkillConfig, tasks: list[Task],
-              documents: dict[str, str | None]) -> EpochResult:
+              documents: dict[str, str | None], root: Path | None = None) -> EpochResult:
+    """The night's epoch on the inputs read under `root`, and its trigger pass when the
+    skill allows one (`gitsleep.flows.triggers`)."""
+    passes = triggers.trigger_inputs(setup, root, skill) if root is not None else None
+    settings = setup.config.epoch_settings(skill=skill.name)
+    if passes is None and not tasks and root is not None and load_trigger_tasks(root, skill):
+        return triggers.body_less(skill.name, documents, settings, setup.config.backend,
+                                  "trigger tasks only, and tune_description is off: nothing "
+                                  "for a night to change (its queries gate its siblings)")
+    if passes is None:
+        return _body_epoch(setup, skill, tasks, documents)
+    setup.say(f"{skill.name}: {triggers.cost_line(settings, passes)}")
+    result = (_body_epoch(setup, skill, tasks, documents) if tasks else
+              triggers.body_less(skill.name, documents, settings, setup.config.backend))
+    return triggers.with_triggers(setup, skill, passes, result, tasks, documents)
+
+
+def _body_epoch(setup: Setup, skill: SkillConfig, tasks: list[Task],
+                documents: dict[str, str | None]) -> EpochResult:
     settings = setup.config.epoch_settings(skill=skill.name)
     backend = make_backend(setup, skill.name)
     # several agents: the ceiling and the estimate count each agent's answers themselves
@@ -111,7 +131,7 @@ def dry_run(setup: Setup, skill: SkillConfig, output_dir: Path | None,
     (`--dry-run --base REF`): no commit, no push, no PR."""
     if base is None:
         tasks, documents = read_inputs(setup.repo, skill, setup.say)
-        result = epoch_for(setup, skill, tasks, documents)
+        result = epoch_for(setup, skill, tasks, documents, root=setup.repo)
     else:
         result = _dry_run_at(setup, skill, base)
     path = write_report(setup, result, output_dir, {"dry_run": True}).path
@@ -128,7 +148,7 @@ def _dry_run_at(setup: Setup, skill: SkillConfig, ref: str) -> EpochResult:
     tree, index and branches untouched); a ref that is no commit is exit 2."""
     with sequence.files_at(setup.repo, ref, skill.name, f"dry-run/{skill.name}") as tree:
         tasks, documents = read_inputs(tree, skill, setup.say)
-        return epoch_for(setup, skill, tasks, documents)
+        return epoch_for(setup, skill, tasks, documents, root=tree)
 
 
 # -- the git-native run -------------------------------------------------------------------
@@ -164,7 +184,7 @@ def consolidate(setup: Setup, skill: SkillConfig, options: GitOptions) -> SkillO
             if plan.action == "finish":
                 setup.say(f"{skill.name}: finishing an interrupted run (note, push or pull "
                           "request); replaying the epoch from the cache")
-            result = epoch_for(setup, skill, tasks, documents)
+            result = epoch_for(setup, skill, tasks, documents, root=tree)
             # the pull-request decision is recorded as data, for a run finishing this one
             extra = {"base": base.sha, "branch": branch, **digests.trailers(),
                      **record.pr_field(opens_pr(result))}

@@ -73,6 +73,7 @@ def table(epochs: list[history.RecordedEpoch], prefix: str) -> list[str]:
     for epoch, line in zip(epochs, lines[1:], strict=True):
         out.append(line)
         out += [f"    {agent.line()}" for agent in epoch.agents]
+        out += [f"    {epoch.trigger_line()}"] if epoch.triggers is not None else []
     return out
 
 

@@ -29,6 +29,7 @@ from gitsleep.core.documents import find_block
 from gitsleep.core.models import ProgressLines, Task
 from gitsleep.git_forge import task_trees
 from gitsleep.inputs import repo_paths
+from gitsleep.inputs.agent_view import import_view
 from gitsleep.inputs.config import Config, SkillConfig, apply_overrides, config_path, load_config
 from gitsleep.inputs.tasks import load_skill_tasks
 from gitsleep.inputs.validation import frontmatter_problems
@@ -166,7 +167,8 @@ def read_inputs(root: Path, skill: SkillConfig, say: ProgressLines | None = None
 
 def read_documents(root: Path, skill: SkillConfig, say: ProgressLines | None = None
                    ) -> dict[str, str | None]:
-    """The skill's documents (`skill`, `memory` or None) under `root`, refused as a night
+    """The skill's documents (`skill`, `memory` or None) under `root`, and the texts they
+    import (`gitsleep.core.view`: shown to the agent, never edited), refused as a night
     refuses them (a corrupt block, frontmatter `validate` rejects); `say` gets the
     frontmatter warnings."""
     documents: dict[str, str | None] = {
@@ -178,6 +180,10 @@ def read_documents(root: Path, skill: SkillConfig, say: ProgressLines | None = N
     # command that uses it, before any model call; its warnings (a name or description
     # outside the Agent Skills limits) do not: gitsleep never edits that text
 
+    for role, rel in (("skill", skill.skill), ("memory", skill.memory)):
+        text = documents[role]
+        if rel is not None and text is not None:  # the agent is shown what they import
+            documents.update(import_view(root, rel, text, role).texts)
     for problem in frontmatter_problems(documents["skill"] or "", skill.skill):
         if not problem.is_error:
             if say is not None:

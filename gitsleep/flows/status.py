@@ -217,4 +217,7 @@ def lines(row: dict[str, Any]) -> list[str]:
            f"{t.get(record.DECISION, '?')}, val {t.get(record.VAL, '?')}, "
            f"held-out {t.get(record.TEST, '?')}; base {base_sha}; {freshness(row)}"]
     out += [f"  {agent.line()}" for agent in record.agent_scores(t)]
+    if record.trigger_scores(t) is not None:  # a trigger pass: its accuracy
+        out.append(f"  triggers: {t.get(record.DESCRIPTION, '?')}, val "
+                   f"{t.get(record.TRIGGER_VAL, '?')}, held-out {t.get(record.TRIGGER_TEST, '?')}")
     return out

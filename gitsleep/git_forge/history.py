@@ -26,6 +26,7 @@ from gitsleep.core import markdown as md
 from gitsleep.core.models import SKILL_NAME_RE
 from gitsleep.core.numbers import loads_json
 from gitsleep.core.outcome import NoteFacts
+from gitsleep.core.scores import fmt_change
 from gitsleep.git_forge import record
 from gitsleep.git_forge.gitrun import git_bytes as _git_bytes
 from gitsleep.git_forge.gitrun import git_out, read_blobs
@@ -55,6 +56,16 @@ class RecordedEpoch:
     trailers: dict[str, str] = field(default_factory=dict)
     # several agents: each one's scores, from its Gitsleep-Val-<name> / -Test-<name> trailers
     agents: list[record.RecordedAgent] = field(default_factory=list)
+    # a trigger pass: (val, held-out) trigger accuracy from its trailers (None: no pass)
+    triggers: tuple[tuple[float | None, float | None],
+                    tuple[float | None, float | None]] | None = None
+
+    def trigger_line(self) -> str:
+        """`triggers: val 0.400 -> 1.000, held-out 0.400 -> 1.000` ('' without a pass)."""
+        if self.triggers is None:
+            return ""
+        val, test = self.triggers
+        return f"triggers: val {fmt_change(*val)}, held-out {fmt_change(*test)}"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -66,6 +77,10 @@ class RecordedEpoch:
                      "estimated_usd": self.usd}}
         if self.agents:  # a night of one agent keeps its shape
             data["agents"] = [agent.to_json() for agent in self.agents]
+        if self.triggers is not None:
+            data["triggers"] = {"decision": self.trailers.get(record.DESCRIPTION),
+                                "val": record.score_pair(self.triggers[0]),
+                                "test": record.score_pair(self.triggers[1])}
         return data
 
 
@@ -320,4 +335,5 @@ def _epoch(skill: str, sha: str, date: str, where: str, trailers: dict[str, str]
         metric=_label(trailers.get(record.METRIC) or facts.metric, ""),
         val=val, test=test, applied=facts.applied, calls=facts.calls, usd=facts.usd,
         cache_hits=facts.cache_hits, trailers=trailers, agents=record.agent_scores(trailers),
+        triggers=record.trigger_scores(trailers),
     )

@@ -44,6 +44,12 @@ TASKS = "Gitsleep-Tasks"
 MODEL = "Gitsleep-Model"
 INPUTS = "Gitsleep-Inputs"
 TRAILER_KEYS = (SKILL, DECISION, METRIC, VAL, TEST, BASE, TASKS, MODEL, INPUTS)
+# a night with a trigger pass (the description tuned on which skill is picked) adds these
+# after the held-out trailer: the pass's decision and its trigger accuracy per split
+DESCRIPTION = "Gitsleep-Description"
+TRIGGER_VAL = "Gitsleep-Trigger-Val"
+TRIGGER_TEST = "Gitsleep-Trigger-Test"
+TRIGGER_KEYS = (DESCRIPTION, TRIGGER_VAL, TRIGGER_TEST)
 # The note's `extra.pull_request`: whether the epoch asked for a pull request, recorded as
 # the value the run acted on, so a later run finishing its work reads the decision instead
 # of re-deriving it from the 3-decimal trailer text.
@@ -77,6 +83,7 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
         TEST: fmt_change(result.test.baseline, result.test.candidate),
         **agent_trailers(result.agents),
         **({NOISE: result.noise.trailer()} if result.noise is not None else {}),
+        **trigger_trailers(result),
         BASE: trailers.get(BASE, "unknown"),
         TASKS: trailers.get(TASKS, "unknown"),
         MODEL: trailers.get(MODEL, f"{agents} / {result.optimizer_model}"),
@@ -90,6 +97,27 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
         values[key] = value
     # git drops or mis-reads empty and multi-line values: fold, and never leave one empty.
     return {k: " ".join(md.one_line(v).split()) or "unknown" for k, v in values.items()}
+
+
+def trigger_trailers(result: EpochResult) -> dict[str, str]:
+    """The trigger pass's decision and accuracy (val, held-out); none without a pass."""
+    night = result.triggers
+    if night is None:
+        return {}
+    return {DESCRIPTION: night.decision,
+            TRIGGER_VAL: fmt_change(night.val.baseline, night.val.final),
+            TRIGGER_TEST: fmt_change(night.test.baseline, night.test.final)}
+
+
+def trigger_scores(trailers: Mapping[str, str]
+                   ) -> tuple[tuple[float | None, float | None],
+                              tuple[float | None, float | None]] | None:
+    """(val, held-out) trigger accuracy as a commit's trailers record it (None: no pass);
+    a value that is not a score reads as unknown."""
+    if TRIGGER_VAL not in trailers and TRIGGER_TEST not in trailers:
+        return None
+    return (finite_pair(scores(trailers, TRIGGER_VAL)),
+            finite_pair(scores(trailers, TRIGGER_TEST)))
 
 
 def agent_key(split_key: str, name: str) -> str:

@@ -102,6 +102,9 @@ class SkillConfig(_Section):
     # the tools an API agent may call (search, read_file, command), for every task of the
     # skill that declares none of its own
     tools: list[ToolConfig] | None = None
+    # the frontmatter `description:` may be tuned on the skill's trigger tasks (it is
+    # hand-written text: off unless a person allows it)
+    tune_description: bool = False
 
     _unique_agents = field_validator("agents")(lambda v: _unique_agent_names(v))
     _unique_tools = field_validator("tools")(lambda v: unique_names(v))
@@ -211,6 +214,13 @@ class PriceConfig(_Section):
 class LearnedBlockConfig(_Section):
     max_lines: Annotated[int, Field(ge=1)] = EpochSettings.block_max_lines
     max_chars: Annotated[int, Field(ge=1)] = EpochSettings.block_max_chars
+
+
+class TriggersConfig(_Section):
+    """`triggers:`: how a pick is asked of an agent CLI (Claude Code): the seconds one run
+    may take before it is stopped and counted as a failed call."""
+
+    timeout: Annotated[float, Field(gt=0.0, le=3600.0)] = 300.0
 
 
 class ChecksConfig(_Section):
@@ -415,6 +425,7 @@ class Config(_Section):
     rollouts: Annotated[int, Field(ge=1, le=10)] = EpochSettings.rollouts  # per train task
     # thorough: every proposal is gated on val; thrifty: screened on train first
     search: Literal["thorough", "thrifty"] = "thorough"
+    triggers: TriggersConfig = Field(default_factory=TriggersConfig)
 
     _check_base_url = field_validator("base_url")(_http_url)
 

@@ -97,11 +97,25 @@ class TaskRecord(_Open):
         "and read_file over a repository folder, command in the sandbox.")
 
 
+class TriggerRecord(_Open):
+    """A trigger task: is this skill picked (from the catalog of the repository's skills)
+    for the user's query? See docs/triggers.md."""
+
+    id: Annotated[str, Field(min_length=1)] | int
+    query: Annotated[str, Field(min_length=1)]
+    should_trigger: bool
+    expect: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="A query that should not trigger this skill: the sibling skill "
+        "it belongs to.")
+    split: Split | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
 class TaskList(_Open):
-    tasks: list[TaskRecord]
+    tasks: list[TaskRecord | TriggerRecord]
 
 
-class TaskFile(RootModel[list[TaskRecord] | TaskList]):
+class TaskFile(RootModel[list[TaskRecord | TriggerRecord] | TaskList]):
     """A YAML or JSON task file: a list of tasks, or `{tasks: [...]}`."""
 
 

@@ -41,7 +41,7 @@ from gitsleep.base.problems import (
 )
 from gitsleep.core import sandbox
 from gitsleep.core.check_ops import OPS, RULE_OPS, CheckOp, check_argv, is_check_op
-from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, is_split
+from gitsleep.core.models import SPLITS, Check, Judge, Split, Task, Trigger, is_split
 from gitsleep.core.patterns import MAX_REGEX_SIZE, regex_size
 from gitsleep.core.tools import TOOL_NAME_RE, ToolSpec
 from gitsleep.inputs.config import CONFIG_NAME, SkillConfig
@@ -54,6 +54,7 @@ VAL_PERCENT = 34  # share of unlabelled tasks that `split: auto` puts in val
 LEGACY_SPLITS = {"replay": "train", "holdout": "val"}
 OWN_KEYS = ("id", "prompt", "split", "judge", "system", "tags", "review", "source", "workspace",
             "tools")
+TRIGGER_KEYS = ("id", "query", "should_trigger", "expect", "split", "tags", "review", "source")
 PENDING = "pending"  # `review: pending`: harvested, left out of runs until a person removes it
 REVIEW_MARKS = (PENDING, "accepted")
 JUDGE_KINDS = ("rule", "exact", "rubric")
@@ -397,6 +398,8 @@ def _task_from_record(
     task_id = raw_id.strip()
     name = f"task {_shown(task_id)}"
     ok = True
+    if fmt == "gitsleep" and ("should_trigger" in record or "query" in record):
+        return _trigger_task(record, task_id, source, line, file_split, report)
 
     if fmt == "gitsleep":
         for key in record:
@@ -465,6 +468,45 @@ def _tools_of(raw: Any, name: str, report: Reporter) -> tuple[tuple[ToolSpec, ..
         report(ERROR, "GS160", f"{name}: {exc}")
         return (), False
     return tuple(t.spec() for t in found), True
+
+
+def _trigger_task(record: dict[str, Any], task_id: str, source: str, line: int | None,
+                  file_split: Split | Literal["auto"], report: Reporter) -> Task | None:
+    """A trigger task `{id, query, should_trigger, expect?}`, or None after reporting why
+    not. An empty query is a warning and the task is left out (nothing to ask)."""
+    name = f"trigger task {_shown(task_id)}"
+    for key in record:
+        close = difflib.get_close_matches(str(key), TRIGGER_KEYS, n=1, cutoff=0.75)
+        if key not in TRIGGER_KEYS and close:
+            report(WARNING, "GS106",
+                   f"{name}: unknown key {_shown(key)} is ignored; did you mean {close[0]!r}?")
+    query = record.get("query")
+    should = record.get("should_trigger")
+    expect = record.get("expect")
+    ok = True
+    if not isinstance(should, bool):
+        report(ERROR, "GS170", f"{name}: 'should_trigger' must be true or false (got "
+               f"{_shown(should)}): say whether this skill should be picked for the query")
+        ok = False
+    if expect is not None and (not isinstance(expect, str) or not expect.strip()):
+        report(ERROR, "GS171", f"{name}: 'expect' must name the sibling skill the query "
+               "belongs to")
+        ok = False
+    elif expect is not None and should is True:
+        report(ERROR, "GS171", f"{name}: 'expect' names the sibling a should-not query "
+               "belongs to; set should_trigger to false or remove expect")
+        ok = False
+    split, split_ok = _split_of(record.get("split"), file_split, name, report)
+    _, tags, review, extras_ok = _extras_of(record, name, report)
+    if not isinstance(query, str) or not query.strip():
+        report(WARNING, "GS172", f"{name}: 'query' is missing or empty, so the task is left "
+               "out: write the request a user would make")
+        return None
+    if not (ok and split_ok and extras_ok) or not isinstance(should, bool):
+        return None
+    return Task(id=task_id, prompt=query.strip(), split=split or split_for(task_id),
+                judge=Judge("trigger"), tags=tuple(tags), source=source, line=line,
+                review=review, trigger=Trigger(should, expect.strip() if expect else None))
 
 
 def _split_of(label: Any, file_split: Split | Literal["auto"], name: str,
@@ -944,8 +986,10 @@ def _inside(repo_root: Path, relative: str) -> bool:
 def load_skill_tasks(repo_root: Path, skill: SkillConfig,
                      say: Callable[[str], None] | None = None) -> list[Task]:
     """The tasks of a skill a run may use, or a UsageError naming the first error (warnings
-    are fine). Tasks marked `review: pending` are left out, and `say` hears how many."""
+    are fine). Tasks marked `review: pending` are left out, and `say` hears how many.
+    Trigger tasks are not among them (`load_trigger_tasks`)."""
     tasks, problems = check_skill_tasks(repo_root, skill)
+    tasks = [t for t in tasks if not t.trigger]
     errors = [p for p in problems if p.is_error]
     if errors:
         first = errors[0]
@@ -963,6 +1007,16 @@ def load_skill_tasks(repo_root: Path, skill: SkillConfig,
             say(f"{skill.name}: {pending} task(s) marked review: pending are left out; "
                 "remove the mark to use them (gitsleep validate lists them)")
     return ready
+
+
+def load_trigger_tasks(repo_root: Path, skill: SkillConfig) -> list[Task]:
+    """The skill's trigger tasks a run may use (pending ones left out), or a UsageError
+    naming the first error of its task files."""
+    tasks, problems = check_skill_tasks(repo_root, skill)
+    errors = [p for p in problems if p.is_error]
+    if errors:
+        raise UsageError(f"{errors[0].location()}: {errors[0].message}")
+    return [t for t in tasks if t.trigger and t.review != PENDING]
 
 
 def _where(task: Task) -> str:
@@ -1030,8 +1084,25 @@ def _check_prompt_leaks(tasks: list[Task], problems: list[Problem]) -> None:
         seen[task.split].setdefault(key, task)
 
 
+def _check_trigger_splits(triggers: list[Task], problems: list[Problem]) -> None:
+    """A split of trigger tasks with no should-not query cannot see a description that
+    takes every request: the gate would reward the vaguest one."""
+    for split in SPLITS:
+        mine = [t for t in triggers if t.split == split]
+        if mine and not any(t.trigger and not t.trigger.should_trigger for t in mine):
+            problems.append(Problem(mine[0].source, None, "GS173", WARNING,
+                                    f"trigger tasks in {split} hold no should-not query "
+                                    f"(should_trigger: false): a description that takes "
+                                    "every request would score best; add near misses"))
+
+
 def _check_split_sizes(skill: SkillConfig, tasks: list[Task], problems: list[Problem]) -> None:
     where = skill.tasks[0].path
+    triggers = [t for t in tasks if t.trigger]
+    _check_trigger_splits(triggers, problems)
+    tasks = [t for t in tasks if not t.trigger]
+    if triggers and not tasks:
+        return  # a skill tuned on when it is picked alone: its night is the trigger pass
     counts = {split: sum(1 for t in tasks if t.split == split) for split in SPLITS}
     if not tasks:
         if not any(p.is_error for p in problems):

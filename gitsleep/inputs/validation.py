@@ -30,12 +30,13 @@ from gitsleep.base.problems import (
     read_text,
 )
 from gitsleep.core import noise
-from gitsleep.core.documents import block_problems, imports
+from gitsleep.core.documents import block_problems
 from gitsleep.core.honesty import presence_problems
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import backend_problem as workspace_backend_problem
 from gitsleep.core.scores import SMALL_SPLIT, small_splits
-from gitsleep.inputs import repo_paths, tool_checks
+from gitsleep.inputs import catalog, repo_paths, tool_checks
+from gitsleep.inputs.agent_view import import_view
 from gitsleep.inputs.config import (
     CONFIG_NAME,
     KEY_MAX_COST,
@@ -120,6 +121,7 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
         report.splits[skill.name] = {split: sum(1 for t in tasks if t.split == split)
                                      for split in ("train", "val", "test")}
         problems.extend(task_problems)
+        problems.extend(expect_problems(repo_root, config, tasks))
         problems.extend(presence_problems(tasks))  # rules the checks cannot see through
         report.commands.extend(night_commands(skill.name, tasks))  # what a night would run
         problems.extend(workspace_backend_problems(config, env, tasks))
@@ -140,6 +142,20 @@ def validate_repo(repo_root: Path, config: Config, env: Mapping[str, str],
     report.problems = list(dict.fromkeys(problems))  # a file shared by skills reports once
     report.files = len(seen_docs) + len(seen_task_files)
     return report
+
+
+def expect_problems(repo_root: Path, config: Config, tasks: list[Task]) -> list[Problem]:
+    """GS174 for a near miss whose `expect` names no skill of the catalog (a typo, or a
+    sibling the harness would not load): the gate could not tell when it loses it."""
+    expecting = [t for t in tasks if t.trigger and t.trigger.expect]
+    if not expecting:
+        return []
+    names = sorted(e.name for e in catalog.build(repo_root, config))
+    return [Problem(t.source, t.line, "GS174", WARNING,
+                    f"trigger task {t.id!r} expects {t.trigger.expect!r}, which is no skill of "
+                    f"the catalog ({', '.join(names) or 'none'}): fix the name, or list that "
+                    "skill in .gitsleep.yml or under .claude/skills/")
+            for t in expecting if t.trigger and t.trigger.expect not in names]
 
 
 def workspace_backend_problems(config: Config, env: Mapping[str, str],
@@ -320,27 +336,19 @@ def document_problems(
 
 
 def import_problems(repo_root: Path, rel: str, text: str) -> list[Problem]:
-    """GS205 for each Claude Code import (`@AGENTS.md`) of a file gitsleep will not show
-    the agent: a run installs the document as written, so the imported rules are not in
-    what is scored or improved. Only imports of a file that exists (or of a home file)
-    are named, so an `@mention` in prose is not."""
-    problems = []
-    folder = (repo_root / rel).parent
-    for line, target in imports(text):
-        if target.startswith("~/"):
-            where = "a file in your home folder, which no night can read"
-        elif (folder / target).is_file() and (folder / target).resolve().is_relative_to(
-                repo_root.resolve()):  # only files of this repository are looked at
-            shown = repo_relative(repo_root, str(folder / target))
-            where = f"{shown}, which the agent is not shown"
-        else:
-            continue
-        problems.append(Problem(rel, line, "GS205", WARNING, (
-            f"imports @{target} (Claude Code's import syntax): {where}; gitsleep installs "
-            "this document as written and does not follow imports, so name the imported "
-            "file as the skill or memory document (e.g. `memory: AGENTS.md`), or copy its "
-            "text here")))
-    return problems
+    """Claude Code imports (`@AGENTS.md`) the agent's view cannot follow: GS205 warns for
+    each one left as written (a home file, a file outside the repository, one too deep),
+    GS206 refuses a cycle or a view too large. Imports of files inside the repository are
+    followed (`gitsleep.inputs.agent_view`), so they are the agent's text, not a problem."""
+    try:
+        view = import_view(repo_root, rel, text, "document")
+    except UsageError as exc:
+        return [Problem(rel, None, "GS206", ERROR, str(exc).removeprefix(f"{rel}: "))]
+    return [Problem(skipped.where, skipped.line, "GS205", WARNING, (
+        f"imports @{skipped.target} (Claude Code's import syntax): {skipped.why}; the agent "
+        "gitsleep scores is not shown it, so copy its text into the repository and import "
+        "that (or name it as the skill or memory document)"))
+        for skipped in view.skipped]
 
 
 def frontmatter_problems(text: str, rel: str) -> list[Problem]:

@@ -21,6 +21,7 @@ from gitsleep.report.common import (
     small_sample_note,
     task_changes,
 )
+from gitsleep.report.triggers import commit_lines, headline
 
 COMMIT_TASK_LINES = 50  # per split: the rest is in diagnostics.json
 
@@ -28,6 +29,8 @@ COMMIT_TASK_LINES = 50  # per split: the rest is in diagnostics.json
 def commit_subject(result: EpochResult) -> str:
     """`gitsleep(<skill>): val <b> -> <c>, held-out <b> -> <c>` on one line."""
     skill = md.one_line(result.skill)
+    if result.val.n == 0 and result.triggers is not None:  # the trigger pass alone
+        return f"gitsleep({skill}): description, {headline(result.triggers)}"
     return f"gitsleep({skill}): val {change(result.val)}, held-out {change(result.test)}"
 
 
@@ -74,6 +77,8 @@ def commit_message(
             why = line(edit.rationale if label == "why" else outcome.reason)
             if why:
                 body.append(f"    {label}: {why}")
+    if result.triggers is not None:
+        body += commit_lines(result.triggers, line)
     if result.warnings:
         body.append(f"Review notes ({len(result.warnings)}), what the checks cannot see:")
         body += [f"  - {line(w, 400)}" for w in result.warnings]

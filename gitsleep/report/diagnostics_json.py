@@ -27,6 +27,7 @@ from gitsleep.report.common import (
     simulated,
     tool_calls,
 )
+from gitsleep.report.triggers import summary as trigger_summary
 
 DIAGNOSTICS_SCHEMA = "gitsleep.diagnostics"
 DIAGNOSTICS_VERSION = 1
@@ -159,6 +160,9 @@ def diagnostics(
         "cost": to_dict(result.cost),
         "extra": to_dict(dict(extra)),
     }
+    if result.triggers is not None:  # the trigger pass: its scores, picks and candidates
+        data["triggers"] = {**trigger_summary(result.triggers).to_json(),
+                            "trials": [to_dict(t) for t in result.triggers.trials]}
     if result.agents:  # several agents: each one's scores, how they aggregate, trade-offs
         data["agents"] = [to_dict(agent) for agent in result.agents]
         data["agent_gate"] = result.agent_gate

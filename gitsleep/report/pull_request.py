@@ -35,6 +35,7 @@ from gitsleep.report.common import (
     split_passes,
     task_changes,
 )
+from gitsleep.report.triggers import headline, pr_lines
 
 ANSWER_PAIRS = 3  # held-out tasks whose answers before and after the PR body shows
 ANSWER_CHARS = 600
@@ -87,6 +88,8 @@ def held_out_chart(points: list[tuple[str, float]], metric: str) -> str:
 def pr_title(result: EpochResult) -> str:
     """`gitsleep(<skill>): held-out <b> -> <c>` (val when it decided)."""
     skill = " ".join(md.one_line(result.skill).split())
+    if result.val.n == 0 and result.triggers is not None:  # the trigger pass alone
+        return f"gitsleep({skill}): description, {headline(result.triggers)}"
     if result.decided_by == "val":
         return f"gitsleep({skill}): val {change(result.val)}"
     return f"gitsleep({skill}): held-out {change(result.test)}"
@@ -326,6 +329,8 @@ def _diff(page: _Page) -> list[Section]:
         if before == after:
             continue
         text = redactor.redact(block_diff(redactor.redact(before), redactor.redact(after), target))
+        if not text.strip():  # only the description changed: its section shows it
+            continue
         lines += [*([""] if lines else []), f"**{prose.text(target, 20)} document**",
                   "", md.fence(md.clip(text, 20000), "diff")]
     if page.diff_hint:
@@ -353,7 +358,17 @@ def _edits(page: _Page) -> list[Section]:
             ) if outcomes]
 
 
-SECTIONS: tuple[Callable[[_Page], list[Section]], ...] = (_diagnosis, _diff, _answers, _edits)
+def _triggers(page: _Page) -> list[Section]:
+    night = page.result.triggers
+    if night is None:
+        return []
+    prose = page.prose
+    return [Section("When the skill is picked", pr_lines(
+        night, prose.text, prose.code, prose.redactor.redact))]
+
+
+SECTIONS: tuple[Callable[[_Page], list[Section]], ...] = (_diagnosis, _triggers, _diff, _answers,
+                                                          _edits)
 
 
 # -- the tail: never cut -------------------------------------------------------------------

@@ -26,6 +26,7 @@ from gitsleep.report.common import (
     small_sample_note,
     tool_calls,
 )
+from gitsleep.report.triggers import summary as trigger_summary
 
 # how a night that accepted nothing reads in "the epoch ...: nothing to review"
 NOT_ACCEPTED = {"rejected": "was rejected", "no_edits": "made no edits",
@@ -84,6 +85,7 @@ def json_summary(
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
         tool_calls=tool_calls(result),
         noise=noise_json(result.noise),
+        triggers=trigger_summary(result.triggers) if result.triggers else None,
     )
     return summary.redacted(default_redactor(redactor))
 

@@ -126,7 +126,10 @@ def test_json_format(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "path": ".gitsleep.yml", "line": 4, "code": "GS151", "severity": "warning",
         "message": "skill writer: val (1 task) and held-out (2 tasks): fewer than 5 tasks, so "
                    "one task moves the score a lot and a decision on it is a hint; add tasks "
-                   "(or move some from train)",
+                   "(or move some from train); val (1 task) and held-out (2 tasks) too small "
+                   "for any gain to be told from noise: with n tasks the sign test's best p is "
+                   "2^-n, above 0.1 below 4 tasks (a noisy agent's gain there is never kept; a "
+                   "deterministic agent's is)",
     }]
 
 
@@ -263,12 +266,12 @@ def test_frontmatter_problems(
     assert result == code and out.startswith(SKILL + expected), out
 
 
-def test_a_claude_code_import_is_a_warning_with_the_fix(
+def test_an_import_the_agent_view_cannot_follow_is_a_warning_with_the_fix(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 41 item 14: a CLAUDE.md that is `@AGENTS.md` passed validate, but the agent
-    was shown the one-line file: gitsleep installs a document as written. Imports in
-    code, of files that do not exist (an @mention) and the like are not named."""
+    """An import of a file in the repository is followed (the agent is shown its text), so
+    it is no problem; one of a home file is left as written and named. Imports in code and
+    `@mentions` of no file are neither."""
     (repo / "docs").mkdir()
     (repo / "docs" / "rules.md").write_text("# Rules\n\n- Be brief.\n")
     (repo / "AGENTS.md").write_text(
@@ -277,12 +280,22 @@ def test_a_claude_code_import_is_a_warning_with_the_fix(
     code, out, _ = run(capsys, repo, "validate")
     assert code == 0, out
     lines = out.splitlines()
-    assert len(lines) == 2, out
-    assert lines[0].startswith("AGENTS.md:3: GS205 warning: imports @docs/rules.md (Claude "
-                               "Code's import syntax): docs/rules.md, which the agent is not "
-                               "shown; gitsleep installs this document as written")
-    assert "name the imported file as the skill or memory document" in lines[0]
-    assert lines[1].startswith("AGENTS.md:9: GS205 warning: imports @~/.claude/mine.md")
+    assert len(lines) == 1, out
+    assert lines[0].startswith("AGENTS.md:9: GS205 warning: imports @~/.claude/mine.md (Claude "
+                               "Code's import syntax): a file in your home folder, which no "
+                               "night can read; the agent gitsleep scores is not shown it")
+
+
+def test_imports_that_form_a_cycle_are_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "rules.md").write_text("- Be brief.\n@../AGENTS.md\n")
+    (repo / "AGENTS.md").write_text("# Agents\n\n@docs/rules.md\n")
+    code, out, _ = run(capsys, repo, "validate")
+    assert code == 1, out
+    assert out.startswith("AGENTS.md: GS206 imports form a cycle (AGENTS.md -> docs/rules.md "
+                          "-> AGENTS.md); remove one of the imports"), out
 
 
 def test_a_config_given_with_config_is_named_in_its_problems(

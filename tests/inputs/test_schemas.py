@@ -14,7 +14,7 @@ import yaml
 
 from gitsleep.inputs import schemas
 from gitsleep.inputs.config import load_config
-from gitsleep.inputs.tasks import load_skill_tasks
+from gitsleep.inputs.tasks import load_skill_tasks, load_trigger_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "schemas"
@@ -61,7 +61,8 @@ def test_every_bundled_task_file_validates_and_loads(tmp_path: Path) -> None:
     for example in sorted((ROOT / "examples").glob("*/.gitsleep.yml")):
         config = load_config(example)
         for skill in config.skills:
-            loaded = load_skill_tasks(example.parent, skill)
+            loaded = [*load_skill_tasks(example.parent, skill),
+                      *load_trigger_tasks(example.parent, skill)]
             count = 0
             for entry in skill.tasks:
                 lines = (example.parent / entry.path).read_text().splitlines()
