@@ -40,6 +40,7 @@ from gitsleep.core.models import (
     Split,
     Task,
 )
+from gitsleep.core.outcome import PickRow
 from gitsleep.core.ports import Backend, ModelCall
 from gitsleep.core.scores import fmt_score
 
@@ -90,17 +91,13 @@ def read_pick(text: str | None, names: Sequence[str]) -> str | None:
     name; None (no skill) for anything else, a name outside the catalog included."""
     if not text:
         return None
-    stripped = text.strip().strip("`").removeprefix("json").strip()
-    try:
-        data = json.loads(stripped)
-    except ValueError:
-        data = None
+    data = _reply_json(text)
     if isinstance(data, dict):
         if isinstance(data.get("arguments"), dict):  # a use_skill tool call, as JSON
             data = data["arguments"]
         value = data.get("skill", data.get("name"))
         return value if isinstance(value, str) and value in names else None
-    bare = stripped.strip("\"' .")
+    bare = text.strip().strip("`").removeprefix("json").strip().strip("\"' .")
     return bare if bare in names else None
 
 
@@ -298,14 +295,17 @@ def propose_call(skill: str, value: str, train: TriggerPass, catalog: Sequence[L
             "siblings": [[s.name, s.description] for s in siblings]}})
 
 
-def read_proposal(text: str | None) -> str | None:
-    if not text:
-        return None
-    stripped = text.strip().strip("`").removeprefix("json").strip()
+def _reply_json(text: str) -> object:
+    """A reply's JSON, fences and a `json` tag taken off; None when it is not JSON."""
     try:
-        data = json.loads(stripped)
+        return json.loads(text.strip().strip("`").removeprefix("json").strip())
     except ValueError:
         return None
+
+
+def read_proposal(text: str | None) -> str | None:
+    """The description an optimizer's reply proposes (`{"description": ...}`), or None."""
+    data = _reply_json(text) if text else None
     value = data.get("description") if isinstance(data, dict) else None
     return value.strip() if isinstance(value, str) and value.strip() else None
 
@@ -318,16 +318,6 @@ class SplitScores:
     baseline: float | None
     final: float | None
     n: int
-
-
-@dataclass(frozen=True)
-class PickRow:
-    """One held-out query for the pull request: expected skill, picked before and after."""
-
-    query: str
-    expected: str
-    before: str
-    after: str
 
 
 @dataclass
