@@ -317,7 +317,7 @@ class SkillSummary:
     # per split and task, the tools the agent called before and after (tasks with traces)
     tool_calls: Mapping[str, Mapping[str, Mapping[str, list[str] | None]]] = field(
         default_factory=dict)
-    noise: Mapping[str, Any] | None = None  # the night's noise and sign tests, once measured
+    noise: Mapping[str, object] | None = None  # the night's noise and sign tests, if measured
     triggers: TriggerSummary | None = None  # a trigger pass, when the night ran one
 
     def to_json(self) -> dict[str, Any]:

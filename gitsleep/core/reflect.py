@@ -375,6 +375,30 @@ def _contrast_blocks(contrasts: Sequence[Contrast], tasks: dict[str, Task]) -> l
     return lines
 
 
+def _call_context(evidence: Evidence, budget: int, rules: list[str],
+                  varying: list[groups.VaryingKey],
+                  mask: Callable[[str], str]) -> dict[str, object]:
+    """What the propose call carries beside its messages: the failures, the rejected
+    edits and the rules, and, for the offline simulator, train prompts per group of a
+    varying key."""
+    return {
+        "target": evidence.target,
+        "budget": budget,
+        "failures": [
+            {"task_id": r.task_id, "failed": [[c.op, c.arg] for c in _failed_of(r)]}
+            for r in evidence.failures
+        ],
+        "rejected": [e.content or e.anchor for e in evidence.rejected],
+        "rules": rules,
+        "groups": [
+            {"key": key.key, "groups": [
+                {"want": [[c.op, c.arg] for c in group.want],
+                 "prompts": [mask(evidence.tasks[i].prompt) for i in group.task_ids]}
+                for group in key.groups]}
+            for key in varying],
+    }
+
+
 def propose(
     runner: CallRunner,
     settings: EpochSettings,
@@ -399,22 +423,7 @@ def propose(
     mask = redact or (lambda text: text)
     prompt = mask(build_prompt(evidence, settings.edit_budget, rules=rules, counts=counts))
     varying = train_groups(tasks)
-    context = {
-        "target": target,
-        "budget": settings.edit_budget,
-        "failures": [
-            {"task_id": r.task_id, "failed": [[c.op, c.arg] for c in _failed_of(r)]}
-            for r in failures
-        ],
-        "rejected": [e.content or e.anchor for e in evidence.rejected],
-        "rules": rules,
-        "groups": [  # for the offline simulator: train prompts per group of a varying key
-            {"key": key.key, "groups": [
-                {"want": [[c.op, c.arg] for c in group.want],
-                 "prompts": [mask(tasks[i].prompt) for i in group.task_ids]}
-                for group in key.groups]}
-            for key in varying],
-    }
+    context = _call_context(evidence, settings.edit_budget, rules, varying, mask)
     messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", prompt))
     common = [c for c, n in counts.items() if n * CONTRADICTION_SHARE >= len(failures)]
     proposal = Proposal(target=target, round=round_no, index=index, raw=None,

@@ -64,7 +64,7 @@ def check_agent(setup: Setup, skill: SkillConfig, task_id: str | None, show: Sho
         if not answer.ok:
             raise BackendError(f"doctor: the agent's call failed: {answer.error}")
         show("answer", setup.redactor.clip(answer.text or "", SHOWN_CHARS), block=True)
-        if answer.trace is not None:  # what the agent called, as the checks judge it
+        if answer.trace is not None and (answer.trace or task.tools):  # what it called
             show("tool calls", setup.redactor.redact(trace.shown(answer.trace)), block=True)
         score = judges.score_local(task.judge, answer.text or "",
                                    judges.workspace_outcomes(answer, task.workspace is not None),

@@ -58,7 +58,7 @@ def response_head(text: str, redactor: Redactor) -> str:
 TRACE_RESULT_CHARS = 500  # of each tool result kept in diagnostics
 
 
-def trace_dicts(trace: Iterable[ToolCall], redactor: Redactor) -> list[dict[str, Any]]:
+def _trace_dicts(trace: Iterable[ToolCall], redactor: Redactor) -> list[dict[str, Any]]:
     """Each call as JSON-ready data, redacted, its result clipped."""
     return [{"name": c.name, "arguments": redactor.clip(c.arguments, TRACE_RESULT_CHARS),
              "result": redactor.clip(c.result, TRACE_RESULT_CHARS),
@@ -80,7 +80,7 @@ def _task_dict(task: TaskResult, redactor: Redactor) -> dict[str, Any]:
             "failed_checks": [c.label() for c in s.score.failed] if s.score else [],
             "finish_reason": s.finish_reason,
             # the tools the agent called, in order (a backend that reports them)
-            **({} if s.trace is None else {"trace": trace_dicts(s.trace, redactor)}),
+            **({} if s.trace is None else {"trace": _trace_dicts(s.trace, redactor)}),
         })
     return {
         "task_id": task.task_id,

@@ -169,6 +169,6 @@ def test_the_call_ceiling_counts_every_turn_a_tool_loop_may_take() -> None:
     settings = EpochSettings(model="m", optimizer_model="m", judge_model="m", rounds=1,
                              proposals=1, edit_budget=1)
     assert call_ceiling(settings, tooled, False) > call_ceiling(settings, plain, False)
-    # held-out alone (its baseline and final passes): every answer at the loop's bound
+    # held-out alone (its baseline, final and two noise passes): every answer at the bound
     assert (call_ceiling(settings, tooled[4:], False) - call_ceiling(settings, plain[4:], False)
-            == 2 * 2 * (ANSWER_TURNS - 1))
+            == 4 * 2 * (ANSWER_TURNS - 1))

@@ -166,8 +166,8 @@ def test_the_budget_refusal_counts_each_agent(
     commit_files(work, {NOTES_MD: WORSE}, "worse")
     result = review(capsys, work, "--skill", "notes")
     assert result.code == 6, result.err
-    assert ("needs 28 model calls (7 val and held-out tasks x 2 agents x 1 sample(s) x "
-            "2 sides" in result.err), result.err
+    assert ("needs 42 model calls (7 val and held-out tasks x 2 agents x 1 sample(s) x "
+            "3 sides" in result.err), result.err
 
 
 def test_a_heads_fixture_link_error_never_quotes_the_runners_paths(
