@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
-from gitsleep.core.check_ops import OPS
+from gitsleep.core.check_ops import OPS, TRACE_OPS
 from gitsleep.core.models import Check
 from gitsleep.core.regex_literal import TYPED_SLOT, fills
+from gitsleep.core.trace import pair_arg
 
 
 def describe_check(check: Check) -> str:
@@ -59,7 +60,10 @@ def rule_for_check(check: Check, text: str | None = None) -> str | None:
     """An imperative rule that quotes what `check` wants, or None when no text can be
     quoted. A small agent obeys `Every answer must have a section headed "## Impact".`
     where it ignores a bare `## Impact`. `text`, when given and passing the check, is
-    quoted instead of the derived example (the optimizer's own value is kept)."""
+    quoted instead of the derived example (the optimizer's own value is kept). A
+    trajectory check gets the rule that asks for the call it judges."""
+    if check.op in TRACE_OPS:
+        return _tool_rule(check)
     example = example_for_check(check)
     if example is None:
         return None
@@ -71,6 +75,23 @@ def rule_for_check(check: Check, text: str | None = None) -> str | None:
     if _LABELLED.match(literal):
         return f'Every answer must have a line "{literal}"{choose}.'
     return f'Every answer must contain the text "{literal}"{choose}.'
+
+
+def _tool_rule(check: Check) -> str | None:
+    """What a trajectory check asks of the agent, as a rule; None when the check also
+    judges the call's arguments (a regex leaves them to the task, no rule can quote them)."""
+    if check.args_regex is not None:
+        return None
+    if check.op == "tool_called":
+        return f'Call the "{check.text}" tool before you answer.'
+    if check.op == "tool_not_called":
+        return f'Never call the "{check.text}" tool.'
+    if check.op == "max_tool_calls":
+        return f"Make at most {check.text} tool call(s) before you answer."
+    pair = pair_arg(check.text)
+    if pair is None:
+        return None
+    return f'Call the "{pair[0]}" tool before you call the "{pair[1]}" tool.'
 
 
 def choice_note(text: str) -> str:

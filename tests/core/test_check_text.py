@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitsleep.core.check_text import describe_check, example_for_check
+from gitsleep.core.check_text import describe_check, example_for_check, rule_for_check
 from gitsleep.core.models import Check
 from gitsleep.core.regex_literal import sample_fill
 from tests.support.replies import SEVERITY
@@ -184,3 +184,19 @@ def test_any_derived_literal_verifies(ignorecase, pattern):
     literal = example_for_check(Check("regex", pattern))
 
     assert literal is None or re.search(pattern, sample_fill(literal))
+
+
+@pytest.mark.parametrize(("check", "rule"), [
+    (Check("tool_called", "search"), 'Call the "search" tool before you answer.'),
+    (Check("tool_not_called", "deploy"), 'Never call the "deploy" tool.'),
+    (Check("tool_called_before", '["plan", "deploy"]'),
+     'Call the "plan" tool before you call the "deploy" tool.'),
+    (Check("max_tool_calls", 3), "Make at most 3 tool call(s) before you answer."),
+    (Check("tool_called", "search", args_regex="release"), None),
+])
+def test_a_trajectory_check_offers_the_rule_that_asks_for_the_call(
+        check: Check, rule: str | None) -> None:
+    """A real optimizer shown a failing `tool_called` check and no rule never named the
+    tool (a real night proposed only headings); the rule it is offered names the call, and
+    no rule is offered for arguments the check leaves to a regex."""
+    assert rule_for_check(check) == rule
