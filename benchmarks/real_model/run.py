@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -269,7 +269,20 @@ def outcome(result: EpochResult, tasks: Sequence[Task]) -> dict[str, Any]:
         if "skill" in result.documents and result.decision == "accepted" else "",
         "audit": audit(result, tasks),
         "group_scores": [g.to_json() for g in report.group_scores(result)],
+        "noise": noise_row(result),
     }
+
+
+def noise_row(result: EpochResult) -> dict[str, Any] | None:
+    """How far val moved under the placebo and the sign tests that judged the gain
+    (None: val was never scored)."""
+    if result.noise is None:
+        return None
+    row = asdict(result.noise)
+    row["summary"] = result.noise.summary()
+    row["val_line"] = result.noise.val.line() if result.noise.val else ""
+    row["test_line"] = result.noise.test.line() if result.noise.test else ""
+    return row
 
 
 def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
@@ -397,6 +410,13 @@ def markdown(rows: Sequence[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines += [f"- warning: {w}" for w in r.get("warnings", [])]
         lines += [f"- integrity failures: {k} {v}"
                   for k, v in r.get("integrity_failures", {}).items()]
+    noisy = [r for r in rows if r.get("noise")]
+    if noisy:
+        lines += ["", "The noise each night (val under a placebo) and the sign tests:", ""]
+        for r in noisy:
+            n = r["noise"]
+            said = [n["summary"]] + [x for x in (n["val_line"], n["test_line"], n["note"]) if x]
+            lines.append(f"- {r['example']} seed {r['seed']}: " + "; ".join(said))
     several = [r for r in rows if r.get("agents")]
     if several:
         lines += ["", f"Per agent (gate.agents: {meta.get('agent_gate', 'mean')}):", "",
