@@ -169,6 +169,7 @@ class FakeOpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._generation = 0  # bumped by reset(): a trickle of an older generation ends
         self._connections: set[socket.socket] = set()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -255,9 +256,11 @@ class FakeOpenAIServer:
             return len(self._requests)
 
     def reset(self) -> None:
+        """Forget the requests and faults; replies still trickling end now."""
         with self._lock:
             self._requests.clear()
             self._faults.clear()
+            self._generation += 1
 
     # -- used by the handler ------------------------------------------------------
 
@@ -648,8 +651,10 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         self.wfile.flush()
         ends = time.monotonic() + fake.trickle_seconds
+        generation = fake._generation
         for index in range(len(data)):
-            if time.monotonic() >= ends or fake._stopping.is_set():
+            if (time.monotonic() >= ends or fake._stopping.is_set()
+                    or fake._generation != generation):
                 self.close_connection = True
                 return
             self.wfile.write(data[index : index + 1])
