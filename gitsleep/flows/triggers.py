@@ -34,11 +34,12 @@ class TriggerInputs:
 
 def trigger_inputs(setup: Setup, root: Path, skill: SkillConfig) -> TriggerInputs | None:
     """The pass's inputs under `root`, or None when the skill gets no trigger pass."""
-    if not skill.tune_description or not load_trigger_tasks(root, skill):
+    own = load_trigger_tasks(root, skill) if skill.tune_description else []
+    if not own:
         return None
     entries = catalog.build(root, setup.config)
     inputs = TriggerInputs(catalog.name_of(entries, skill), [e.listing() for e in entries],
-                           catalog.trigger_tasks(root, setup.config, skill, entries))
+                           catalog.trigger_tasks(root, setup.config, skill, entries, own))
     # who picks is settled before the night's first call (a shadowing skill, an agent
     # that cannot show its pick: refused now, not after the body epoch spent its calls)
     picker_backend(setup, skill, [e.name for e in entries]).close()

@@ -97,11 +97,12 @@ def name_of(entries: list[Entry], skill: SkillConfig) -> str:
                      "frontmatter, so no harness lists it; add one to tune when it is picked")
 
 
-def trigger_tasks(root: Path, config: Config, skill: SkillConfig, entries: list[Entry]
-                  ) -> list[Task]:
-    """`skill`'s trigger tasks and every sibling's should-trigger queries, the latter as
-    near misses that expect the sibling (ids `<sibling>/<id>`): what the gate reads."""
-    tasks = list(load_trigger_tasks(root, skill))
+def trigger_tasks(root: Path, config: Config, skill: SkillConfig, entries: list[Entry],
+                  own: list[Task] | None = None) -> list[Task]:
+    """`skill`'s trigger tasks (`own`, when the caller has read them already) and every
+    sibling's should-trigger queries, the latter as near misses that expect the sibling
+    (ids `<sibling>/<id>`): what the gate reads."""
+    tasks = list(load_trigger_tasks(root, skill) if own is None else own)
     names = {e.path: e.name for e in entries}
     for other in config.skills:
         if other.name == skill.name or other.skill not in names:
