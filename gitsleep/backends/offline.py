@@ -174,7 +174,8 @@ def tools_to_call(documents: list[str]) -> list[str]:
 
 
 def simulate_calls(documents: list[str], prompt: str, tools: Sequence[ToolSpec],
-                   redact: Callable[[str], str] | None = None) -> tuple[ToolCall, ...]:
+                   redact: Callable[[str], str] | None = None,
+                   pass_env: Sequence[str] = ()) -> tuple[ToolCall, ...]:
     """The calls the simulated agent makes, answered by the real tools: each tool the
     documents name and the task declares, in document order; `search` with the prompt as
     its query, `read_file` on the path of the last search's best hit (skipped without
@@ -197,7 +198,8 @@ def simulate_calls(documents: list[str], prompt: str, tools: Sequence[ToolSpec],
             arguments = {"path": hit}
         else:
             arguments = {"input": ""}
-        made.append(tool_loop.run_tool(tools, name, json.dumps(arguments), redact=redact))
+        made.append(tool_loop.run_tool(tools, name, json.dumps(arguments), redact=redact,
+                                       pass_env=pass_env))
     return tuple(made)
 
 
@@ -519,7 +521,7 @@ class OfflineBackend(Backend):
             documents = recent_only(list(documents), call.model)
             text = simulate_answer(documents, prompt)
             trace = simulate_calls(documents, prompt, tool_loop.tools_of(call),
-                                   redact=self._redact)
+                                   redact=self._redact, pass_env=self.check_pass_env)
             found = task_workspace.workspace_of(call.context, call.purpose)
             if found is not None:
                 return replace(self._in_workspace(call, found, list(documents), text),

@@ -211,8 +211,10 @@ class OpenAIBackend(Backend):
         http_client: httpx2.Client | None = None,
         secrets: Sequence[str] = (),
         api_key_env: str = "OPENAI_API_KEY",
+        check_pass_env: Sequence[str] = (),
     ) -> None:
         self.timeout = timeout
+        self.check_pass_env = tuple(check_pass_env)  # what `command` tools see (checks.pass_env)
         self.max_retries = max_retries
         self.api_key_env = api_key_env
         # whose calls these are, for a refusal every later call would repeat: one of
@@ -274,7 +276,8 @@ class OpenAIBackend(Backend):
     def complete(self, call: ModelCall) -> Answer:
         tools = tool_loop.tools_of(call)
         if tools:  # an agent that may call tools: gitsleep runs the loop, records each call
-            return tool_loop.run_loop(self._exchange, call, tools, redact=self._redact)
+            return tool_loop.run_loop(self._exchange, call, tools, redact=self._redact,
+                                      pass_env=self.check_pass_env)
         messages: list[dict[str, Any]] = [{"role": role, "content": content}
                                           for role, content in call.messages]
         answer, _ = self._exchange(call, messages, [])
@@ -334,6 +337,10 @@ class OpenAIBackend(Backend):
             if functions and reply.tool_calls:
                 return Answer(text or "", None, prompt_tokens, completion_tokens,
                               finish_reason=finish_reason), list(reply.tool_calls)
+            written = tool_loop.calls_in_text(text or "", _names(functions)) if functions else []
+            if written:
+                return Answer("", None, prompt_tokens, completion_tokens,
+                              finish_reason=finish_reason), written
             if text is not None and text.strip():
                 return Answer(text, None, prompt_tokens, completion_tokens,
                               finish_reason=finish_reason), []
@@ -590,6 +597,11 @@ def _tool_calls(raw: object) -> tuple[tool_loop.Requested, ...]:
     return tuple(found)
 
 
+def _names(functions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The declared tools' names, from the `tools` a request offers."""
+    return [str(f.get("function", {}).get("name")) for f in functions]
+
+
 def _content_text(content: object) -> str | None:
     """A message's text: a string, or the text parts of a list of content parts."""
     if content is None or isinstance(content, str):
@@ -632,6 +644,7 @@ def create_openai_backend(
     timeout: float,
     max_retries: int,
     azure: Mapping[str, Any] | None,
+    check_pass_env: Sequence[str] = (),
 ) -> OpenAIBackend:
     """The backend the configuration asks for, or a one-line BackendError saying why not.
 
@@ -674,4 +687,5 @@ def create_openai_backend(
         max_retries=max_retries,
         azure=azure_settings,
         api_key_env=api_key_env,
+        check_pass_env=check_pass_env,
     )

@@ -236,5 +236,6 @@ def create_backend(
             timeout=timeout,
             max_retries=max_retries,
             azure=dict(azure) if azure else None,
+            check_pass_env=check_pass_env,
         )
     raise UsageError(f"unknown backend {name!r}: use one of {', '.join(BACKENDS)}")

@@ -4,7 +4,10 @@ directive for a failed trajectory check."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from gitsleep.backends.offline import OfflineBackend, directive_for, simulate_calls, tools_to_call
 from gitsleep.core.cache import ResponseCache
@@ -69,3 +72,13 @@ def test_the_trace_is_cached_with_the_answer(tmp_path: Path) -> None:
     ResponseCache(tmp_path).put("cd" * 32, Answer("no trace"))
     plain = ResponseCache(tmp_path).get("cd" * 32)
     assert plain is not None and plain.trace is None
+
+
+def test_a_command_tool_sees_what_checks_pass_env_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCS_REGION", "eu-west-1")
+    code = "import os; print(os.environ.get('DOCS_REGION', 'absent'))"
+    run = ToolSpec("region", "command", "fx", argv=(sys.executable, "-c", code), timeout=10)
+    task = Task("t", "p", "val", Judge("rule", (Check("tool_called", "region"),)), tools=(run,))
+    call = answer_call({"skill": 'Call the "region" tool.'}, task, "offline", 0)
+    seen = [OfflineBackend(pass_env).complete(call).trace for pass_env in ((), ("DOCS_REGION",))]
+    assert [t[0].result if t else None for t in seen] == ["exit 0\nabsent", "exit 0\neu-west-1"]

@@ -5,6 +5,7 @@ them and records every call."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -116,3 +117,76 @@ def test_without_tools_the_request_is_as_before(server: FakeOpenAIServer) -> Non
     assert answer.text == "plain" and answer.trace is None
     assert "tools" not in (server.requests[0].body or {})
     assert json.dumps(server.requests[0].body).count("TOOL RESULT") == 0
+
+
+def text_searcher(reply: str) -> Any:
+    """A local model whose server has no tool-call format: it writes the call in its text
+    (`reply`, the first turn), then answers from the result it is handed."""
+    def play(request: dict[str, Any]) -> str:
+        results = tool_messages(request)
+        if not results:
+            return reply
+        return "Per the notes: " + ("no call yet." if "no call yet" in results[0] else "?")
+    return play
+
+
+@pytest.mark.parametrize("reply", [
+    # Qwen2.5's and Hermes' chat templates ask for this shape
+    '<tool_call>\n{"name": "search", "arguments": {"query": "seat pricing"}}\n</tool_call>',
+    # small coder models put the same object in a fence, after a sentence
+    'I will search the notes first.\n\n```json\n{\n  "name": "search",\n'
+    '  "arguments": {"query": "seat pricing"}\n}\n```',
+    '{"name": "search", "arguments": {"query": "seat pricing"}}',
+])
+def test_a_call_written_in_the_text_is_run_like_a_native_one(
+        server: FakeOpenAIServer, reply: str) -> None:
+    server.responder = text_searcher(reply)
+    answer = backend_for(server).complete(the_call())
+    assert answer.ok and answer.text == "Per the notes: no call yet."
+    assert [(c.name, c.arguments) for c in answer.trace or ()] == [
+        ("search", '{"query":"seat pricing"}')]
+    second = server.requests[1].body or {}
+    assistant = [m for m in second["messages"] if m["role"] == "assistant"]
+    assert assistant[0]["tool_calls"][0]["function"]["name"] == "search"
+    assert tool_messages(second)[0].startswith(DATA_OPEN)
+
+
+@pytest.mark.parametrize("reply", [
+    # a tool the task did not declare is not a call: it stays the answer
+    '<tool_call>\n{"name": "deploy", "arguments": {}}\n</tool_call>',
+    # JSON that is an answer, not a call
+    '```json\n{"verdict": "reject", "reason": "drops a table"}\n```',
+    'Search is the tool to use, with "arguments" you choose.',
+])
+def test_text_that_is_not_a_call_of_a_declared_tool_stays_the_answer(
+        server: FakeOpenAIServer, reply: str) -> None:
+    server.responder = lambda request: reply
+    answer = backend_for(server).complete(the_call())
+    assert answer.ok and answer.text == reply
+    assert answer.trace == () and len(server.requests) == 1
+
+
+def test_without_tools_a_call_shaped_answer_is_only_text(server: FakeOpenAIServer) -> None:
+    reply = '<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call>'
+    server.responder = lambda request: reply
+    answer = backend_for(server).complete(the_call(tools=()))
+    assert answer.text == reply and answer.trace is None
+
+
+def test_a_command_tool_sees_the_variables_checks_pass_env_names(
+        server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCS_REGION", "eu-west-1")
+    monkeypatch.setenv("UNNAMED_SECRET", "never-shown-9d2c")
+    code = ("import os; print(os.environ.get('DOCS_REGION', 'absent'), "
+            "os.environ.get('UNNAMED_SECRET', 'absent'))")
+    run = ToolSpec("region", "command", "fx", argv=(sys.executable, "-c", code), timeout=10)
+
+    def caller(request: dict[str, Any]) -> str | ToolCalls:
+        return "done" if tool_messages(request) else ToolCalls((("region", {}),))
+
+    server.responder = caller
+    backend = OpenAIBackend(api_key="test-key-7f3a9c1e5b2d4f60", base_url=server.base_url,
+                            timeout=5.0, max_retries=0, check_pass_env=("DOCS_REGION",))
+    answer = backend.complete(the_call(tools=(run,)))
+    assert answer.trace is not None
+    assert answer.trace[0].result == "exit 0\neu-west-1 absent"
