@@ -78,10 +78,9 @@ def rule_for_check(check: Check, text: str | None = None) -> str | None:
 
 
 def _tool_rule(check: Check) -> str | None:
-    """What a trajectory check asks of the agent, as a rule; None when the check also
-    judges the call's arguments (a regex leaves them to the task, no rule can quote them)."""
-    if check.args_regex is not None:
-        return None
+    """What a trajectory check asks of the agent, as a rule. A check that also judges the
+    call's arguments by a regex gets the same rule: the call is needed whatever the
+    arguments, and the rule quotes nothing of the regex (it leaves them to the task)."""
     if check.op == "tool_called":
         return f'Call the "{check.text}" tool before you answer.'
     if check.op == "tool_not_called":

@@ -192,11 +192,15 @@ def test_any_derived_literal_verifies(ignorecase, pattern):
     (Check("tool_called_before", '["plan", "deploy"]'),
      'Call the "plan" tool before you call the "deploy" tool.'),
     (Check("max_tool_calls", 3), "Make at most 3 tool call(s) before you answer."),
-    (Check("tool_called", "search", args_regex="release"), None),
+    (Check("tool_called", "search", args_regex="release"),
+     'Call the "search" tool before you answer.'),
+    (Check("tool_called_before", '["plan", "deploy"]', args_regex="prod"),
+     'Call the "plan" tool before you call the "deploy" tool.'),
 ])
 def test_a_trajectory_check_offers_the_rule_that_asks_for_the_call(
         check: Check, rule: str | None) -> None:
     """A real optimizer shown a failing `tool_called` check and no rule never named the
-    tool (a real night proposed only headings); the rule it is offered names the call, and
-    no rule is offered for arguments the check leaves to a regex."""
+    tool (a real night proposed only headings); the rule it is offered names the call. A
+    check that also judges the arguments by a regex still gets the call's rule: the call
+    is needed whatever the arguments, and the rule quotes nothing the regex leaves open."""
     assert rule_for_check(check) == rule
