@@ -61,7 +61,7 @@ BREAKING_RULE = ('When the task mentions "breaking", include "Verdict: reject"; 
                  'include "Verdict: approve".')
 
 
-def _verdict_pinned_on_held_out(prompt: str, held_out: bool) -> str:
+def verdict_pinned(prompt: str, held_out: bool) -> str:
     """Right on train and val; on held-out, `Verdict: reject` whatever the changelog says."""
     return "Verdict: reject" if held_out or "BREAKING" in prompt else "Verdict: approve"
 
@@ -76,4 +76,4 @@ def pinned_on_held_out_night() -> EpochResult:
     tasks, _ = read_inputs(root, config.skills[0])
     held = {t.prompt for t in tasks if t.split == "test"}
     return example_night("dependency-review", FollowsExceptOnHeldOut(
-        BREAKING_RULE, held, _verdict_pinned_on_held_out))
+        BREAKING_RULE, held, verdict_pinned))
