@@ -17,6 +17,7 @@ from gitsleep.core.outcome import (
     SkillSummary,
     opens_pr,
 )
+from gitsleep.core.scores import rounded
 from gitsleep.report.common import (
     change,
     default_redactor,
@@ -86,7 +87,8 @@ def json_summary(
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
         tool_calls=tool_calls(result),
         noise=noise_json(result.noise),
-        groups=tuple(row.to_json() for row in group_scores(result)),
+        groups=tuple({**row.to_json(), "baseline": rounded(row.baseline),
+                      "candidate": rounded(row.candidate)} for row in group_scores(result)),
         triggers=trigger_summary(result.triggers) if result.triggers else None,
     )
     return summary.redacted(default_redactor(redactor))

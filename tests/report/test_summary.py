@@ -94,3 +94,14 @@ def test_held_out_wrong_values_show_beside_vals_and_say_why_no_pr_opened() -> No
     assert held_row.endswith("| 0 -> 3 |")
     # a summary read back from its JSON keeps the rows
     assert type(summary).from_json(record).to_json()["groups"] == record["groups"]
+
+
+def test_the_json_group_rows_have_three_decimals_like_every_score() -> None:
+    result = make_result(n_test=3)
+    final = next(p for p in result.passes if p.split == "test" and p.label == "final")
+    final.tasks[0] = replace(final.tasks[0], value=0.0, hard=0.0, soft=0.0)
+    result = replace(result, groups={"contains Confidence:": [t.task_id for t in final.tasks]})
+    summary = json_summary(result, branch=None, commit=None, pr=PrResult(operation="none"),
+                           diagnostics_path=None, redactor=Redactor())
+    (row,) = summary.to_json()["groups"]
+    assert (row["split"], row["n"], row["baseline"], row["candidate"]) == ("test", 3, 0.0, 0.667)
