@@ -79,6 +79,7 @@ class Verdict:
     decision: Decision
     reason: str
     pr_eligible: bool = False
+    no_pr: str = ""  # accepted without a pull request: why, in a few words
     undo: str = ""
     abort_code: int = 0
     warnings: tuple[str, ...] = ()  # accepted: what the scores cannot show (honesty)
@@ -188,6 +189,7 @@ class Epoch:
             errors=list(self.runner.errors),
             cost=self.runner.cost,
             pr_eligible=verdict.pr_eligible,
+            no_pr="" if verdict.pr_eligible else verdict.no_pr,
             decided_by="test" if self.split["test"] else "val",
             abort_code=verdict.abort_code,
             diagnosis=list(verdict.diagnosis),
@@ -223,18 +225,20 @@ class Epoch:
             if final is not None and final.label != "baseline":
                 final.final = True
         summaries = self._summaries(base_train, end, base_test, final_test)
-        veto = held_fall = ""
+        veto = held_fall = held_wrong = ""
         if base_test is not None and final_test is not None and final_test is not base_test:
             veto = gate.held_out_integrity(base_test, final_test)
             held_fall = gate.agent_fell(gate.paired(base_test, final_test),
                                         self.agent_ids["test"])
+            held_wrong = gate.held_out_wrong_values(base_test, final_test, self.groups,
+                                                    self.other_wants)
         verdict = decide(self.search.record, summaries, base_train, self.settings,
                          held_out=bool(self.split["test"]),
                          changed=self.search.current != self.original, veto=veto,
                          any_candidate=end.any_candidate,
                          val_scored=self.scorer.base_val is not None,
                          screened=self.search.trials.screened, held_fall=held_fall,
-                         noise=self.noise)
+                         held_wrong=held_wrong, noise=self.noise)
         return summaries, self._explained(verdict)
 
     def _score(self, split: Split, documents: Mapping[str, str | None],
@@ -357,13 +361,15 @@ class Epoch:
 def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
            settings: EpochSettings, *, held_out: bool, changed: bool, veto: str,
            any_candidate: bool, val_scored: bool, screened: int, held_fall: str = "",
-           noise: Noise | None = None) -> Verdict:
+           held_wrong: str = "", noise: Noise | None = None) -> Verdict:
     """What the night decided, from what the search tried and the scores. `held_out`:
     test tasks decide the PR (else val does); `changed`: the accepted edits changed the
     documents; `veto`: the held-out integrity check refused them; `val_scored`: the val
     baseline was scored (thrifty may never score it); `held_fall`: several agents, one
-    fell beyond noise on held-out (the gate's rule on val, applied to the PR); `noise`:
-    how far val moved under a placebo, and when it moved, the sign tests of the gain."""
+    fell beyond noise on held-out (the gate's rule on val, applied to the PR);
+    `held_wrong`: the final held-out answers carry another group's value more often (the
+    gate's wrong-value rule on val, applied to the PR); `noise`: how far val moved under a
+    placebo, and when it moved, the sign tests of the gain."""
     val, test = summaries.val, summaries.test
     if record.applied and changed:
         shaky = _not_beyond_noise(val, noise)
@@ -377,7 +383,7 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
             pr_eligible = (test.baseline is not None and test.candidate is not None
                            and gate.improves(test.baseline, test.candidate,
                                              settings.gate.min_delta)
-                           and not held_fall)
+                           and not held_fall and not held_wrong)
             held = f"held-out {fmt_score(test.baseline)} -> {fmt_score(test.candidate)}"
             if noisy and noise is not None:  # held-out improves only beyond the noise
                 pr_eligible = pr_eligible and noise.test is not None and noise.test.beyond
@@ -385,16 +391,21 @@ def decide(record: SearchRecord, summaries: Summaries, base_train: PassResult,
                          else f" ({noise.note})" if noise.note else "")
             if held_fall:
                 held += f" (held-out: {held_fall})"
+            if held_wrong:
+                held += f" ({held_wrong})"
         else:
             pr_eligible = not noisy or noise is None or noise.val is not None
             held = "no held-out tasks, val decides"
-        why_not = ("an agent fell beyond noise on held-out" if held_fall
+        why_not = ("val did not improve beyond noise" if not held_out
+                   else "an agent fell beyond noise on held-out" if held_fall
+                   else "held-out answers carry another group's value" if held_wrong
                    else "held-out did not improve beyond noise" if noisy
                    else "held-out did not improve")
         reason = (f"{len(record.applied)} edit(s) accepted: val {fmt_score(val.baseline)} -> "
                   f"{fmt_score(val.candidate)}, {held}"
                   + ("" if pr_eligible else f"; {why_not}, so no PR"))
-        return Verdict("accepted", reason, pr_eligible=pr_eligible)
+        return Verdict("accepted", reason, pr_eligible=pr_eligible,
+                       no_pr="" if pr_eligible else why_not)
     if any_candidate and not val_scored:  # thrifty: no candidate reached val
         return Verdict("rejected", f"every proposal was screened out on train ({screened} of "
                        "them: none beat the current documents on the train tasks it was meant "

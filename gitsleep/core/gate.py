@@ -263,10 +263,11 @@ def wrong_values(result: PassResult, named: Mapping[str, list[str]],
 
 
 def added_wrong_values(best: PassResult, candidate: PassResult, named: Mapping[str, list[str]],
-                       others: Mapping[str, tuple[tuple[Check, ...], ...]]) -> str:
+                       others: Mapping[str, tuple[tuple[Check, ...], ...]],
+                       split: str = "val") -> str:
     """Why the candidate adds wrong values (in the first group whose count rises, over the
     tasks both passes scored), or ''. Behaviour, not wording: a pin however phrased shows
-    here, in the answers of the tasks it does not fit."""
+    here, in the answers of the tasks it does not fit. `split` names the tasks counted."""
     if not others:
         return ""
     both = {t.task_id for t in best.tasks} & {t.task_id for t in candidate.tasks}
@@ -274,10 +275,20 @@ def added_wrong_values(best: PassResult, candidate: PassResult, named: Mapping[s
     before, after = wrong_values(best, scored, others), wrong_values(candidate, scored, others)
     for name, count in after.items():
         if count > before.get(name, 0):
-            return (f"the val tasks that want {name}: {count} of their answers carry another "
-                    f"group's value ({before.get(name, 0)} before): an answer that carries "
-                    "another group's value is wrong, whatever its own checks look for")
+            return (f"the {split} tasks that want {name}: {count} of their answers carry "
+                    f"another group's value ({before.get(name, 0)} before): an answer that "
+                    "carries another group's value is wrong, whatever its own checks look for")
     return ""
+
+
+def held_out_wrong_values(baseline: PassResult, final: PassResult,
+                          named: Mapping[str, list[str]],
+                          others: Mapping[str, tuple[tuple[Check, ...], ...]]) -> str:
+    """Why the final documents' held-out answers may not claim an improvement: they carry
+    another group's value more often than the baseline's in some group (counted as the val
+    gate counts them), or ''. The val gate saw only val's answers; a pin can still show
+    only on tasks it never saw. It can only take a pull request away, never choose an edit."""
+    return added_wrong_values(baseline, final, named, others, split="held-out")
 
 
 def held_out_integrity(baseline: PassResult, final: PassResult) -> str:

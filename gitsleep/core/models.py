@@ -510,6 +510,7 @@ class EpochResult:
     errors: list[str] = field(default_factory=list)
     cost: Cost = field(default_factory=Cost)
     pr_eligible: bool = False  # held-out (or val, without test tasks) strictly improved
+    no_pr: str = ""  # accepted but not pr_eligible: why, in a few words ('' when not known)
     decided_by: str = "test"  # which split decides the PR: test, or val when test is empty
     abort_code: int = 0  # exit code of an aborted epoch (3 backend, 6 budget), else 0
     # when every candidate tied: per failing val check, did the agent ignore the rules or

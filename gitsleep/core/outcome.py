@@ -293,8 +293,9 @@ class SkillSummary:
 
     `simulated` (offline simulator), `up_to_date` with `recorded_decision` (the branch
     already held this result), `uncommitted` (documents or task files with changes
-    git has not committed) and `agents` (each agent's scores in a night of several)
-    appear in the JSON only when set.
+    git has not committed), `agents` (each agent's scores in a night of several) and
+    `groups` (per split and group: scores and wrong values) appear in the JSON only
+    when set.
     """
 
     skill: str
@@ -318,6 +319,9 @@ class SkillSummary:
     tool_calls: Mapping[str, Mapping[str, Mapping[str, list[str] | None]]] = field(
         default_factory=dict)
     noise: Mapping[str, object] | None = None  # the night's noise and sign tests, if measured
+    # per split (val, test) and group of a key whose checks want different values: n, the
+    # means and the wrong values (answers carrying another group's value), before and after
+    groups: tuple[Mapping[str, object], ...] = ()
     triggers: TriggerSummary | None = None  # a trigger pass, when the night ran one
 
     def to_json(self) -> dict[str, Any]:
@@ -342,6 +346,8 @@ class SkillSummary:
                                   for split, tasks in self.tool_calls.items()}
         if self.noise is not None:
             data["noise"] = dict(self.noise)
+        if self.groups:
+            data["groups"] = [dict(row) for row in self.groups]
         if self.triggers is not None:
             data["triggers"] = self.triggers.to_json()
         return data
@@ -368,6 +374,8 @@ class SkillSummary:
             if isinstance(agents, list) else (),
             tool_calls=_tool_calls(data.get("tool_calls")),
             noise=data["noise"] if isinstance(data.get("noise"), dict) else None,
+            groups=tuple(row for row in data["groups"] if isinstance(row, dict))
+            if isinstance(data.get("groups"), list) else (),
             triggers=TriggerSummary.from_json(data["triggers"])
             if isinstance(data.get("triggers"), Mapping) else None,
         )

@@ -190,7 +190,8 @@ def _group_section(result: EpochResult, prose: _Prose) -> list[str]:
                      "llrrrr"),
             "", "_Wrong values: answers of the group's tasks that carry another group's "
                 "value (a pin shows here even when those tasks' checks only look for their "
-                "own); the gate refuses a change that adds them._"]
+                "own); the gate refuses a change that adds them on val, and a change that "
+                "adds them on held-out opens no pull request._"]
 
 
 @dataclass(frozen=True)

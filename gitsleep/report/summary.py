@@ -17,9 +17,11 @@ from gitsleep.core.outcome import (
     SkillSummary,
     opens_pr,
 )
+from gitsleep.core.scores import rounded
 from gitsleep.report.common import (
     change,
     default_redactor,
+    group_scores,
     model_costs,
     noise_json,
     simulated,
@@ -57,7 +59,7 @@ def no_pr_reason(result: EpochResult, pr: PrResult) -> str:
         return pr.reason
     if not opens_pr(result):
         split = "val" if result.decided_by == "val" else "held-out"
-        return f"{split} did not improve"
+        return result.no_pr or f"{split} did not improve"
     return "not requested"
 
 
@@ -85,6 +87,8 @@ def json_summary(
         agents=tuple(AgentScores.of(agent) for agent in result.agents),
         tool_calls=tool_calls(result),
         noise=noise_json(result.noise),
+        groups=tuple({**row.to_json(), "baseline": rounded(row.baseline),
+                      "candidate": rounded(row.candidate)} for row in group_scores(result)),
         triggers=trigger_summary(result.triggers) if result.triggers else None,
     )
     return summary.redacted(default_redactor(redactor))

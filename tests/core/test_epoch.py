@@ -24,6 +24,7 @@ from gitsleep.core.models import (
     to_dict,
 )
 from gitsleep.core.ports import Backend, ModelCall
+from tests.support.nights import FollowsExceptOnHeldOut, pinned_on_held_out_night
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 SKILL = "# Brief writer\n\nWrite plainly.\n"
@@ -723,3 +724,46 @@ def _one_task_passes(before: float, after: float) -> tuple[PassResult, PassResul
         return PassResult("p", "val", str(value), [TaskResult("a", "val", [sample], value,
                                                               value, value)])
     return one(before), one(after)
+
+
+# -- held-out wrong values decide the pull request too ------------------------------------
+
+def test_held_out_answers_that_carry_the_other_verdict_open_no_pull_request() -> None:
+    """Val is clean (every answer right), held-out rises (the breaking updates now pass), yet
+    every held-out approve task's answer now carries `Verdict: reject`: the night keeps its
+    documents (val decided), but no pull request claims held-out improved."""
+    result = pinned_on_held_out_night()
+    assert result.decision == "accepted", result.reason
+    assert result.val.candidate == 1.0 and result.test.candidate > result.test.baseline
+    assert not result.pr_eligible
+    approve = next(name for name in result.groups if "approve" in name)
+    assert (f"the held-out tasks that want {approve}: 3 of their answers carry another "
+            "group's value (0 before)") in result.reason
+    assert result.reason.endswith("held-out answers carry another group's value, so no PR")
+
+
+def test_a_held_out_answer_that_lists_the_scale_carries_no_wrong_value() -> None:
+    """`Severity: 1 = outage, 4 = cosmetic` names every value and gives none: held-out
+    answers that list it beside their own value still open the pull request."""
+    high, low = Check("regex", r"Severity:\s*[12]\b"), Check("regex", r"Severity:\s*[34]\b")
+    tasks = [Task(f"{split}{i}", f"Incident {split}{i}: "
+                  + ("the checkout had an outage." if i % 2 else "a typo on the status page."),
+                  split, Judge("rule", (high if i % 2 else low,)))
+             for split in ("train", "val", "test") for i in range(4)]
+    honest = ('When the task mentions "outage", write "Severity: 1"; otherwise write '
+              '"Severity: 4".')
+
+    def severity(prompt: str, held_out: bool) -> str:
+        value = "Severity: 1" if "outage" in prompt else "Severity: 4"
+        return f"Severity: 1 = outage, 4 = cosmetic\n{value}" if held_out else value
+
+    held = {t.prompt for t in tasks if t.split == "test"}
+    result = run_epoch(tasks, {"skill": "# Incidents\n", "memory": None},
+                       settings(rounds=1, proposals=1, workers=1),
+                       FollowsExceptOnHeldOut(honest, held, severity), skill="incidents")
+    assert result.decision == "accepted", result.reason
+    assert (result.test.baseline, result.test.candidate) == (0.0, 1.0)
+    assert result.pr_eligible, result.reason
+    test_pass = next(p for p in result.passes if p.split == "test" and p.label == "final")
+    assert all("1 = outage" in s.answer for t in test_pass.tasks for s in t.samples
+               if s.answer is not None)

@@ -67,3 +67,41 @@ def test_night_lines_name_the_commit_and_why_it_stays_local() -> None:
     assert lines[-1] == "  diagnostics: runs/d.json"
     aborted = replace(summary, decision="aborted")
     assert night_lines(aborted, result, dry_run=True, local_reason=None)[1] is True
+
+
+def test_held_out_wrong_values_show_beside_vals_and_say_why_no_pr_opened() -> None:
+    """The night keeps its documents, but its held-out approve answers now carry
+    `Verdict: reject`: `--json`, diagnostics.json and the per-group table show the count
+    per split and group, before and after, and `pr.reason` says why no PR opened."""
+    from gitsleep.report.diagnostics_json import diagnostics
+    from gitsleep.report.pull_request import pr_body
+    from tests.support.nights import pinned_on_held_out_night
+
+    night = pinned_on_held_out_night()
+    approve = next(name for name in night.groups if "approve" in name)
+    summary = json_summary(night, branch="gitsleep/dependency-review", commit="abc",
+                           pr=PrResult(operation="none"), diagnostics_path=None)
+    assert summary.pr.reason == "held-out answers carry another group's value"
+    record = summary.to_json()
+    assert record["pr"]["reason"] == summary.pr.reason
+    for rows in (record["groups"], diagnostics(night, {}, redactor=Redactor())["group_scores"]):
+        wrong = {(r["split"], r["group"]): (r["wrong_baseline"], r["wrong_candidate"])
+                 for r in rows}
+        assert wrong[("test", approve)] == (0, 3) and wrong[("val", approve)] == (0, 0)
+    body = pr_body(night, rerun="gitsleep consolidate", redactor=Redactor())
+    held_row = next(line for line in body.splitlines()
+                    if line.startswith("| held-out (test) |") and "approve" in line)
+    assert held_row.endswith("| 0 -> 3 |")
+    # a summary read back from its JSON keeps the rows
+    assert type(summary).from_json(record).to_json()["groups"] == record["groups"]
+
+
+def test_the_json_group_rows_have_three_decimals_like_every_score() -> None:
+    result = make_result(n_test=3)
+    final = next(p for p in result.passes if p.split == "test" and p.label == "final")
+    final.tasks[0] = replace(final.tasks[0], value=0.0, hard=0.0, soft=0.0)
+    result = replace(result, groups={"contains Confidence:": [t.task_id for t in final.tasks]})
+    summary = json_summary(result, branch=None, commit=None, pr=PrResult(operation="none"),
+                           diagnostics_path=None, redactor=Redactor())
+    (row,) = summary.to_json()["groups"]
+    assert (row["split"], row["n"], row["baseline"], row["candidate"]) == ("test", 3, 0.0, 0.667)

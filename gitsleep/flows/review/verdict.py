@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from gitsleep.base.redact import Redactor
 from gitsleep.base.terminal import visible
-from gitsleep.core import agents, gate, judges, noise, replay
+from gitsleep.core import agents, gate, groups, judges, noise, replay
 from gitsleep.core import markdown as md
 from gitsleep.core.calls import CallRunner, Tick, no_tick
-from gitsleep.core.models import EpochSettings, PassResult, Split, Task, TaskResult
+from gitsleep.core.models import Check, EpochSettings, PassResult, Split, Task, TaskResult
 from gitsleep.core.ports import ModelCall
 from gitsleep.core.scores import fmt_score, rounded
 
@@ -72,6 +72,10 @@ class SplitReview:
     changed: tuple[TaskChange, ...] = ()
     diffs: tuple[float, ...] = ()
     noisy: bool = False
+    # per group of a key whose train checks want different values: the answers of its tasks
+    # that carry another group's value, (base, head); and why the head adds them, or ''
+    wrong: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    adds_wrong: str = ""
 
     @property
     def change(self) -> float | None:
@@ -90,9 +94,12 @@ class SplitReview:
 
     def improved(self, min_delta: float) -> bool:
         """Rose by more than `min_delta` (the gate's rule) and beyond noise (the interval
-        above 0 when no noise was measured)."""
+        above 0 when no noise was measured), without answers that carry another group's
+        value more often (the gate's wrong-value rule)."""
         if not (self.before is not None and self.after is not None
                 and gate.improves(self.before, self.after, min_delta)):
+            return False
+        if self.adds_wrong:
             return False
         if self.noisy:
             return noise.sign_p(self.diffs) <= noise.ALPHA
@@ -108,6 +115,9 @@ class SplitReview:
                           "p_rise": rounded(noise.sign_p(self.diffs)),
                           "p_fall": rounded(noise.sign_p([-d for d in self.diffs])),
                           "alpha": noise.ALPHA},
+            "wrong_values": {name: {"before": before, "after": after}
+                             for name, (before, after) in self.wrong.items()},
+            "adds_wrong_values": self.adds_wrong,
             "changed_tasks": [{"id": c.task_id, "before": rounded(c.before),
                                "after": rounded(c.after), "answer_before": c.answer_before,
                                "answer_after": c.answer_after, "reason_after": c.reason_after}
@@ -244,9 +254,40 @@ def _first_answer(task: TaskResult | None) -> tuple[str, str]:
     return "", ""
 
 
-def compare(split: Split, base: PassResult, head: PassResult, noisy: bool = False
-            ) -> SplitReview:
-    """Before/after, n and the paired interval of one split, and the tasks that moved."""
+@dataclass(frozen=True)
+class WrongValues:
+    """What counts a wrong value, as a night counts it: the val and held-out tasks per group
+    of a key whose train checks want different values, and what the other groups of each
+    task's keys want (`gitsleep.core.groups`)."""
+
+    named: Mapping[str, list[str]] = field(default_factory=dict)
+    others: Mapping[str, tuple[tuple[Check, ...], ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tasks: Sequence[Task], settings: EpochSettings) -> WrongValues:
+        keys = groups.varying_keys([t for t in tasks if t.split == "train"])
+        judged = agents.expand([t for t in tasks if t.split in REVIEW_SPLITS], settings.agents)
+        return cls(groups.named_groups(keys, judged), groups.other_wants(keys, judged))
+
+    def counted(self, name: str, base: PassResult, head: PassResult
+                ) -> tuple[dict[str, tuple[int, int]], str]:
+        """Per group, (base, head) counts on the tasks both scored; why the head adds some."""
+        if not self.others:
+            return {}, ""
+        both = {t.task_id for t in base.tasks} & {t.task_id for t in head.tasks}
+        scored = {g: [i for i in ids if i in both] for g, ids in self.named.items()}
+        scored = {g: ids for g, ids in scored.items() if ids}
+        before = gate.wrong_values(base, scored, self.others)
+        after = gate.wrong_values(head, scored, self.others)
+        counts = {g: (before.get(g, 0), after.get(g, 0)) for g in scored}
+        return counts, gate.added_wrong_values(base, head, scored, self.others, split=name)
+
+
+def compare(split: Split, base: PassResult, head: PassResult, noisy: bool = False,
+            wrong: WrongValues | None = None) -> SplitReview:
+    """Before/after, n and the paired interval of one split, the tasks that moved, and the
+    answers that carry another group's value."""
+    counts, adds = (wrong or WrongValues()).counted(f"{SPLIT_NAMES[split]}", base, head)
     summary = gate.summarise(base, head, len(head.tasks))
     diffs = tuple(a - b for _, b, a in gate.paired(base, head))
     before_by_id, after_by_id = base.by_id(), head.by_id()
@@ -261,23 +302,28 @@ def compare(split: Split, base: PassResult, head: PassResult, noisy: bool = Fals
     changed.sort(key=lambda c: (c.after is None or c.before is None,
                                 (c.after or 0.0) - (c.before or 0.0)))  # regressions first
     return SplitReview(split, summary.n, summary.baseline, summary.candidate, summary.ci_low,
-                       summary.ci_high, base.errors + head.errors, tuple(changed), diffs, noisy)
+                       summary.ci_high, base.errors + head.errors, tuple(changed), diffs, noisy,
+                       counts, adds)
 
 
 def together(splits: Mapping[str, SplitReview], base: Sequence[PassResult],
-             head: Sequence[PassResult]) -> SplitReview:
+             head: Sequence[PassResult], wrong: WrongValues | None = None) -> SplitReview:
     """Val and held-out as one set of tasks (`BOTH`): a person's change was tuned on
-    neither, so both are evidence, and more tasks tell a change from noise sooner."""
+    neither, so both are evidence, and more tasks tell a change from noise sooner. A wrong
+    value added on either split is one added to the set."""
     before = PassResult("review base", "val", "", [t for p in base for t in p.tasks])
     after = PassResult("review head", "val", "", [t for p in head for t in p.tasks])
+    counts, _ = (wrong or WrongValues()).counted(SPLIT_NAMES[BOTH], before, after)
     summary = gate.summarise(before, after, len(after.tasks))
     parts = [splits[s] for s in REVIEW_SPLITS if s in splits]
     changed = sorted((c for s in parts for c in s.changed),
                      key=lambda c: (c.after is None or c.before is None,
                                     (c.after or 0.0) - (c.before or 0.0)))
+    adds = next((s.adds_wrong for s in parts if s.adds_wrong), "")
     return SplitReview(BOTH, summary.n, summary.baseline, summary.candidate, summary.ci_low,
                        summary.ci_high, sum(s.errors for s in parts), tuple(changed),
-                       tuple(d for s in parts for d in s.diffs), any(s.noisy for s in parts))
+                       tuple(d for s in parts for d in s.diffs), any(s.noisy for s in parts),
+                       counts, adds)
 
 
 def _cache_key(runner: CallRunner, call: ModelCall) -> str:
@@ -364,7 +410,8 @@ def score_skill(runner: CallRunner, tasks: Sequence[Task],
         moved = moved or any(d != 0 for d in noise.differences([passes[0]], [passes[2]]))
         scored[split] = (passes[0], passes[1])
         ids[split] = agents.agent_ids(in_split)
-    out, by_agent = _judged(scored, ids, moved, person, settings)
+    out, by_agent = _judged(scored, ids, moved, person, settings,
+                            WrongValues.of(tasks, settings))
     return out, [AgentReview(name, settings.model_for(name), splits,
                              *verdict_of(splits, settings.gate.min_delta))
                  for name, splits in by_agent.items()]
@@ -372,25 +419,25 @@ def score_skill(runner: CallRunner, tasks: Sequence[Task],
 
 def _judged(scored: Mapping[Split, tuple[PassResult, PassResult]],
             ids: Mapping[Split, Mapping[str, list[str]]], noisy: bool, person: bool,
-            settings: EpochSettings) -> tuple[dict[str, SplitReview],
-                                              dict[str, dict[str, SplitReview]]]:
+            settings: EpochSettings, wrong: WrongValues
+            ) -> tuple[dict[str, SplitReview], dict[str, dict[str, SplitReview]]]:
     """Each split's review (and `BOTH` for a person's change), whole and per agent."""
     together_too = person and len(scored) == len(REVIEW_SPLITS)
-    out: dict[str, SplitReview] = {split: compare(split, base, head, noisy)
+    out: dict[str, SplitReview] = {split: compare(split, base, head, noisy, wrong)
                                    for split, (base, head) in scored.items()}
     if together_too:
         out[BOTH] = together(out, [b for b, _ in scored.values()],
-                             [h for _, h in scored.values()])
+                             [h for _, h in scored.values()], wrong)
     by_agent: dict[str, dict[str, SplitReview]] = {a.name: {} for a in settings.agents}
     for name, mine in by_agent.items():
         parts = {split: (agents.only_agent(base, ids[split].get(name, [])),
                          agents.only_agent(head, ids[split].get(name, [])))
                  for split, (base, head) in scored.items()}
         for split, (base, head) in parts.items():
-            mine[split] = compare(split, base, head, noisy)
+            mine[split] = compare(split, base, head, noisy, wrong)
         if together_too:
             mine[BOTH] = together(mine, [b for b, _ in parts.values()],
-                                  [h for _, h in parts.values()])
+                                  [h for _, h in parts.values()], wrong)
     return out, by_agent
 
 
@@ -492,6 +539,8 @@ def terminal_lines(review: SkillReview, metric: str, redactor: Redactor, *,
                          f"{fmt_score(change.after)}")
         if len(split.changed) > TASK_ROWS:
             lines.append(f"    ... and {len(split.changed) - TASK_ROWS} more changed task(s)")
+        if split.adds_wrong and split_name != BOTH:  # BOTH repeats a split's
+            lines.append(f"    wrong values: {shown(split.adds_wrong)}")
     lines += [f"  agent {shown(a.name)} ({shown(a.model)}): {_agent_summary(a)}"
               for a in review.agents]
     lines += [f"  note: {shown(note)}" for note in review.notes]
@@ -591,6 +640,9 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
         out.append("")
         out.append(prose.text(review.reason, 500))
         out += [f"- _note:_ {prose.text(note, 400)}" for note in review.notes]
+        out += [f"- _wrong values ({SPLIT_NAMES[name]}):_ {prose.text(split.adds_wrong, 400)}"
+                for name, split in review.splits.items()
+                if split.adds_wrong and name != BOTH]
         out += [f"- _exam:_ {prose.text(line, 400)}" for line in _exam_lines(review,
                                                                             trusted_head)]
         out.append("")

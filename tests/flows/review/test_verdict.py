@@ -199,3 +199,51 @@ def test_a_persons_change_is_decided_by_val_and_held_out_together():
     assert set(both) == {"val", "test", verdict.BOTH} and both[verdict.BOTH].n == 7
     assert not both["val"].noisy  # the simulator does not move under the placebo
     assert verdict.verdict_of(both, 0.0) == ("regressed", verdict.BOTH)  # 4 of 7 fell
+
+
+# -- an answer that carries another group's value is wrong, in a review too ----------------
+
+
+def test_a_persons_change_that_adds_wrong_values_on_held_out_does_not_improve() -> None:
+    """examples/dependency-review: a person adds the breaking rule; the agent follows it on
+    val, but writes `Verdict: reject` on every held-out task. Val and held-out together rise
+    beyond their interval, yet 3 held-out approve answers now carry the reject group's
+    value: counted as a night counts them, per split, and the change is not an
+    improvement."""
+    from gitsleep.core import documents
+    from gitsleep.core.models import Edit
+    from gitsleep.flows.prepare import read_inputs
+    from gitsleep.inputs.config import load_config
+    from tests.support.gitrepo import EXAMPLES
+    from tests.support.nights import BREAKING_RULE, FollowsExceptOnHeldOut, verdict_pinned
+
+    root = EXAMPLES / "dependency-review"
+    skill = load_config(root / ".gitsleep.yml").skills[0]
+    tasks, base = read_inputs(root, skill)
+    head = dict(base)
+    head["skill"], _ = documents.apply_edits(base["skill"] or "",
+                                             [Edit("add", BREAKING_RULE)])
+    held = {t.prompt for t in tasks if t.split == "test"}
+    backend = FollowsExceptOnHeldOut(BREAKING_RULE, held, verdict_pinned)
+    settings = EpochSettings(model="m", optimizer_model="m", judge_model="m")
+    splits, _ = verdict.score_skill(CallRunner(backend, max_calls=1000), tasks, base, head,
+                                    settings, skill="dependency-review", person=True)
+    both = splits[verdict.BOTH]
+    assert both.n == 12 and both.ci_low is not None and both.ci_low > 0  # the scores rose
+    assert verdict.verdict_of(splits, 0.0) == ("no clear change", verdict.BOTH)
+    assert "3 of their answers carry another group's value (0 before)" in both.adds_wrong
+    assert splits["val"].adds_wrong == "" and "held-out tasks" in splits["test"].adds_wrong
+    approve = next(name for name in splits["test"].wrong if "approve" in name)
+    assert splits["test"].to_json()["wrong_values"][approve] == {"before": 0, "after": 3}
+    redactor = Redactor()
+    review = verdict.SkillReview("dependency-review", "scored", "changed: SKILL.md",
+                                 splits=splits, verdict="no clear change",
+                                 decided_by=verdict.BOTH)
+    assert any("wrong values" in line and "3 of their answers" in line
+               for line in verdict.terminal_lines(review, "mixed", redactor))
+    assert "3 of their answers carry another group" in render(review)
+    # the same change without the held-out pin improves
+    honest = FollowsExceptOnHeldOut(BREAKING_RULE, set(), verdict_pinned)
+    fair, _ = verdict.score_skill(CallRunner(honest, max_calls=1000), tasks, base, head,
+                                  settings, skill="dependency-review", person=True)
+    assert verdict.verdict_of(fair, 0.0) == ("improved", verdict.BOTH)
