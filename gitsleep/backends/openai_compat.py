@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -35,9 +35,11 @@ import openai
 from gitsleep.backends import tool_loop
 from gitsleep.base.deadline import DeadlineClientMixin
 from gitsleep.base.errors import BackendError
+from gitsleep.core import tools as tool_kinds
 from gitsleep.core.models import Answer
 from gitsleep.core.numbers import loads_json
 from gitsleep.core.ports import Backend, ModelCall
+from gitsleep.core.triggers import PICK_TOOL
 
 if TYPE_CHECKING:  # openai 3.x ships httpx2; only the type names are needed here
     import httpx2
@@ -280,8 +282,30 @@ class OpenAIBackend(Backend):
                                       pass_env=self.check_pass_env)
         messages: list[dict[str, Any]] = [{"role": role, "content": content}
                                           for role, content in call.messages]
+        pick = call.context.get("pick") if call.context else None
+        if isinstance(pick, Mapping):
+            return self._pick(call, messages, [str(row[0]) for row in pick.get("catalog", ())])
         answer, _ = self._exchange(call, messages, [])
         return answer
+
+    def _pick(self, call: ModelCall, messages: list[dict[str, Any]],
+              names: list[str]) -> Answer:
+        """Which skill the agent loads, asked as a harness asks it: the `use_skill` tool,
+        its argument one of the catalog's names. A call (native, or written as text by a
+        local model) becomes the reply `{"skill": name}`; a reply without one is read as
+        it is (a structured `{"skill": ...}`, a bare name, or no skill). No forced JSON
+        format: it would leave the model no room to call the tool."""
+        tool = {"type": "function", "function": {
+            "name": PICK_TOOL, "description": "Load one skill of the catalog by its name.",
+            "parameters": {"type": "object", "required": ["skill"],
+                           "properties": {"skill": {"type": "string", "enum": names}}}}}
+        answer, requested = self._exchange(replace(call, json_schema=None), messages, [tool])
+        made = next((r for r in requested if r.name == PICK_TOOL), None)
+        if made is None:
+            return answer
+        arguments, _ = tool_kinds.parsed_arguments(made.arguments)
+        skill = arguments.get("skill")
+        return replace(answer, text=json.dumps({"skill": skill if skill in names else None}))
 
     def _exchange(self, call: ModelCall, messages: list[dict[str, Any]],
                   functions: list[dict[str, Any]]) -> tuple[Answer, list[tool_loop.Requested]]:

@@ -21,7 +21,8 @@ from gitsleep.backends.openai_compat import (
 )
 from gitsleep.base.errors import EXIT_BACKEND, BackendError
 from gitsleep.core.ports import ModelCall
-from tests.support.fake_openai import FakeOpenAIServer, Fault
+from gitsleep.core.triggers import Listing, pick_call, read_pick
+from tests.support.fake_openai import FakeOpenAIServer, Fault, ToolCalls
 
 KEY = "test-key-7f3a9c1e5b2d4f60"
 SK_KEY = "sk-proj-AbCdEf0123456789xyzQRS"
@@ -687,3 +688,41 @@ def test_a_serial_server_is_not_buried_under_retries() -> None:
     assert all(a.ok for a in answers)
     # Sent at once, the three retries would join the three calls the server still holds.
     assert server.max_in_flight <= 3, "no retry reached the server while it was busy"
+
+
+# -- which skill the agent loads: the pick as a native `use_skill` call ------------------
+
+CATALOG = [Listing("scribe", "Writes release notes."), Listing("committer", "Writes commits.")]
+
+
+def picked(server: FakeOpenAIServer, backend: OpenAIBackend, reply: object) -> str | None:
+    server.responder = lambda request: reply
+    answer = backend.complete(pick_call(CATALOG, "Draft the notes for 2.4", "m", 0))
+    assert answer.ok
+    return read_pick(answer.text, [s.name for s in CATALOG])
+
+
+def test_a_pick_is_offered_as_the_use_skill_tool(server: FakeOpenAIServer,
+                                                 backend: OpenAIBackend) -> None:
+    assert picked(server, backend, ToolCalls((("use_skill", {"skill": "scribe"}),))) == "scribe"
+    sent = server.requests[-1].body or {}
+    tool = sent["tools"][0]["function"]
+    assert tool["name"] == "use_skill"
+    assert tool["parameters"]["properties"]["skill"]["enum"] == ["scribe", "committer"]
+    assert "response_format" not in sent  # a forced JSON reply would leave no room for a call
+
+
+@pytest.mark.parametrize(("reply", "skill"), [
+    ('<tool_call>\n{"name": "use_skill", "arguments": {"skill": "committer"}}\n</tool_call>',
+     "committer"),  # a local server's model writes the call as text
+    ('{"skill": "scribe"}', "scribe"),  # the structured reply still counts
+    ("None of these skills fits the request.", None),  # no call: no skill, never an error
+])
+def test_a_pick_written_as_text_or_none_at_all(server: FakeOpenAIServer, backend: OpenAIBackend,
+                                               reply: str, skill: str | None) -> None:
+    assert picked(server, backend, reply) == skill
+
+
+def test_a_use_skill_call_naming_no_skill_of_the_catalog_picks_none(
+        server: FakeOpenAIServer, backend: OpenAIBackend) -> None:
+    assert picked(server, backend, ToolCalls((("use_skill", {"skill": "deploy"}),))) is None

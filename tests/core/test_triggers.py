@@ -85,7 +85,7 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield running
 
 
-def test_an_openai_compatible_model_picks_through_a_structured_reply(
+def test_an_openai_compatible_model_picks_through_the_use_skill_tool(
         server: FakeOpenAIServer) -> None:
     backend = OpenAIBackend(api_key="k", base_url=server.base_url, timeout=2.0, max_retries=0)
     try:
@@ -96,4 +96,4 @@ def test_an_openai_compatible_model_picks_through_a_structured_reply(
         backend.close()
     assert [q.picks for q in scored.queries] == [("sql-helper",), (None,)]  # "no thanks": none
     body = server.requests[0].body or {}
-    assert body["response_format"]["type"] == "json_schema"  # the pick asked for as a structure
+    assert body["tools"][0]["function"]["name"] == "use_skill"  # the pick offered as a tool call
