@@ -130,6 +130,10 @@ def test_trailers_note_log_status_and_json_carry_the_trigger_scores(
     assert message.startswith("gitsleep(scribe): description, trigger held-out 0.400 -> 1.000")
     assert "Gitsleep-Trigger-Val: 0.400 -> 1.000\nGitsleep-Trigger-Test: 0.400 -> 1.000\n" \
         in message
+    # the offline picker never moves under the placebo: strictly better decided
+    assert ("Gitsleep-Trigger-Noise: val 0/5 moved under a placebo; no noise, strictly better "
+            "decides\n") in message
+    assert summary["triggers"]["noise"]["noisy"] is False
     assert outcome.result is not None
     body = report.pr_body(outcome.result, rerun="gitsleep consolidate", redactor=setup.redactor)
     assert "| project changes and notes for the version 5 users | `release-notes` | " \
