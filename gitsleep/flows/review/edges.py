@@ -763,7 +763,7 @@ def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     scored = None
     if plan.triggers is not None:
         try:
-            scored = picks.score(setup, plan.skill, plan.triggers, settings)
+            scored = picks.score(setup, plan.skill, plan.triggers, settings, plan.person)
         except UsageError as exc:  # an agent CLI that does not show its pick
             notes.append(f"the description changed, but its picks were not scored: {exc}")
         if scored is not None and scored.verdict is not None:
@@ -787,8 +787,8 @@ def plan_picks(setup: Setup, exam: Exam | None, base_root: Path, base: Config | 
     (`review/triggers.py`); a skipped skill only lists a sibling's change."""
     if exam is None or base is None or sides.base is None:
         return
-    settings = replace(setup, config=exam.config).config.epoch_settings(
-        skill=sides.base.name if not exam.trusted_head else sides.documents.name)
+    settings = exam.config.epoch_settings(
+        skill=sides.documents.name if exam.trusted_head else sides.base.name)
     if isinstance(step, Planned):
         base_text, head_text = step.base_documents["skill"], step.head_documents["skill"]
     else:

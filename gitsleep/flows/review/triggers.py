@@ -169,9 +169,11 @@ def plan(setup: Setup, base_root: Path, base_config: Config, skill: SkillConfig,
     return TriggerPlan(review, name, [e.listing() for e in entries], tasks, needed)
 
 
-def score(setup: Setup, skill: SkillConfig, planned: TriggerPlan, settings: EpochSettings
-          ) -> TriggerReview:
-    """Score the picks of a planned review (nothing when only siblings changed)."""
+def score(setup: Setup, skill: SkillConfig, planned: TriggerPlan, settings: EpochSettings,
+          person: bool = True) -> TriggerReview:
+    """Score the picks of a planned review (nothing when only siblings changed). `person`:
+    a person's description, judged on val and held-out together; a gitsleep commit's was
+    chosen on val, so held-out alone decides it (val when it has no held-out query)."""
     review = planned.review
     if review.description_after == review.description_before:
         return review
@@ -179,7 +181,7 @@ def score(setup: Setup, skill: SkillConfig, planned: TriggerPlan, settings: Epoc
     try:
         runner = CallRunner.for_settings(backend, settings, cache=make_cache(setup))
         picker = tr.Picker(runner, planned.catalog, planned.name, settings)
-        judged(review, picker, planned.tasks, settings.gate.min_delta)
+        judged(review, picker, planned.tasks, settings.gate.min_delta, person)
         review.calls, review.cache_hits = runner.cost.calls, runner.cost.cache_hits
     finally:
         backend.close()
@@ -187,16 +189,24 @@ def score(setup: Setup, skill: SkillConfig, planned: TriggerPlan, settings: Epoc
 
 
 def judged(review: TriggerReview, picker: tr.Picker, tasks: Sequence[Task],
-           min_delta: float) -> None:
-    """Base, head and the base under a placebo, each on val and held-out together."""
+           min_delta: float, person: bool = True) -> None:
+    """Base, head and the base under a placebo, on val and held-out; the verdict on both
+    together (`person`), else on held-out alone (val without it)."""
     skill = review.skill
-    base = picker.score(tasks, review.description_before, "review base", "val+test")
-    head = picker.score(tasks, review.description_after, "review head", "val+test")
+    held_out = any(t.split == "test" for t in tasks)
+    deciding = "val + held-out" if person else "held-out" if held_out else "val"
+    splits = {"val + held-out": SCORED, "held-out": ("test",), "val": ("val",)}[deciding]
+    every = picker.score(tasks, review.description_before, "review base", "val+test")
+    head_all = picker.score(tasks, review.description_after, "review head", "val+test")
     placebo = picker.score(tasks, tr.placebo(review.description_before),
                            "review placebo", "val+test")
-    noisy = any(tr.differences(skill, base, placebo))
+    noisy = any(tr.differences(skill, every, placebo))
+    kept = {t.id for t in tasks if t.split in splits}
+    base, head = (tr.TriggerPass(p.label, p.split, p.description,
+                                 tuple(q for q in p.queries if q.task_id in kept))
+                  for p in (every, head_all))
     diffs = tr.differences(skill, base, head)
-    review.test_result = noise.judge("val + held-out", diffs, min_delta, noisy)
+    review.test_result = noise.judge(deciding, diffs, min_delta, noisy)
     lost = tr.siblings_lost(skill, base, head, min_delta, noisy)
     review.siblings_fell = tr.lost_text(lost)
     before, after = base.accuracy(skill), head.accuracy(skill)
@@ -207,12 +217,13 @@ def judged(review: TriggerReview, picker: tr.Picker, tasks: Sequence[Task],
     for split, name in (("val", "val"), ("test", "test")):
         mine = [t for t in tasks if t.split == split]
         ids = {t.id for t in mine}
-        b = tr.TriggerPass("", split, "", tuple(q for q in base.queries if q.task_id in ids))
-        a = tr.TriggerPass("", split, "", tuple(q for q in head.queries if q.task_id in ids))
+        b = tr.TriggerPass("", split, "", tuple(q for q in every.queries if q.task_id in ids))
+        a = tr.TriggerPass("", split, "", tuple(q for q in head_all.queries
+                                                if q.task_id in ids))
         setattr(review, name, Accuracy(b.accuracy(skill), a.accuracy(skill), len(mine)))
-    prior = base.by_id()
+    prior = every.by_id()
     review.rows = [PickRow(q.query, q.expected(skill), prior[q.task_id].shown(), q.shown())
-                   for q in head.queries if q.task_id in prior]
+                   for q in head_all.queries if q.task_id in prior]
 
 
 def markdown(review: TriggerReview, text: Callable[[str, int], str],

@@ -88,3 +88,15 @@ def test_a_change_to_a_siblings_description_alone_is_listed_and_decides_nothing(
     assert scribe.triggers is not None and scribe.triggers.verdict is None
     assert scribe.triggers.siblings_edited == ["release-notes"]
     assert "the head changes the description of sibling release-notes" in outcome.body
+
+
+def test_a_description_a_gitsleep_night_committed_is_decided_by_held_out(work: Path) -> None:
+    """A night chose its description on val: as for the body, held-out alone decides."""
+    from tests.support.gitrepo import git
+
+    edit(work, SCRIBE, BETTER)
+    git(work, "commit", "--quiet", "-am", "gitsleep(scribe): description\n\n"
+        "Gitsleep-Skill: scribe\nGitsleep-Decision: accepted")
+    picks = review(work).reviews[0].triggers
+    assert picks is not None and picks.verdict == "improved"
+    assert (picks.test_result.split, picks.test_result.n) == ("held-out", 5)
