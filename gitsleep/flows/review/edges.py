@@ -729,7 +729,10 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
         f"{p.skill.name}: this review needs {p.needed} model calls "
         f"({sum(t.split in verdict.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
         f"{agents_of(p)}{repeats} sample(s) x 3 sides (base, head, and the base under a "
-        "placebo to measure the noise), rubric judges included, cached answers left out)"
+        "placebo to measure the noise), rubric judges included, cached answers left out"
+        + (f"; {p.triggers.needed} of them pick calls for its description: "
+           f"{len(p.triggers.tasks)} trigger queries x {repeats} sample(s) x 3 sides"
+           if p.triggers is not None and p.triggers.needed else "") + ")"
         for p in over)
     named = over[0].needed if len(over) == 1 else max(p.needed for p in over)
     return (f"{needs}, over budget.max_calls ({limit}) for one skill's review; no call was "

@@ -100,3 +100,18 @@ def test_a_description_a_gitsleep_night_committed_is_decided_by_held_out(work: P
     picks = review(work).reviews[0].triggers
     assert picks is not None and picks.verdict == "improved"
     assert (picks.test_result.split, picks.test_result.n) == ("held-out", 5)
+
+
+def test_the_picks_count_in_the_reviews_call_estimate(work: Path) -> None:
+    """A review that cannot keep the base's budget is refused before its first call, and
+    the refusal counts the pick calls."""
+    from tests.support.gitrepo import commit_files, git
+
+    config = (work / ".gitsleep.yml").read_text(encoding="utf-8")
+    commit_files(work, {".gitsleep.yml": config + "budget:\n  max_calls: 5\n"}, "small budget")
+    git(work, "push", "--quiet", "origin", "main")
+    edit(work, SCRIBE, BETTER)
+    outcome = review(work)
+    assert outcome.exit_code == 6 and outcome.error is not None
+    assert "30 of them pick calls for its description: 10 trigger queries x 1 sample(s) x " \
+           "3 sides" in outcome.error
