@@ -126,11 +126,12 @@ class TriggerPlan:
 
 
 def _description(text: str | None) -> str | None:
-    """A document's description as a catalog shows it (whitespace folded), or None."""
+    """A document's description as a catalog shows it (whitespace folded, cut where a
+    harness cuts it), or None."""
     if text is None:
         return None
     try:
-        return " ".join(desc.read(text).split())
+        return " ".join(desc.read(text).split())[:catalog.SHOWN_CHARS]
     except desc.DescriptionError:
         return None
 
