@@ -125,6 +125,7 @@ class TriggerSummary:
     description_after: str = ""
     siblings_fell: str = ""
     picks: tuple[PickRow, ...] = ()
+    noise: Mapping[str, object] | None = None  # how far val picks moved under a placebo
 
     def to_json(self) -> dict[str, Any]:
         return {"decision": self.decision, "reason": self.reason,
@@ -133,7 +134,8 @@ class TriggerSummary:
                 "description": {"before": self.description_before,
                                 "after": self.description_after},
                 "siblings_fell": self.siblings_fell,
-                "picks": [row.to_json() for row in self.picks]}
+                "picks": [row.to_json() for row in self.picks],
+                "noise": dict(self.noise) if self.noise is not None else None}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TriggerSummary:
@@ -147,7 +149,8 @@ class TriggerSummary:
             description_after=_text(described.get("after")),
             siblings_fell=_text(data.get("siblings_fell")),
             picks=tuple(PickRow.from_json(p) for p in picks if isinstance(p, Mapping))
-            if isinstance(picks, list) else ())
+            if isinstance(picks, list) else (),
+            noise=dict(data["noise"]) if isinstance(data.get("noise"), Mapping) else None)
 
 
 @dataclass(frozen=True)

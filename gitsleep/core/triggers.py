@@ -14,8 +14,15 @@ anything else for a should-not one.
 
 A night's trigger pass tunes the skill's `description:` (`gitsleep.core.description`)
 from the train queries it missed and the ones it took wrongly, side by side. A candidate
-must raise val accuracy by the gate's rule and take no sibling's query; a pull request
-needs held-out to rise with no sibling falling.
+must raise val accuracy and take no sibling's query; a pull request needs held-out to rise
+with no sibling falling.
+
+Picks are sampled, so "rise" and "fall" are the gate's noise rule (`gitsleep.core.noise`):
+a placebo pass on val (the description with a content-free sentence, never written) shows
+which queries' picks move when nothing that matters changed; when any does, a gain must pass
+the one-sided sign test on the per-query differences in correctness, seen afresh under two
+re-wordings, and held-out likewise. When nothing moves (a deterministic picker) strictly
+better decides, as for the body.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from dataclasses import dataclass, field
 
 from gitsleep.base.errors import BackendError, BudgetExhausted
 from gitsleep.core import description as desc
-from gitsleep.core import gate
+from gitsleep.core import gate, noise
 from gitsleep.core.cache import ResponseCache
 from gitsleep.core.calls import CallRunner
 from gitsleep.core.models import (
@@ -37,6 +44,8 @@ from gitsleep.core.models import (
     Decision,
     EpochResult,
     EpochSettings,
+    Noise,
+    NoiseTest,
     Split,
     Task,
 )
@@ -50,6 +59,16 @@ PICK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["sk
 PROPOSE_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["description"],
                   "properties": {"description": {"type": "string"}}}
 NO_SKILL = "(no skill)"
+# Content-free sentences for a description's placebo. A pick reads the words of a catalog,
+# so these use only words no request names (the offline simulator's picker drops them all):
+# a pick that moves under one moved by noise, not by what the description says.
+PLACEBOS = ("That is all.", "And that is all there is to it.")
+
+
+def placebo(value: str, wording: int = 0) -> str:
+    """The description with the content-free sentence `PLACEBOS[wording]` appended; only
+    ever scored, never written."""
+    return f"{value.rstrip()} {PLACEBOS[wording % len(PLACEBOS)]}".strip()
 
 
 @dataclass(frozen=True)
@@ -155,6 +174,35 @@ class TriggerPass:
         return {q.task_id: q for q in self.queries}
 
 
+def pooled(passes: Sequence[TriggerPass]) -> TriggerPass:
+    """One pass holding every run of `passes` (the same queries under re-wordings of one
+    description): each query's correctness is then its share over all of them."""
+    first = passes[0]
+    runs: dict[str, list[str | None]] = {q.task_id: [] for q in first.queries}
+    errors: Counter[str] = Counter()
+    for scored in passes:
+        for q in scored.queries:
+            if q.task_id in runs:
+                runs[q.task_id] += q.picks
+                errors[q.task_id] += q.errors
+    return TriggerPass(first.label, first.split, first.description, tuple(
+        dataclasses.replace(q, picks=tuple(runs[q.task_id]), errors=errors[q.task_id])
+        for q in first.queries))
+
+
+def differences(skill: str, before: TriggerPass, after: TriggerPass) -> list[float]:
+    """Per query scored on both sides (in `after`'s order): its correctness after minus
+    before, the paired observations of the sign test."""
+    prior = before.by_id()
+    out = []
+    for q in after.queries:
+        old = prior.get(q.task_id)
+        a, b = q.correct(skill), old.correct(skill) if old is not None else None
+        if a is not None and b is not None:
+            out.append(a - b)
+    return out
+
+
 def with_description(catalog: Sequence[Listing], skill: str, value: str) -> list[Listing]:
     """The catalog with `skill`'s description set to `value` (added when missing)."""
     out = [Listing(s.name, value) if s.name == skill else s for s in catalog]
@@ -199,9 +247,10 @@ class Picker:
 
 
 def siblings_lost(skill: str, before: TriggerPass, after: TriggerPass,
-                  min_delta: float) -> dict[str, list[str]]:
+                  min_delta: float, noisy: bool = False) -> dict[str, list[str]]:
     """sibling -> its queries the candidate lost: ones this skill now takes more often, and
-    every query of a sibling whose accuracy fell by the gate's rule."""
+    every query of a sibling whose share of picks on them fell by more than `min_delta`
+    (`noisy`: and beyond noise, `noise.fell` on the per-query differences)."""
     prior = before.by_id()
     lost: dict[str, list[str]] = {}
     for q in after.queries:
@@ -215,7 +264,13 @@ def siblings_lost(skill: str, before: TriggerPass, after: TriggerPass,
         was = [prior[q.task_id] for q in mine if q.task_id in prior]
         b = _share(was, sibling)
         a = _share(mine, sibling)
-        if b is not None and a is not None and gate.improves(a, b, min_delta):
+        if b is None or a is None or not gate.improves(a, b, min_delta):
+            continue
+        prior_of = {q.task_id: q for q in was}
+        moves = [(_share([q], sibling) or 0.0) - (_share([prior_of[q.task_id]], sibling) or 0.0)
+                 for q in mine if q.task_id in prior_of and q.picks
+                 and prior_of[q.task_id].picks]
+        if not noisy or noise.fell(moves):
             lost[sibling] = [q.query for q in mine]
     return lost
 
@@ -240,22 +295,29 @@ class TriggerTrial:
     candidate: float | None
     accepted: bool
     reason: str
+    test: NoiseTest | None = None  # the sign test of its val gain
 
 
-def judge(skill: str, before: TriggerPass, after: TriggerPass, min_delta: float
-          ) -> TriggerTrial:
-    """Accept only when val accuracy rises by the gate's rule and no sibling loses."""
+def judge(skill: str, before: TriggerPass, after: TriggerPass, min_delta: float,
+          noisy: bool = False) -> TriggerTrial:
+    """Accept only when val accuracy rises by more than `min_delta` and no sibling loses;
+    `noisy` (the picks moved under a placebo): the rise must be beyond noise, the sign test
+    on the per-query differences."""
     b, a = before.accuracy(skill), after.accuracy(skill)
-    lost = siblings_lost(skill, before, after, min_delta)
-    rises = b is not None and a is not None and gate.improves(b, a, min_delta)
+    lost = siblings_lost(skill, before, after, min_delta, noisy)
+    tested = noise.judge("val", differences(skill, before, after), min_delta, noisy)
+    rises = b is not None and a is not None and tested.beyond
     if lost:
         reason = (f"val {fmt_score(b)} -> {fmt_score(a)}, but it takes a sibling's queries: "
                   f"{lost_text(lost)}")
     elif not rises:
-        reason = f"val {fmt_score(b)} -> {fmt_score(a)}: no rise"
+        reason = f"val {fmt_score(b)} -> {fmt_score(a)}: " + (
+            f"not beyond noise ({tested.line()})" if noisy and a is not None and b is not None
+            and a > b + min_delta else "no rise")
     else:
-        reason = f"val {fmt_score(b)} -> {fmt_score(a)}"
-    return TriggerTrial(after.description, b, a, rises and not lost, reason)
+        reason = f"val {fmt_score(b)} -> {fmt_score(a)}" + (
+            f" ({tested.line()})" if noisy else "")
+    return TriggerTrial(after.description, b, a, rises and not lost, reason, tested)
 
 
 # -- proposals ---------------------------------------------------------------------------
@@ -337,6 +399,7 @@ class TriggerNight:
     trials: list[TriggerTrial] = field(default_factory=list)
     rows: list[PickRow] = field(default_factory=list)
     siblings_fell: str = ""
+    noise: Noise | None = None  # how far val picks moved under a placebo, and the sign tests
     calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
@@ -346,12 +409,15 @@ class TriggerNight:
 
 def ceiling(settings: EpochSettings, tasks: Sequence[Task]) -> int:
     """The most calls a trigger pass makes: every query x run, baseline on each split, each
-    proposal and its val pass per round, and the final held-out (and train) pass."""
+    proposal and its val pass per round, and the final held-out (and train) pass; with the
+    noise rule's passes: the placebo on val, the val gain seen afresh (three val passes) and
+    held-out's re-worded copies (two held-out passes)."""
     runs = max(1, settings.gate.repeats)
     n = {s: sum(1 for t in tasks if t.split == s) * runs for s in SPLITS}
     proposals = max(1, settings.proposals)
-    return n["train"] + n["val"] + n["test"] + settings.rounds * (
+    searched = n["train"] + n["val"] + n["test"] + settings.rounds * (
         proposals * (1 + n["val"]) + n["train"]) + n["test"]
+    return searched + 4 * n["val"] + 2 * n["test"]
 
 
 def run_triggers(tasks: Sequence[Task], catalog: Sequence[Listing], skill_text: str,
@@ -393,6 +459,7 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
         return skill_text
     current, text = night.description_before, skill_text
     best_val, train = base["val"], base.get("train")
+    placebo_val: TriggerPass | None = None
     rejected: list[str] = []
     asked = failed = 0
     for _ in range(settings.rounds):
@@ -415,8 +482,11 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
                 night.trials.append(TriggerTrial(value, None, None, False, str(exc)))
                 rejected.append(value)
                 continue
+            if night.noise is None:  # the first candidate to judge: measure the noise
+                night.noise, placebo_val = measure(picker, skill, split["val"],
+                                                   night.description_before, base["val"])
             scored = picker.score(split["val"], value, "candidate", "val")
-            trial = judge(skill, best_val, scored, delta)
+            trial = judge(skill, best_val, scored, delta, night.noise.noisy)
             night.trials.append(trial)
             if not trial.accepted:
                 rejected.append(value)
@@ -443,25 +513,106 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
             night.reason = ("every train trigger task already picks right" if train is not None
                             else "no train trigger tasks to learn from")
         return skill_text
+    measured = night.noise
+    assert measured is not None and placebo_val is not None  # a candidate was judged
+    measured.val = confirm_val(picker, measured, split["val"], night.description_before,
+                               current, base["val"], best_val, placebo_val, delta)
+    if not measured.val.beyond:
+        night.decision, night.description_after = "rejected", night.description_before
+        night.reason = (f"trigger val {fmt_score(night.val.baseline)} -> "
+                        f"{fmt_score(night.val.final)}, but {noise_summary(measured)}; seen "
+                        f"afresh under two re-wordings: {measured.val.line()}; the "
+                        "description goes back")
+        return skill_text
     night.decision = "accepted"
     decider = base.get("test")
     final = (picker.score(split["test"], current, "final", "test") if decider is not None
              else best_val)
     decider = decider or base["val"]
     night.rows = _rows(skill, decider, final)
-    lost = siblings_lost(skill, decider, final, delta)
+    if decider is not base["val"]:
+        tested, *both = confirm_test(picker, measured, split["test"],
+                                     night.description_before, current, decider, final, delta)
+        measured.test, rises = tested, tested.beyond
+    else:  # val decides: its gain was confirmed above
+        rises, both = measured.val.beyond, [decider, final]
+    lost = siblings_lost(skill, both[0], both[1], delta, measured.noisy)
     night.siblings_fell = lost_text(lost)
     b, a = decider.accuracy(skill), final.accuracy(skill)
     if decider is not base["val"]:
         night.test = SplitScores(b, a, len(split["test"]))
-    rises = b is not None and a is not None and gate.improves(b, a, delta)
     night.pr_eligible = rises and not lost
     where = "held-out" if night.decided_by == "test" else "val (no held-out trigger tasks)"
-    why_not = f"a sibling fell: {night.siblings_fell}" if lost else f"{where} did not rise"
+    why_not = (f"a sibling fell: {night.siblings_fell}" if lost
+               else f"{where} did not rise beyond noise" if measured.noisy
+               else f"{where} did not rise")
+    said = (f" ({measured.test.line()})" if measured.noisy and measured.test is not None
+            else "")
     night.reason = (f"description accepted: trigger val {fmt_score(night.val.baseline)} -> "
                     f"{fmt_score(night.val.final)}, {where} {fmt_score(b)} -> {fmt_score(a)}"
-                    + ("" if night.pr_eligible else f"; {why_not}, so no PR"))
+                    + said + ("" if night.pr_eligible else f"; {why_not}, so no PR"))
     return text
+
+
+def measure(picker: Picker, skill: str, tasks: Sequence[Task], value: str,
+            base_val: TriggerPass) -> tuple[Noise, TriggerPass]:
+    """Score val under the placebo description and compare each query with the baseline:
+    the queries whose correctness moved are the night's pick noise."""
+    placebo_val = picker.score(tasks, placebo(value, 0), "placebo: the description, re-worded",
+                               "val")
+    moves = differences(skill, base_val, placebo_val)
+    spread = sum(abs(d) for d in moves) / len(moves) if moves else 0.0
+    measured = Noise(tasks=len(moves), moved=sum(1 for d in moves if d), spread=spread,
+                     alpha=noise.ALPHA)
+    if measured.noisy and noise.too_small(measured.tasks):
+        measured.note = noise.small_split_line("val", measured.tasks)
+    return measured, placebo_val
+
+
+def noise_summary(measured: Noise) -> str:
+    """`3 of 12 val queries' picks moved under a placebo ...`, the trigger pass's words."""
+    if not measured.noisy:
+        return (f"no val query of {measured.tasks} moved under a placebo: no noise, strictly "
+                "better decides")
+    return (f"{measured.moved} of {measured.tasks} val queries' picks moved under a placebo "
+            f"(mean |change| {measured.spread:.3f}): a gain must pass the sign test at "
+            f"{measured.alpha:g}")
+
+
+def _again(picker: Picker, tasks: Sequence[Task], value: str,
+           wordings: Sequence[int] = (0,)) -> list[TriggerPass]:
+    return [picker.score(tasks, placebo(value, w), "re-worded", tasks[0].split)
+            for w in wordings]
+
+
+def confirm_val(picker: Picker, measured: Noise, tasks: Sequence[Task], before: str,
+                after: str, base_val: TriggerPass, best_val: TriggerPass,
+                placebo_val: TriggerPass, min_delta: float) -> NoiseTest:
+    """The accepted description's val gain. Without noise: the search's own passes,
+    strictly better. With noise: seen afresh, since the search chose the description on
+    its own val pass: the description and the original, each under both re-wordings."""
+    skill = picker.skill
+    if not measured.noisy:
+        return noise.judge("val", differences(skill, base_val, best_val), min_delta, False)
+    old = pooled([placebo_val, *_again(picker, tasks, before, (1,))])
+    new = pooled(_again(picker, tasks, after, (0, 1)))
+    return noise.judge("val", differences(skill, old, new), min_delta, True, observations=2)
+
+
+def confirm_test(picker: Picker, measured: Noise, tasks: Sequence[Task], before: str,
+                 after: str, base_test: TriggerPass, final_test: TriggerPass,
+                 min_delta: float) -> tuple[NoiseTest, TriggerPass, TriggerPass]:
+    """Held-out's gain for the pull request, and the picks it judged (before, after): no
+    description was chosen on it, so its own passes count, each side with one re-worded
+    copy beside it when the picks are noisy."""
+    skill = picker.skill
+    if not measured.noisy:
+        return (noise.judge("held-out", differences(skill, base_test, final_test), min_delta,
+                            False), base_test, final_test)
+    old = pooled([base_test, *_again(picker, tasks, before)])
+    new = pooled([final_test, *_again(picker, tasks, after)])
+    return (noise.judge("held-out", differences(skill, old, new), min_delta, True,
+                        observations=2), old, new)
 
 
 def _rows(skill: str, before: TriggerPass, after: TriggerPass) -> list[PickRow]:
@@ -475,8 +626,10 @@ def body_fell(tasks: Sequence[Task], documents: Mapping[str, str | None], text: 
               cache: ResponseCache | None = None, max_calls: int | None = None) -> str:
     """Why the body tasks fell when the agent is shown the skill document with the new
     description (`text`), or ''. The agent reads the frontmatter too, so a description
-    change is re-scored on the body's held-out tasks (val without them) before and after,
-    by the gate's rule; identical calls before it are cache hits."""
+    change is re-scored on the body's held-out tasks (val without them) before and after;
+    identical calls before it are cache hits. A fall is the gate's: by more than
+    `gate.min_delta`, and when the answers move under a placebo of the documents, beyond
+    noise (`noise.fell`, the sign test on the per-task differences)."""
     from gitsleep.core import agents, replay
 
     body = agents.expand([t for t in tasks if t.trigger is None], settings.agents)
@@ -492,10 +645,20 @@ def body_fell(tasks: Sequence[Task], documents: Mapping[str, str | None], text: 
     after = replay.score_split(runner, chosen, {**documents, "skill": text}, settings,
                                label="description-after", split=split)
     b, a = before.mean, after.mean
-    if b is not None and a is not None and gate.improves(a, b, settings.gate.min_delta):
-        where = "held-out" if split == "test" else "val"
-        return (f"with the new description the body tasks fell on {where} "
-                f"{fmt_score(b)} -> {fmt_score(a)}")
+    if b is None or a is None or not gate.improves(a, b, settings.gate.min_delta):
+        return ""
+    where = "held-out" if split == "test" else "val"
+    fell = (f"with the new description the body tasks fell on {where} {fmt_score(b)} -> "
+            f"{fmt_score(a)}")
+    # only a fall is worth the placebo pass that tells whether the answers are noisy
+    placebo = replay.score_split(runner, chosen, noise.placebo(documents), settings,
+                                 label="placebo: the original, re-worded", split=split)
+    if not any(noise.differences([before], [placebo])):
+        return fell
+    diffs = noise.differences([before], [after])
+    if noise.fell(diffs):
+        return (f"{fell} (sign test p={noise.sign_p([-d for d in diffs]):.3g} <= "
+                f"{noise.ALPHA:g}, beyond noise)")
     return ""
 
 

@@ -47,13 +47,19 @@ def trigger_inputs(setup: Setup, root: Path, skill: SkillConfig) -> TriggerInput
 
 
 def cost_line(settings: EpochSettings, inputs: TriggerInputs) -> str:
-    """Every query x run x candidate, said before the first call."""
+    """Every query x run x candidate, said before the first call; with several agents,
+    which one picks (the first: docs/triggers.md, limits)."""
     runs = max(1, settings.gate.repeats)
+    who = ""
+    if len(settings.agents) > 1:
+        first, *others = settings.agents
+        who = (f"; picks are asked of the first agent, {first.name} ({first.model}), not of "
+               + ", ".join(a.name for a in others))
     return (f"trigger pass: {len(inputs.tasks)} trigger queries x {runs} run(s), "
             f"{settings.rounds} round(s) of {settings.proposals} candidate description(s) "
             f"among {len(inputs.catalog)} skills: at most "
             f"{triggers.ceiling(settings, inputs.tasks)} calls (budget.max_calls "
-            f"{settings.max_calls} is shared with the body epoch; cache hits are free)")
+            f"{settings.max_calls} is shared with the body epoch; cache hits are free){who}")
 
 
 def picker_backend(setup: Setup, skill: SkillConfig, names: list[str]) -> Backend:

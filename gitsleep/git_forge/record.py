@@ -49,7 +49,8 @@ TRAILER_KEYS = (SKILL, DECISION, METRIC, VAL, TEST, BASE, TASKS, MODEL, INPUTS)
 DESCRIPTION = "Gitsleep-Description"
 TRIGGER_VAL = "Gitsleep-Trigger-Val"
 TRIGGER_TEST = "Gitsleep-Trigger-Test"
-TRIGGER_KEYS = (DESCRIPTION, TRIGGER_VAL, TRIGGER_TEST)
+TRIGGER_NOISE = "Gitsleep-Trigger-Noise"  # when the pass measured its pick noise
+TRIGGER_KEYS = (DESCRIPTION, TRIGGER_VAL, TRIGGER_TEST, TRIGGER_NOISE)
 # The note's `extra.pull_request`: whether the epoch asked for a pull request, recorded as
 # the value the run acted on, so a later run finishing its work reads the decision instead
 # of re-deriving it from the 3-decimal trailer text.
@@ -100,13 +101,15 @@ def trailer_values(result: EpochResult, trailers: Mapping[str, str]) -> dict[str
 
 
 def trigger_trailers(result: EpochResult) -> dict[str, str]:
-    """The trigger pass's decision and accuracy (val, held-out); none without a pass."""
+    """The trigger pass's decision and accuracy (val, held-out), and what moved under its
+    placebo with the sign tests' p when it measured that; none without a pass."""
     night = result.triggers
     if night is None:
         return {}
     return {DESCRIPTION: night.decision,
             TRIGGER_VAL: fmt_change(night.val.baseline, night.val.final),
-            TRIGGER_TEST: fmt_change(night.test.baseline, night.test.final)}
+            TRIGGER_TEST: fmt_change(night.test.baseline, night.test.final),
+            **({TRIGGER_NOISE: night.noise.trailer()} if night.noise is not None else {})}
 
 
 def trigger_scores(trailers: Mapping[str, str]

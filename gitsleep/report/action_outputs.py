@@ -40,6 +40,8 @@ DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 OUTPUT_NAMES = (
     "decision", "val-baseline", "val-candidate", "test-baseline", "test-candidate",
     "pr-operation", "pr-number", "pr-url", "commit", "agents",
+    "trigger-val-baseline", "trigger-val-candidate", "trigger-test-baseline",
+    "trigger-test-candidate", "triggers",
 )
 EXIT_MEANINGS = {
     EXIT_PROBLEMS: "problems found",
@@ -158,9 +160,33 @@ def outputs_for(results: Sequence[SkillSummary],
         # several agents: the first skill's per-agent scores ([] for a night of one agent)
         "agents": json.dumps([_rounded(a.to_json()) for a in first.agents],
                              separators=(",", ":")),
+        # the trigger pass (when the skill is picked): empty when the night ran none
+        **_trigger_scores(first),
+        "triggers": json.dumps([_rounded(_trigger_entry(r)) for r in results
+                                if r.triggers is not None], separators=(",", ":")),
         "results": json.dumps([_rounded(r) for r in saved], separators=(",", ":")),
     }
     return outputs
+
+
+def _trigger_scores(result: SkillSummary) -> dict[str, str]:
+    """The skill's trigger accuracy, shaped like the score outputs ('' without a pass)."""
+    night = result.triggers
+    val = night.val if night is not None else Scores()
+    test = night.test if night is not None else Scores()
+    return {"trigger-val-baseline": _score(val.baseline),
+            "trigger-val-candidate": _score(val.candidate),
+            "trigger-test-baseline": _score(test.baseline),
+            "trigger-test-candidate": _score(test.candidate)}
+
+
+def _trigger_entry(result: SkillSummary) -> dict[str, object]:
+    """One skill's trigger pass in the `triggers` output."""
+    night = result.triggers
+    assert night is not None
+    return {"skill": result.skill, "decision": night.decision,
+            "pr_eligible": night.pr_eligible, "val": night.val.to_json(),
+            "test": night.test.to_json()}
 
 
 def _rounded(data: object) -> object:

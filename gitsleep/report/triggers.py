@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gitsleep.core import markdown as md
+from gitsleep.core.models import to_dict
 from gitsleep.core.outcome import PickRow, Scores, TriggerSummary
 from gitsleep.core.scores import fmt_change
-from gitsleep.core.triggers import TriggerNight
+from gitsleep.core.triggers import TriggerNight, noise_summary
 
 PR_ROWS = 50  # held-out queries shown; the rest are in diagnostics.json
 
@@ -26,6 +27,8 @@ def commit_lines(night: TriggerNight, line: Callable[[str], str]) -> list[str]:
            f"{fmt_change(night.val.baseline, night.val.final)}, held-out "
            f"{fmt_change(night.test.baseline, night.test.final)}",
            f"  {line(night.reason)}"]
+    if night.noise is not None:
+        out.append(f"  {noise_line(night)}")
     if night.description_after != night.description_before:
         out += [f"  before: {line(night.description_before)}",
                 f"  after: {line(night.description_after)}"]
@@ -45,6 +48,8 @@ def pr_lines(night: TriggerNight, text: Callable[[str, int], str],
         out.append(f"| held-out (test) | "
                    f"{fmt_change(night.test.baseline, night.test.final).replace(' -> ', ' | ')}"
                    f" | {night.test.n} |")
+    if night.noise is not None:
+        out += ["", f"_{text(noise_line(night), 900)}_"]
     if night.description_after != night.description_before:
         out += ["", "Description before:", "", md.fence(redact(night.description_before), "text"),
                 "", "Description after:", "", md.fence(redact(night.description_after), "text")]
@@ -69,4 +74,16 @@ def summary(night: TriggerNight) -> TriggerSummary:
         test=Scores(night.test.baseline, night.test.final, night.test.n),
         description_before=night.description_before,
         description_after=night.description_after, siblings_fell=night.siblings_fell,
-        picks=tuple(PickRow(r.query, r.expected, r.before, r.after) for r in night.rows))
+        picks=tuple(PickRow(r.query, r.expected, r.before, r.after) for r in night.rows),
+        noise=({**to_dict(night.noise), "noisy": night.noise.noisy,
+                "summary": noise_summary(night.noise)} if night.noise is not None else None))
+
+
+def noise_line(night: TriggerNight) -> str:
+    """`Noise: 6 of 20 val queries' picks moved under a placebo ...; val +0.400 ...: sign
+    test p=0.0107 <= 0.1, beyond noise` ('' when the pass measured none)."""
+    if night.noise is None:
+        return ""
+    tests = [t.line() for t in (night.noise.val, night.noise.test) if t is not None]
+    return "Noise: " + "; ".join([noise_summary(night.noise), *tests]
+                                 + ([night.noise.note] if night.noise.note else []))

@@ -130,6 +130,10 @@ def test_trailers_note_log_status_and_json_carry_the_trigger_scores(
     assert message.startswith("gitsleep(scribe): description, trigger held-out 0.400 -> 1.000")
     assert "Gitsleep-Trigger-Val: 0.400 -> 1.000\nGitsleep-Trigger-Test: 0.400 -> 1.000\n" \
         in message
+    # the offline picker never moves under the placebo: strictly better decided
+    assert ("Gitsleep-Trigger-Noise: val 0/5 moved under a placebo; no noise, strictly better "
+            "decides\n") in message
+    assert summary["triggers"]["noise"]["noisy"] is False
     assert outcome.result is not None
     body = report.pr_body(outcome.result, rerun="gitsleep consolidate", redactor=setup.redactor)
     assert "| project changes and notes for the version 5 users | `release-notes` | " \
@@ -209,3 +213,18 @@ def test_a_personal_claude_skill_of_the_same_name_stops_the_night_before_any_cal
                                          "same name shadows the project's"):
         run.dry_run(setup, setup.config.skill("scribe"), repo / "out")
     assert not (tmp_path / "runs.jsonl").exists()
+
+
+def test_with_several_agents_the_cost_line_names_the_one_agent_who_picks() -> None:
+    """Picks are asked of the first agent only (docs/triggers.md, limits): said before the
+    first call, so nobody reads the pass as every agent's."""
+    from gitsleep.core.models import AgentRef, EpochSettings
+    from gitsleep.flows.triggers import TriggerInputs, cost_line
+
+    inputs = TriggerInputs("scribe", [], [])
+    two = EpochSettings(model="small", optimizer_model="o", judge_model="o",
+                        agents=(AgentRef("fast", "small"), AgentRef("big", "large")))
+    assert cost_line(two, inputs).endswith(
+        "; picks are asked of the first agent, fast (small), not of big")
+    one = EpochSettings(model="small", optimizer_model="o", judge_model="o")
+    assert "picks are asked" not in cost_line(one, inputs)

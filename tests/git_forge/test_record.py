@@ -72,3 +72,20 @@ def test_task_files_digest_names_each_file_its_length_and_bytes(tmp_path: Path) 
     assert digest != record.task_files_digest(tmp_path, skill)
     with pytest.raises(UsageError, match="missing.jsonl: cannot be read"):
         record.task_files_digest(tmp_path, skill_for({"missing.jsonl": "auto"}))
+
+
+def test_a_trigger_pass_that_measured_its_noise_says_so_in_a_trailer() -> None:
+    from gitsleep.core.models import EpochResult, SplitSummary
+    from tests.report.test_triggers import night, noisy_night
+
+    def result(triggers: object) -> EpochResult:
+        none = SplitSummary(None, None, 0)
+        return EpochResult("scribe", "accepted", "", "mixed", "offline", "m", "m", "m",
+                           none, none, none, {}, triggers=triggers)  # type: ignore[arg-type]
+
+    trailers = record.trigger_trailers(result(noisy_night()))
+    assert list(trailers)[-1] == "Gitsleep-Trigger-Noise"
+    assert trailers["Gitsleep-Trigger-Noise"] == (
+        "val 6/20 moved under a placebo; val gain +0.400 p=0.0107 <= 0.1 (sign test); "
+        "held-out gain +0.350 p=0.0195 <= 0.1 (sign test)")
+    assert "Gitsleep-Trigger-Noise" not in record.trigger_trailers(result(night()))

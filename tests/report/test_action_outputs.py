@@ -45,3 +45,25 @@ def test_multi_line_values_get_a_delimiter_no_value_can_hold() -> None:
     start, end = lines[1], lines[-1]
     assert start.startswith("many<<gitsleep_") and end == start.split("<<", 1)[1]
     assert lines[2:4] == ["a", "many=injected"]
+
+
+def test_a_nights_trigger_pass_gives_the_trigger_outputs() -> None:
+    """The first skill's trigger accuracy as scalar outputs shaped like the score outputs,
+    and every skill whose night ran a trigger pass in `triggers`."""
+    from gitsleep.core.outcome import SkillSummary
+
+    scribe = {**RESULT, "skill": "scribe", "triggers": {
+        "decision": "accepted", "pr_eligible": True,
+        "val": {"baseline": 0.4, "candidate": 1.0, "n": 5},
+        "test": {"baseline": 0.4, "candidate": 0.1 + 0.7, "n": 5}}}
+    outputs = outputs_for([SkillSummary.from_json(scribe), SkillSummary.from_json(RESULT)])
+    assert (outputs["trigger-val-baseline"], outputs["trigger-val-candidate"],
+            outputs["trigger-test-baseline"], outputs["trigger-test-candidate"]) == (
+        "0.4", "1.0", "0.4", "0.8")
+    assert json.loads(outputs["triggers"]) == [{
+        "skill": "scribe", "decision": "accepted", "pr_eligible": True,
+        "val": {"baseline": 0.4, "candidate": 1.0, "n": 5},
+        "test": {"baseline": 0.4, "candidate": 0.8, "n": 5}}]
+    plain = outputs_for([SkillSummary.from_json(RESULT)])
+    assert plain["trigger-val-baseline"] == plain["trigger-test-candidate"] == ""
+    assert plain["triggers"] == "[]"

@@ -53,3 +53,30 @@ def test_the_json_record_carries_scores_descriptions_and_picks() -> None:
     assert record.description_after.startswith("Writes meeting notes")
     assert [p.after for p in record.picks] == ["scribe", "release-notes"]
     assert record.to_json()["picks"][1]["before"] == "scribe"
+
+
+def noisy_night() -> TriggerNight:
+    from gitsleep.core.models import Noise, NoiseTest
+
+    measured = Noise(tasks=20, moved=6, spread=0.3, alpha=0.1,
+                     val=NoiseTest("val", 20, 9, 1, 0.4, 0.0107, 0.1, True, 2, True),
+                     test=NoiseTest("held-out", 20, 8, 1, 0.35, 0.0195, 0.1, True, 2, True))
+    return night(noise=measured)
+
+
+def test_the_pick_noise_is_in_the_commit_the_pr_and_the_json_record() -> None:
+    from gitsleep.core.outcome import TriggerSummary
+
+    said = ("Noise: 6 of 20 val queries' picks moved under a placebo (mean |change| 0.300): "
+            "a gain must pass the sign test at 0.1; val +0.400 on 20 task(s), 9 up 1 down, "
+            "2 answers a side per task: sign test p=0.0107 <= 0.1, beyond noise; held-out "
+            "+0.350 on 20 task(s), 8 up 1 down, 2 answers a side per task: sign test "
+            "p=0.0195 <= 0.1, beyond noise")
+    assert f"  {said}" in commit_lines(noisy_night(), plain)
+    assert f"_{said}_" in pr_lines(noisy_night(), plain, plain, plain)
+    record = summary(noisy_night()).to_json()
+    assert (record["noise"]["moved"], record["noise"]["noisy"]) == (6, True)
+    assert (record["noise"]["test"]["p"], record["noise"]["val"]["beyond"]) == (0.0195, True)
+    assert TriggerSummary.from_json(record).to_json()["noise"] == record["noise"]
+    assert summary(night()).to_json()["noise"] is None
+    assert not any("Noise" in line for line in commit_lines(night(), plain))

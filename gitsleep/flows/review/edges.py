@@ -45,6 +45,7 @@ from gitsleep.flows.prepare import (
     read_documents,
     skill_tasks,
 )
+from gitsleep.flows.review import triggers as picks
 from gitsleep.flows.review import verdict
 from gitsleep.git_forge import gitops, task_trees
 from gitsleep.git_forge.forge import Author
@@ -457,6 +458,7 @@ class Planned:
     exam_changes: verdict.ExamChanges
     name: str = ""  # the skill as the head names it (a renamed skill's exam is the base's)
     person: bool = True  # the head's document is a person's change, not a gitsleep commit's
+    triggers: picks.TriggerPlan | None = None  # its description changed: score the picks
 
 
 @dataclass(frozen=True)
@@ -727,7 +729,10 @@ def over_budget(setup: Setup, plans: list[Planned]) -> str | None:
         f"{p.skill.name}: this review needs {p.needed} model calls "
         f"({sum(t.split in verdict.REVIEW_SPLITS for t in p.tasks)} val and held-out tasks x "
         f"{agents_of(p)}{repeats} sample(s) x 3 sides (base, head, and the base under a "
-        "placebo to measure the noise), rubric judges included, cached answers left out)"
+        "placebo to measure the noise), rubric judges included, cached answers left out"
+        + (f"; {p.triggers.needed} of them pick calls for its description: "
+           f"{len(p.triggers.tasks)} trigger queries x {repeats} sample(s) x 3 sides"
+           if p.triggers is not None and p.triggers.needed else "") + ")"
         for p in over)
     named = over[0].needed if len(over) == 1 else max(p.needed for p in over)
     return (f"{needs}, over budget.max_calls ({limit}) for one skill's review; no call was "
@@ -758,10 +763,50 @@ def score_planned(setup: Setup, plan: Planned) -> verdict.SkillReview:
     notes = list(plan.notes)
     if decided_by == "val":
         notes.append("no held-out task: val decides")
-    return verdict.SkillReview(plan.name or plan.skill.name, "scored", reason, changed,
-                               splits, notes,
-                               judged, decided_by, plan.runner.cost.calls,
-                               plan.runner.cost.cache_hits, plan.exam_changes, agent_reviews)
+    scored = None
+    if plan.triggers is not None:
+        try:
+            scored = picks.score(setup, plan.skill, plan.triggers, settings, plan.person)
+        except UsageError as exc:  # an agent CLI that does not show its pick
+            notes.append(f"the description changed, but its picks were not scored: {exc}")
+        if scored is not None and scored.verdict is not None:
+            judged = verdict.with_picks(judged, scored)
+            decided_by = decided_by or verdict.PICKS
+    review = verdict.SkillReview(plan.name or plan.skill.name, "scored", reason, changed,
+                                 splits, notes,
+                                 judged, decided_by, plan.runner.cost.calls,
+                                 plan.runner.cost.cache_hits, plan.exam_changes, agent_reviews)
+    if scored is not None:
+        review.triggers = scored
+        review.calls += scored.calls
+        review.cache_hits += scored.cache_hits
+    return review
+
+
+def plan_picks(setup: Setup, exam: Exam | None, base_root: Path, base: Config | None,
+               sha: str, sides: SkillSides, step: verdict.SkillReview | Planned) -> None:
+    """When the head changes the skill's `description:` (or a sibling's) and the base has
+    trigger tasks for it: its picks, scored on the base's catalog and trigger tasks
+    (`review/triggers.py`); a skipped skill only lists a sibling's change."""
+    if exam is None or base is None or sides.base is None:
+        return
+    settings = exam.config.epoch_settings(
+        skill=sides.documents.name if exam.trusted_head else sides.base.name)
+    if isinstance(step, Planned):
+        base_text, head_text = step.base_documents["skill"], step.head_documents["skill"]
+    else:
+        raw = read_at(setup.repo, sha, sides.base.skill)
+        base_text = raw.decode("utf-8", "replace") if raw is not None else None
+        here = read_here(setup.repo, sides.documents.skill)
+        head_text = here.decode("utf-8", "replace") if here is not None else None
+    planned = picks.plan(setup, base_root, base, sides.base, base_text, head_text, settings)
+    if planned is None:
+        return
+    if isinstance(step, Planned):
+        step.triggers = planned
+        step.needed += planned.needed
+    elif planned.review.edits:
+        step.triggers = planned.review
 
 
 def _head_label(setup: Setup, paths: list[str]) -> str:
@@ -847,6 +892,7 @@ def _review_at(setup: Setup, options: ReviewOptions, sha: str, base_root: Path
             changes = exam_changes(setup, sha, base_root, sides, settings_changed)
             steps.append(plan_skill(exam_setup, exam, sha, options.base, sides, force, pr,
                                     changes, no_exam))
+            plan_picks(setup, exam, base_root, before_config, sha, sides, steps[-1])
             skill = sides.documents
             paths += [p for p in (skill.skill, skill.memory) if p]
             paths += [t.path for t in skill.tasks]

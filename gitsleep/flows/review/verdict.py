@@ -27,11 +27,15 @@ from gitsleep.core.calls import CallRunner, Tick, no_tick
 from gitsleep.core.models import Check, EpochSettings, PassResult, Split, Task, TaskResult
 from gitsleep.core.ports import ModelCall
 from gitsleep.core.scores import fmt_score, rounded
+from gitsleep.flows.review.triggers import TriggerReview
+from gitsleep.flows.review.triggers import markdown as picks_markdown
 
 MARKER = "<!-- gitsleep:review -->"  # finds the one review comment of a pull request
 REVIEW_SPLITS: tuple[Split, ...] = ("val", "test")
 BOTH = "both"  # a person's change: val and held-out judged together, as one set of tasks
-SPLIT_NAMES = {"val": "val", "test": "held-out", BOTH: "val + held-out"}
+PICKS = "triggers"  # the skill's picks decided: it has no val or held-out body task
+SPLIT_NAMES = {"val": "val", "test": "held-out", BOTH: "val + held-out",
+               PICKS: "trigger tasks"}
 ANSWER_CHARS = 160  # an answer's head in the comment; the whole answer is one re-run away
 REASON_CHARS = 160
 TASK_ROWS = 20  # changed tasks shown per skill; the rest are counted
@@ -216,6 +220,7 @@ class SkillReview:
     cache_hits: int = 0
     exam_changes: ExamChanges | None = None
     agents: list[AgentReview] = field(default_factory=list)  # several agents: each one's
+    triggers: TriggerReview | None = None  # its description (or a sibling's) changed
 
     @property
     def regressed_agents(self) -> list[str]:
@@ -236,6 +241,8 @@ class SkillReview:
             "cost": {"calls": self.calls, "cache_hits": self.cache_hits}}
         if self.agents:  # a night of one agent keeps its shape
             data["agents"] = [a.to_json() for a in self.agents]
+        if self.triggers is not None:
+            data["triggers"] = self.triggers.to_json()
         return data
 
 
@@ -458,6 +465,20 @@ def verdict_of(splits: Mapping[str, SplitReview], min_delta: float
     return "no clear change", deciding
 
 
+def with_picks(body: Verdict, picks: TriggerReview) -> Verdict:
+    """The skill's verdict with its picks in it: either side regressing is a regression;
+    either improving, with neither regressing, an improvement; the picks alone when the
+    skill has no val or held-out body task."""
+    if picks.verdict is None:
+        return body
+    both = {body, picks.verdict}
+    if "regressed" in both:
+        return "regressed"
+    if "improved" in both:
+        return "improved"
+    return picks.verdict if body == "no tasks" else body
+
+
 def overall(reviews: Sequence[SkillReview]) -> str:
     """One word for the whole review: the worst skill's verdict wins (a skill one of whose
     agents regressed is a regression)."""
@@ -507,6 +528,12 @@ class _Prose:
     def text(self, value: str, limit: int) -> str:
         return md.escape(self.redactor.clip(md.one_line(value), limit)) or " "
 
+    def code(self, value: str, limit: int) -> str:
+        return md.code_span(self.redactor.clip(md.one_line(value), limit)).replace("|", "\\|")
+
+    def block(self, value: str) -> str:
+        return md.fence(self.redactor.redact(value), "text")
+
 
 def one_line(text: str) -> str:
     """Untrusted text for a terminal or a CI log: control characters shown escaped, and on
@@ -525,6 +552,8 @@ def terminal_lines(review: SkillReview, metric: str, redactor: Redactor, *,
 
     name = shown(review.skill)
     exam = [f"  exam: {shown(line)}" for line in _exam_lines(review, trusted_head)]
+    exam += [f"  picks: {shown(line)}" for line in
+             (review.triggers.lines() if review.triggers is not None else [])]
     if review.status != "scored":
         return [f"{name}: {review.status}: {shown(review.reason)}", *exam]
     lines = [f"{name}: {review.verdict}"
@@ -630,6 +659,8 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
                    f"{prose.text(review.reason, 300)}")
         out += [f"  - _exam:_ {prose.text(line, 400)}" for line in _exam_lines(review,
                                                                               trusted_head)]
+        out += [f"  - _picks:_ {prose.text(line, 400)}" for line in
+                (review.triggers.lines() if review.triggers is not None else [])]
     if skipped:
         out.append("")
     for review in reviews:
@@ -646,8 +677,10 @@ def comment_markdown(reviews: Sequence[SkillReview], *, metric: str, min_delta: 
         out += [f"- _exam:_ {prose.text(line, 400)}" for line in _exam_lines(review,
                                                                             trusted_head)]
         out.append("")
+        if review.triggers is not None:
+            out += picks_markdown(review.triggers, prose.text, prose.code, prose.block)
         if not changed:
-            out += ["No task's score changed.", ""]
+            out += ["No task's score changed.", ""] if review.splits else []
             continue
         task_rows = [[prose.text(c.task_id, 80), SPLIT_NAMES[c.split], fmt_score(c.before),
                       fmt_score(c.after), prose.text(c.answer_before, ANSWER_CHARS),
