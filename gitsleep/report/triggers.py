@@ -3,7 +3,7 @@ query, expected skill, picked before and picked after, and the `--json` record."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from gitsleep.core import markdown as md
 from gitsleep.core.models import to_dict
@@ -57,13 +57,20 @@ def pr_lines(night: TriggerNight, text: Callable[[str, int], str],
         out += ["", f"Siblings that fell: {text(night.siblings_fell, 600)}"]
     if night.rows:
         out += ["", f"Which skill each {where} query picked:", "",
-                "| query | expected skill | picked before | picked after |",
-                "| :--- | :--- | :--- | :--- |"]
-        out += [f"| {text(r.query, 200)} | {code(r.expected, 80)} | {code(r.before, 80)} | "
-                f"{code(r.after, 80)} |" for r in night.rows[:PR_ROWS]]
+                *picks_table(night.rows[:PR_ROWS], text, code)]
         if len(night.rows) > PR_ROWS:
             out.append(f"... {len(night.rows) - PR_ROWS} more in diagnostics.json")
     return out
+
+
+def picks_table(rows: Sequence[PickRow], text: Callable[[str, int], str],
+                code: Callable[[str, int], str]) -> list[str]:
+    """Query, expected skill, picked before, picked after: one row a query. `text` and
+    `code` redact, clip and escape what the rows quote."""
+    return ["| query | expected skill | picked before | picked after |",
+            "| :--- | :--- | :--- | :--- |",
+            *(f"| {text(r.query, 200)} | {code(r.expected, 80)} | {code(r.before, 80)} | "
+              f"{code(r.after, 80)} |" for r in rows)]
 
 
 def summary(night: TriggerNight) -> TriggerSummary:

@@ -32,6 +32,7 @@ from gitsleep.flows.triggers import picker_backend
 from gitsleep.inputs import catalog
 from gitsleep.inputs.config import Config, SkillConfig
 from gitsleep.inputs.tasks import load_trigger_tasks
+from gitsleep.report.triggers import picks_table
 
 SCORED = ("val", "test")  # a review's exam: train tasks are a night's to learn from
 ROWS = 20  # queries shown in the comment; --json has them all
@@ -239,10 +240,7 @@ def markdown(review: TriggerReview, text: Callable[[str, int], str],
         return [*out, ""]
     out += ["", "Description before:", "", block(review.description_before), "",
             "Description after:", "", block(review.description_after), "",
-            "| query | expected skill | picked before | picked after |",
-            "| :--- | :--- | :--- | :--- |"]
-    out += [f"| {text(r.query, 200)} | {code(r.expected, 80)} | {code(r.before, 80)} | "
-            f"{code(r.after, 80)} |" for r in review.rows[:ROWS]]
+            *picks_table(review.rows[:ROWS], text, code)]
     if len(review.rows) > ROWS:
         out.append(f"\n_and {len(review.rows) - ROWS} more; --json lists all._")
     return [*out, ""]
