@@ -13,7 +13,6 @@ guess at what it would have said.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,46 +38,45 @@ class Requested:
     arguments: str
 
 
-_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_FENCED = re.compile(r"```[A-Za-z]*\s*\n(.*?)\n\s*```", re.DOTALL)
-
-
 def calls_in_text(text: str, names: Iterable[str]) -> list[Requested]:
     """The tool calls a reply writes in its text, for servers with no tool-call format.
 
     A local model behind such a server is shown the tools by its own chat template and
     answers with the call as text: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
-    (Qwen's and Hermes' templates), or the same object bare or in a fence. Only an object
-    that names a declared tool and carries an arguments object counts; anything else is
-    the answer, as written."""
+    (Qwen's and Hermes' templates), the same object under another tag, in a fence or bare.
+    Every JSON object in the reply that names a declared tool and carries an arguments
+    object is a call, in order; anything else is the answer, as written."""
     declared = set(names)
-    tagged = _TAGGED.findall(text)
-    pieces = tagged or [*_FENCED.findall(text), text.strip()]
     found: list[Requested] = []
-    for piece in pieces:
-        for obj in _json_objects(piece):
-            name = obj.get("name")
-            arguments = obj.get("arguments", obj.get("parameters"))
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except ValueError:
-                    continue
-            if name in declared and isinstance(arguments, dict):
-                found.append(Requested(f"text_call_{len(found)}", str(name),
-                                       json.dumps(arguments, ensure_ascii=False)))
-        if found and not tagged:
-            break  # one fence or the bare reply, not the same call twice
+    for obj in _json_objects(text):
+        name = obj.get("name")
+        arguments = obj.get("arguments", obj.get("parameters"))
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                continue
+        if name in declared and isinstance(arguments, dict):
+            found.append(Requested(f"text_call_{len(found)}", str(name),
+                                   json.dumps(arguments, ensure_ascii=False)))
     return found
 
 
-def _json_objects(piece: str) -> list[dict[str, Any]]:
-    try:
-        value = json.loads(piece)
-    except ValueError:
-        return []
-    items = value if isinstance(value, list) else [value]
-    return [item for item in items if isinstance(item, dict)]
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """The outermost JSON objects written anywhere in `text`, in order."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    at = text.find("{")
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except ValueError:
+            at = text.find("{", at + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        at = text.find("{", end)
+    return found
 
 
 # (call, messages so far, functions) -> (the reply as an Answer, the tool calls it asked for)
