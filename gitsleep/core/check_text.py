@@ -82,7 +82,8 @@ def _tool_rule(check: Check) -> str | None:
     call's arguments by a regex gets the same rule: the call is needed whatever the
     arguments, and the rule quotes nothing of the regex (it leaves them to the task)."""
     if check.op == "tool_called":
-        return f'Call the "{check.text}" tool before you answer.'
+        return (f'Before you answer, call the "{check.text}" tool; answer from what it '
+                "returns, not from memory.")
     if check.op == "tool_not_called":
         return f'Never call the "{check.text}" tool.'
     if check.op == "max_tool_calls":

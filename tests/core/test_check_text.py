@@ -187,13 +187,14 @@ def test_any_derived_literal_verifies(ignorecase, pattern):
 
 
 @pytest.mark.parametrize(("check", "rule"), [
-    (Check("tool_called", "search"), 'Call the "search" tool before you answer.'),
+    (Check("tool_called", "search"),
+     'Before you answer, call the "search" tool; answer from what it returns, not from memory.'),
     (Check("tool_not_called", "deploy"), 'Never call the "deploy" tool.'),
     (Check("tool_called_before", '["plan", "deploy"]'),
      'Call the "plan" tool before you call the "deploy" tool.'),
     (Check("max_tool_calls", 3), "Make at most 3 tool call(s) before you answer."),
     (Check("tool_called", "search", args_regex="release"),
-     'Call the "search" tool before you answer.'),
+     'Before you answer, call the "search" tool; answer from what it returns, not from memory.'),
     (Check("tool_called_before", '["plan", "deploy"]', args_regex="prod"),
      'Call the "plan" tool before you call the "deploy" tool.'),
 ])
@@ -202,5 +203,8 @@ def test_a_trajectory_check_offers_the_rule_that_asks_for_the_call(
     """A real optimizer shown a failing `tool_called` check and no rule never named the
     tool (a real night proposed only headings); the rule it is offered names the call. A
     check that also judges the arguments by a regex still gets the call's rule: the call
-    is needed whatever the arguments, and the rule quotes nothing the regex leaves open."""
+    is needed whatever the arguments, and the rule quotes nothing the regex leaves open.
+    The rule says what the call is for: on a real night Qwen2.5-Coder-1.5B answered from
+    memory under `Call the "search" tool before you answer.` and called the tool under
+    this one."""
     assert rule_for_check(check) == rule
