@@ -525,17 +525,27 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
                         "description goes back")
         return skill_text
     night.decision = "accepted"
+    _decide_pr(night, picker, split, base, best_val, measured, delta)
+    return text
+
+
+def _decide_pr(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task]],
+               base: Mapping[Split, TriggerPass], best_val: TriggerPass, measured: Noise,
+               delta: float) -> None:
+    """The accepted description on held-out (val when there is none): a pull request only
+    when it rises beyond noise and no sibling falls; the night's rows and reason."""
+    skill, after = night.skill, night.description_after
     decider = base.get("test")
-    final = (picker.score(split["test"], current, "final", "test") if decider is not None
+    final = (picker.score(split["test"], after, "final", "test") if decider is not None
              else best_val)
     decider = decider or base["val"]
     night.rows = _rows(skill, decider, final)
     if decider is not base["val"]:
         tested, *both = confirm_test(picker, measured, split["test"],
-                                     night.description_before, current, decider, final, delta)
+                                     night.description_before, after, decider, final, delta)
         measured.test, rises = tested, tested.beyond
-    else:  # val decides: its gain was confirmed above
-        rises, both = measured.val.beyond, [decider, final]
+    else:  # val decides: its gain was confirmed before
+        rises, both = measured.val is not None and measured.val.beyond, [decider, final]
     lost = siblings_lost(skill, both[0], both[1], delta, measured.noisy)
     night.siblings_fell = lost_text(lost)
     b, a = decider.accuracy(skill), final.accuracy(skill)
@@ -551,7 +561,6 @@ def _search(night: TriggerNight, picker: Picker, split: Mapping[Split, list[Task
     night.reason = (f"description accepted: trigger val {fmt_score(night.val.baseline)} -> "
                     f"{fmt_score(night.val.final)}, {where} {fmt_score(b)} -> {fmt_score(a)}"
                     + said + ("" if night.pr_eligible else f"; {why_not}, so no PR"))
-    return text
 
 
 def measure(picker: Picker, skill: str, tasks: Sequence[Task], value: str,
