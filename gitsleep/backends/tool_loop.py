@@ -49,17 +49,32 @@ def calls_in_text(text: str, names: Iterable[str]) -> list[Requested]:
     declared = set(names)
     found: list[Requested] = []
     for obj in _json_objects(text):
-        name = obj.get("name")
-        arguments = obj.get("arguments", obj.get("parameters"))
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                continue
-        if name in declared and isinstance(arguments, dict):
+        name, arguments = _written_call(obj)
+        if name in declared and arguments is not None:
             found.append(Requested(f"text_call_{len(found)}", str(name),
                                    json.dumps(arguments, ensure_ascii=False)))
     return found
+
+
+def _written_call(obj: Mapping[str, Any]) -> tuple[object, dict[str, Any] | None]:
+    """(name, arguments) of an object written as a call: `{"name", "arguments"}`, the wire
+    shape `{"function": {"name", "arguments"}}`, or Llama's `{"name", "parameters"}`. A
+    tool's declaration echoed back (its `parameters` a JSON Schema) is no call."""
+    inner = obj.get("function")
+    if isinstance(inner, Mapping):
+        obj = inner
+    arguments = obj.get("arguments")
+    if arguments is None and inner is None:
+        arguments = obj.get("parameters")
+        if isinstance(arguments, Mapping) and ("properties" in arguments
+                                               or arguments.get("type") == "object"):
+            return None, None  # a declaration: the schema of the arguments, not a call
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None, None
+    return obj.get("name"), arguments if isinstance(arguments, dict) else None
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:

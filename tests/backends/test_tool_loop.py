@@ -139,6 +139,11 @@ def text_searcher(reply: str) -> Any:
     '{"name": "search", "arguments": {"query": "seat pricing"}}',
     # Qwen2.5-Coder-1.5B on llama.cpp, seen on a real night: the template's other tag
     '<tools>\n{"name": "search", "arguments": {"query": "seat pricing"}}\n</tools>',
+    # the wire shape of a call, written out
+    '{"type": "function", "function": {"name": "search", '
+    '"arguments": "{\\"query\\": \\"seat pricing\\"}"}}',
+    # Llama's shape names the arguments `parameters`
+    '{"name": "search", "parameters": {"query": "seat pricing"}}',
 ])
 def test_a_call_written_in_the_text_is_run_like_a_native_one(
         server: FakeOpenAIServer, reply: str) -> None:
@@ -159,6 +164,11 @@ def test_a_call_written_in_the_text_is_run_like_a_native_one(
     # JSON that is an answer, not a call
     '```json\n{"verdict": "reject", "reason": "drops a table"}\n```',
     'Search is the tool to use, with "arguments" you choose.',
+    # the tool's declaration echoed back (seen on a real night) asks for nothing
+    '<tools>\n{"type": "function", "function": {"name": "search", "description": "Full-text",'
+    ' "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}\n</tools>',
+    '{"name": "search", "parameters": {"type": "object", "properties": {"query": {}},'
+    ' "required": ["query"]}}',
 ])
 def test_text_that_is_not_a_call_of_a_declared_tool_stays_the_answer(
         server: FakeOpenAIServer, reply: str) -> None:
