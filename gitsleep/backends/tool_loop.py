@@ -148,7 +148,10 @@ def run_loop(exchange: Exchange, call: ModelCall, tools: Sequence[ToolSpec], *,
                 "completion_tokens": completion_tokens}
         if not requested:
             return _with(answer, done)
-        messages.append({"role": "assistant", "content": answer.text or None, "tool_calls": [
+        # no `content` key when the turn said nothing: llama-cpp-python's server refuses
+        # the null OpenAI allows
+        said = {"content": answer.text} if answer.text else {}
+        messages.append({"role": "assistant", **said, "tool_calls": [
             {"id": r.id, "type": "function",
              "function": {"name": r.name, "arguments": r.arguments}} for r in requested]})
         for request in requested:

@@ -202,3 +202,16 @@ def test_a_command_tool_sees_the_variables_checks_pass_env_names(
     answer = backend.complete(the_call(tools=(run,)))
     assert answer.trace is not None
     assert answer.trace[0].result == "exit 0\neu-west-1 absent"
+
+
+def test_a_server_that_types_its_messages_takes_the_call_back(server: FakeOpenAIServer) -> None:
+    """llama-cpp-python's server refuses an assistant message whose content is null (a
+    500 on a real night); the call goes back without content, as OpenAI allows too."""
+    server.responder = text_searcher(
+        '<tool_call>\n{"name": "search", "arguments": {"query": "seat pricing"}}\n</tool_call>')
+    server.typed_messages = True
+    answer = backend_for(server).complete(the_call())
+    assert answer.ok and answer.text == "Per the notes: no call yet.", answer.error
+    assistant = [m for m in (server.requests[1].body or {})["messages"]
+                 if m["role"] == "assistant"]
+    assert "content" not in assistant[0] and assistant[0]["tool_calls"]

@@ -145,6 +145,7 @@ class FakeOpenAIServer:
         models: tuple[str, ...] | None = None,
         reject_json_schema: bool = False,
         reject_params: tuple[str, ...] = (),
+        typed_messages: bool = False,
         serial: bool = False,
         trickle_interval: float = 0.5,
         trickle_seconds: float = 10.0,
@@ -157,6 +158,9 @@ class FakeOpenAIServer:
         self.models = models
         self.reject_json_schema = reject_json_schema
         self.reject_params = reject_params
+        # llama-cpp-python's server types each message: `content: null` on an assistant
+        # message (OpenAI's way beside tool_calls) fails its validation with a 500
+        self.typed_messages = typed_messages
         # One request at a time, like a local server with one slot: the rest queue. A
         # request the client gave up on still holds the slot until it is done.
         self.serial = serial
@@ -468,6 +472,14 @@ class _Handler(BaseHTTPRequestHandler):
                 500,
                 _error_body(LLAMA_CPP_JSON_SCHEMA_ERROR, "internal_server_error", None),
             )
+        nulls = [i for i, m in enumerate(body.get("messages") or [])
+                 if isinstance(m, dict) and m.get("role") == "assistant"
+                 and "content" in m and m["content"] is None]
+        if fake.typed_messages and nulls:
+            return self._send_json(500, _error_body(
+                f"7 validation errors: {{'type': 'literal_error', 'loc': ('body', 'messages', "
+                f"{nulls[0]}, 'ChatCompletionRequestSystemMessage', 'role'), 'msg': \"Input "
+                "should be 'system'\", 'input': 'assistant'}", "internal_server_error", None))
         rejected = [p for p in fake.reject_params if p in body]
         if kind == "400-unsupported-seed" and "seed" in body:
             rejected.insert(0, "seed")
