@@ -200,6 +200,12 @@ class OpSpec:
     judge_trace: TraceJudge | None = None  # a trajectory op's judge
 
 
+def _trace_op(describe: Callable[[str], str], arg_shape: ArgShape, judge: TraceJudge) -> OpSpec:
+    """A trajectory op: judged over the trace (`judge`), never over a text answer."""
+    return OpSpec(judge=lambda answer, arg: _trace_only(), describe=describe,
+                  arg_shape=arg_shape, reads="trace", judge_trace=judge)
+
+
 OPS: dict[CheckOp, OpSpec] = {
     "contains": OpSpec(  # case-insensitive
         judge=lambda answer, arg: (arg.casefold() in answer.casefold(), ""),
@@ -285,34 +291,13 @@ OPS: dict[CheckOp, OpSpec] = {
     ),
     # Trajectory checks: judged over the trace of tool calls the answer carries. A check
     # may name a regex over a call's arguments in a field of its own (`args_regex`).
-    "tool_called": OpSpec(
-        judge=lambda answer, arg: _trace_only(),
-        describe=lambda arg: f'the agent must call the tool "{arg}" before it answers',
-        arg_shape="tool",
-        reads="trace",
-        judge_trace=tool_called,
-    ),
-    "tool_not_called": OpSpec(
-        judge=lambda answer, arg: _trace_only(),
-        describe=lambda arg: f'the agent must not call the tool "{arg}"',
-        arg_shape="tool",
-        reads="trace",
-        judge_trace=tool_not_called,
-    ),
-    "tool_called_before": OpSpec(
-        judge=lambda answer, arg: _trace_only(),
-        describe=_describe_before,
-        arg_shape="tool_pair",
-        reads="trace",
-        judge_trace=_called_before,
-    ),
-    "max_tool_calls": OpSpec(
-        judge=lambda answer, arg: _trace_only(),
-        describe=lambda arg: f"the agent must make at most {arg} tool call(s)",
-        arg_shape="count",
-        reads="trace",
-        judge_trace=_count_calls,
-    ),
+    "tool_called": _trace_op(lambda arg: f'the agent must call the tool "{arg}" before it '
+                             "answers", "tool", tool_called),
+    "tool_not_called": _trace_op(lambda arg: f'the agent must not call the tool "{arg}"',
+                                 "tool", tool_not_called),
+    "tool_called_before": _trace_op(_describe_before, "tool_pair", _called_before),
+    "max_tool_calls": _trace_op(lambda arg: f"the agent must make at most {arg} tool call(s)",
+                                "count", _count_calls),
 }
 
 RULE_OPS: tuple[CheckOp, ...] = tuple(OPS)  # the ops a task file may use, in this order

@@ -224,3 +224,29 @@ def read_blobs(repo: Path, names: list[str], max_bytes: int) -> dict[str, bytes 
         contents[name] = out[end + 1:end + 1 + size]
         at = end + 1 + size + 1
     return contents
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One file of a git tree, as `ls-tree -r -l` lists it."""
+
+    mode: str
+    sha: str
+    size: int
+    path: str  # relative to the tree, '/'-separated
+
+
+def tree_entries(repo: Path, tree: str) -> list[TreeEntry]:
+    """Every file of the git tree `tree` (recursive; links and submodules listed as such)."""
+    done = git_run(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", tree)
+    if done.status != 0:
+        raise GitError(f"git ls-tree failed: {last_line(done.err)}")
+    entries = []
+    for raw in done.out.split(b"\0"):
+        if not raw:
+            continue
+        meta, _, path_bytes = raw.partition(b"\t")
+        mode, _kind, sha, size = meta.decode().split()
+        entries.append(TreeEntry(mode, sha, int(size) if size.isdigit() else 0,
+                                 path_bytes.decode("utf-8", "surrogateescape")))
+    return entries

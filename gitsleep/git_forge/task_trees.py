@@ -27,7 +27,7 @@ from gitsleep.core.models import Task
 from gitsleep.core.sandbox import link_leaves, normal_folder
 from gitsleep.core.tools import ToolSpec
 from gitsleep.git_forge import tool_folders
-from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
+from gitsleep.git_forge.gitrun import BlobReader, TreeEntry, git_run, last_line, tree_entries
 from gitsleep.sandbox.trees import Tree, copy_tree, escaping_link
 
 MAX_WORKSPACE_BYTES = 256 * 1024 * 1024  # a fixture, not a monorepo: refused above this
@@ -57,35 +57,18 @@ def tree_id(repo: Path, commit: str, folder: str) -> str:
     return found[0]
 
 
-@dataclass(frozen=True)
-class _Entry:
-    mode: str
-    sha: str
-    size: int
-    path: str  # relative to the folder, '/'-separated
-
-
-def _entries(repo: Path, tree: str, folder: str) -> list[_Entry]:
-    done = git_run(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", tree)
-    if done.status != 0:
-        raise GitError(f"git ls-tree failed: {last_line(done.err)}")
-    entries: list[_Entry] = []
-    total = 0
-    for raw in done.out.split(b"\0"):
-        if not raw:
-            continue
-        meta, _, path_bytes = raw.partition(b"\t")
-        mode, _kind, sha, size = meta.decode().split()
-        path = path_bytes.decode("utf-8", "surrogateescape")
-        parts = path.split("/")
-        if mode == _GITLINK:
-            raise UsageError(f"workspace {folder!r} holds a submodule ({path}): a workspace "
-                             "is copied from this repository alone; vendor the files instead")
-        if path.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
+def _entries(repo: Path, tree: str, folder: str) -> list[TreeEntry]:
+    entries = tree_entries(repo, tree)
+    for entry in entries:
+        parts = entry.path.split("/")
+        if entry.mode == _GITLINK:
+            raise UsageError(f"workspace {folder!r} holds a submodule ({entry.path}): a "
+                             "workspace is copied from this repository alone; vendor the "
+                             "files instead")
+        if entry.path.startswith("/") or any(p in ("", ".", "..", ".git") for p in parts):
             raise UsageError(f"workspace {folder!r} holds a path git should never hold "
-                             f"({path!r}); remove it from the folder")
-        total += int(size) if size.isdigit() else 0
-        entries.append(_Entry(mode, sha, int(size) if size.isdigit() else 0, path))
+                             f"({entry.path!r}); remove it from the folder")
+    total = sum(e.size for e in entries)
     if total > MAX_WORKSPACE_BYTES:
         raise UsageError(f"workspace {folder!r} is {total / 1_048_576:.0f} MB; workspaces over "
                          f"{MAX_WORKSPACE_BYTES // 1_048_576} MB are refused: use a smaller "

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitsleep.base.errors import GitError, UsageError
+from gitsleep.base.errors import UsageError
 from gitsleep.core.models import Task
 from gitsleep.core.sandbox import normal_folder
 from gitsleep.core.tools import ToolSpec
-from gitsleep.git_forge.gitrun import BlobReader, git_run, last_line
+from gitsleep.git_forge.gitrun import BlobReader, tree_entries
 
 MAX_FOLDER_BYTES = 8 * 1024 * 1024  # a folder of notes, not a repository
 _REGULAR = ("100644", "100755")
@@ -26,20 +26,9 @@ _REGULAR = ("100644", "100755")
 
 def read_folder(repo: Path, tree: str, folder: str) -> tuple[tuple[str, str], ...]:
     """(path in the folder, text) of every regular UTF-8 file of the git tree, sorted."""
-    done = git_run(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", tree)
-    if done.status != 0:
-        raise GitError(f"git ls-tree failed: {last_line(done.err)}")
-    entries: list[tuple[str, str]] = []
-    total = 0
-    for raw in done.out.split(b"\0"):
-        if not raw:
-            continue
-        meta, _, path_bytes = raw.partition(b"\t")
-        mode, _kind, sha, size = meta.decode().split()
-        if mode not in _REGULAR:  # links, submodules: never followed out of the folder
-            continue
-        total += int(size) if size.isdigit() else 0
-        entries.append((path_bytes.decode("utf-8", "surrogateescape"), sha))
+    # links and submodules are never followed out of the folder
+    entries = [e for e in tree_entries(repo, tree) if e.mode in _REGULAR]
+    total = sum(e.size for e in entries)
     if total > MAX_FOLDER_BYTES:
         raise UsageError(f"tool folder {folder!r} is {total / 1_048_576:.1f} MB; tool folders "
                          f"over {MAX_FOLDER_BYTES // 1_048_576} MB are refused: point the "
@@ -47,9 +36,9 @@ def read_folder(repo: Path, tree: str, folder: str) -> tuple[tuple[str, str], ..
     files: list[tuple[str, str]] = []
     blobs = BlobReader(repo)
     try:
-        for path, sha in entries:
+        for entry in entries:
             try:
-                files.append((path, blobs.read(sha).decode("utf-8")))
+                files.append((entry.path, blobs.read(entry.sha).decode("utf-8")))
             except UnicodeDecodeError:
                 continue  # a binary file: not text a search or a read can serve
     finally:
