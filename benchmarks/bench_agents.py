@@ -1,4 +1,4 @@
-"""Section 9: several agents per night (issue 40), offline.
+"""Section 9: several agents per night, offline.
 
 Two simulated agents that disagree read one skill: `offline` obeys every directive, while
 `offline-recent-3` keeps only the last three directive lines it reads (an agent whose

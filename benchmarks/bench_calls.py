@@ -496,7 +496,7 @@ def cost_model(rows: Sequence[CallsRow]) -> CostModel:
     )
 
 
-# -- thrifty nights (issue 30): screening on train before val ------------------------------
+# -- thrifty nights: screening on train before val ------------------------------
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""`gitsleep validate` when many skills name one document (issue 24, class 10).
+"""`gitsleep validate` when many skills name one document.
 
 Two shapes, each run as a subprocess the way the pre-commit hook runs it:
 

@@ -12,7 +12,7 @@ writes everything to `benchmarks/results/latest.json`:
 6. retries after timeouts against a loopback server with one slot, with and without the
    pause after a timeout.
 7. `gitsleep harvest` reading 100 and 1,000 generated Claude Code sessions and one huge one.
-8. several agents (issue 40): two simulated agents that disagree, gated on one of them, on
+8. several agents: two simulated agents that disagree, gated on one of them, on
    both (mean) and on the weaker (min).
 
 `--quick` runs tiny sizes in a few seconds (for the smoke test); its timings mean nothing.
@@ -107,7 +107,7 @@ def run_calls(report: Report, quick: bool) -> list[bench_calls.CallsRow]:
     sizes = (10, 6, 6) if quick else (100, 50, 50)
     workloads = [
         bench_calls.demo_workload(),
-        bench_calls.example_workload("dependency-review"),  # a condition to learn (issue 38)
+        bench_calls.example_workload("dependency-review"),  # a condition to learn
         bench_calls.generated_workload(*sizes),
         bench_calls.generated_workload(*sizes, proposals=1),  # SkillOpt-Sleep's search width
     ]
@@ -144,7 +144,7 @@ def run_calls(report: Report, quick: bool) -> list[bench_calls.CallsRow]:
 
 
 def run_thrifty(report: Report, quick: bool) -> list[bench_calls.ThriftyRow]:
-    """Issue 30: the same epochs with `search: thorough` and `search: thrifty`."""
+    """The same epochs with `search: thorough` and `search: thrifty`."""
     sizes = (10, 6, 6) if quick else (100, 50, 50)
     offline, noisy = bench_calls.OfflineBackend, bench_calls.NoisyOptimizer
     hopeless = bench_calls.HopelessOptimizer
@@ -399,7 +399,7 @@ def run_timeouts(report: Report, quick: bool) -> None:
 
 
 def run_agents(report: Report, quick: bool) -> None:
-    """Issue 40: the one-agent gate accepts what the two-agent gate refuses."""
+    """The one-agent gate accepts what the two-agent gate refuses."""
     rows = bench_agents.agents_section()
     report.sections["agents"] = [r.as_dict() for r in rows]
 

@@ -480,7 +480,7 @@ def test_api_key_env_falls_back_on_a_broken_config(tmp_path: Path, config_text: 
 
 
 def test_publish_gives_each_agents_scores_as_an_output_and_a_summary_table(tmp_path: Path):
-    """Several agents (issue 40): the aggregate stays in the scalar outputs; `agents` holds
+    """Several agents: the aggregate stays in the scalar outputs; `agents` holds
     each agent's scores and the summary has a row per agent. One agent: `agents` is []."""
     agent = {"name": "small", "model": "qwen0.5b", "backend": "openai",
              "val": {"baseline": 0.25, "candidate": 0.5000000001, "n": 3},

@@ -165,7 +165,7 @@ def test_demo_shows_no_html_escapes_and_says_where_it_ran(
                       result.out)
     assert where and not Path(where.group(1)).exists()
 
-    # issue 41 item 9: the kept demo went to the system's temporary folder and stayed
+    # the kept demo went to the system's temporary folder and stayed
     # there after every test run; here it goes under this test's own folder
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     kept = run_cli(capsys, "demo", "--keep")
@@ -198,7 +198,7 @@ def test_the_actions_backend_input_names_every_backend_the_config_accepts() -> N
 def test_frontmatter_that_breaks_the_skill_stops_consolidate_as_it_fails_validate(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Frontmatter that never closes is an error on both paths, also behind a byte-order
-    mark (issue 41 item 13: validate skipped the BOM and the run did not, so the run
+    mark (validate skipped the BOM and the run did not, so the run
     accepted what validate refused)."""
     skill = work / SKILL_MD
     text = skill.read_text()
@@ -221,7 +221,7 @@ def test_frontmatter_that_breaks_the_skill_stops_consolidate_as_it_fails_validat
 
 def test_an_invalid_frontmatter_name_or_long_description_is_a_warning_everywhere(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 41 item 12: Anthropic's claude-api skill has a 1,068-character description and
+    """Anthropic's claude-api skill has a 1,068-character description and
     was refused (validate GS204, consolidate exit 2). gitsleep never edits frontmatter, so
     a name or description outside the Agent Skills limits is a warning on both paths,
     with or without a byte-order mark."""
@@ -244,7 +244,7 @@ def test_an_invalid_frontmatter_name_or_long_description_is_a_warning_everywhere
 
 def test_a_night_answered_from_the_cache_says_so_in_log_and_up_to_date_is_said_once(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 41 item 8: `log` showed 0 calls for a night the response cache answered, and
+    """`log` showed 0 calls for a night the response cache answered, and
     a re-run printed "up to date" twice (a progress line and the result line)."""
     first = run_cli(capsys, "--repo", str(work), "consolidate", "--no-push", "--json")
     assert first.code == 0 and json.loads(first.out)["cost"]["calls"] > 0
@@ -268,7 +268,7 @@ def test_a_night_answered_from_the_cache_says_so_in_log_and_up_to_date_is_said_o
 
 def test_an_aborted_run_gets_no_small_sample_hint(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 41 item 8: "treat this decision as a hint" followed a run that decided
+    """"treat this decision as a hint" followed a run that decided
     nothing (exit 6, the budget ran out)."""
     config = work / ".gitsleep.yml"
     config.write_text(config.read_text().replace("max_calls: 500", "max_calls: 3"))
@@ -280,7 +280,7 @@ def test_an_aborted_run_gets_no_small_sample_hint(
 
 def test_thrifty_says_why_its_call_ceiling_is_above_thorough(
         work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 41 item 8: on the example thrifty printed a higher call ceiling than thorough,
+    """On the example thrifty printed a higher call ceiling than thorough,
     which read as the opposite of what it is for."""
     config = work / ".gitsleep.yml"
     config.write_text(config.read_text() + "search: thrifty\n")
@@ -293,7 +293,7 @@ def test_thrifty_says_why_its_call_ceiling_is_above_thorough(
 def test_a_simulated_night_stays_local_unless_asked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 41 item 7: a real `consolidate` with the offline simulator pushed its branch
+    """A real `consolidate` with the offline simulator pushed its branch
     to `origin`, so a simulated night landed on the team's remote. Towards a remote on a
     host it now stays local unless --push (or --pr) asks. The team's URL is rewritten to
     the bare folder with `url.*.insteadOf`, so nothing leaves this machine."""
@@ -333,7 +333,7 @@ def test_a_simulated_night_is_pushed_to_a_remote_that_is_a_folder_here(
 def test_the_demo_learns_a_verdict_that_depends_on_the_input(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 38 item 7: the demo path covers learning a judgment. On dependency-review the
+    """The demo path covers learning a judgment. On dependency-review the
     simulator learns which verdict fits which update (a condition, never one verdict for
     all) and held-out reaches 1.000 for both groups of tasks."""
     isolate_git(monkeypatch, tmp_path)

@@ -1,4 +1,4 @@
-"""The bundled workspace example (examples/changelog-keeper, issue 26): in a committed copy
+"""The bundled workspace example (examples/changelog-keeper): in a committed copy
 of it, an offline night learns the team's changelog convention from what the simulated
 agent did in the fixture project, and held-out improves. The checks run the fixture's own
 `python check.py` (its tests and a changelog lint) for real, in every workspace copy."""

@@ -81,7 +81,7 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line for line in script.splitlines() if line and not line.startswith("#")]
     assert commands[-1] == TEST_COMMAND, commands[-1]
-    # issue 41 item 10: what else CI does before it is said beside the command
+    # what else CI does before it is said beside the command
     readme = README.read_text(encoding="utf-8")
     said = readme[:readme.index(TEST_COMMAND)]
     assert "exactly what CI runs" not in said
@@ -215,7 +215,7 @@ def click_context() -> click.Context:
 
 
 def test_messages_the_docs_quote_are_the_ones_the_code_prints() -> None:
-    """Issue 41: the docs and what the commands print agree (status words, the line a
+    """The docs and what the commands print agree (status words, the line a
     simulated night prints, the agent's not-found line)."""
     commands = " ".join((DOCS / "commands.md").read_text(encoding="utf-8").split())
     merged = status_flow.freshness({"merged": True, "up_to_date": False})

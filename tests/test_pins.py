@@ -184,7 +184,7 @@ def test_the_setup_comment_counts_the_pins_it_filled_in() -> None:
 
 
 def test_filled_workflows_say_init_wrote_them_and_drop_the_placeholder_ignore() -> None:
-    """Issue 41 item 9: the review workflow's header still said "Copy this file to ..."
+    """The review workflow's header still said "Copy this file to ..."
     after `init` wrote it there, and the zizmor ignore meant for the placeholder pin
     stayed after the SHA was filled in."""
     for name, path in (("gitsleep-nightly.yml", init_flow.WORKFLOW_PATH),
@@ -201,7 +201,7 @@ def test_filled_workflows_say_init_wrote_them_and_drop_the_placeholder_ignore() 
 
 
 def test_the_review_workflow_runs_for_claude_code_skill_folders() -> None:
-    """Issue 41 item 15: Claude Code keeps project skills under .claude/skills/ (and
+    """Claude Code keeps project skills under .claude/skills/ (and
     .agents/skills/); a pull request touching only those started no review."""
     review = init_flow.workflow_template("gitsleep-review.yml")
     assert review is not None

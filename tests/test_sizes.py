@@ -1,4 +1,4 @@
-"""No class over 400 lines and no function over 100 in the package (issue 39): a unit a
+"""No class over 400 lines and no function over 100 in the package: a unit a
 newcomer can read in one sitting. Read with `ast`, so a docstring or comment counts too."""
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ def bench_config(example: str, args: argparse.Namespace, url: str) -> Config:
 
 
 def night_settings(config: Config, args: argparse.Namespace) -> EpochSettings:
-    """The config's settings, with `--agents` (several agents, issue 40) when given."""
+    """The config's settings, with `--agents` (several agents) when given."""
     settings = config.epoch_settings()
     if not args.agents:
         return settings
@@ -154,7 +154,7 @@ def per_agent(result: EpochResult) -> list[dict[str, Any]]:
 
 
 def one_agent_gates(result: EpochResult, settings: EpochSettings) -> list[str]:
-    """Issue 40's question, per candidate scored in full on val: would a gate on one agent
+    """The several-agents question, per candidate scored in full on val: would a gate on one agent
     alone have accepted it while another agent's val fell? Each such candidate, said."""
     said = []
     for trial in result.trials:
@@ -286,7 +286,7 @@ def noise_row(result: EpochResult) -> dict[str, Any] | None:
 
 
 def audit(result: EpochResult, tasks: Sequence[Task]) -> list[str]:
-    """Issue 25's and 38's questions about an accepted block, asked again from the outside
+    """The honesty questions about an accepted block, asked again from the outside
     and against every split's tasks: does a rule or template line pin a value the checks
     leave open (by its spelling, or by passing one group's checks of a varying key and
     failing another's), hedge (pass every group's without choosing), leave a template
@@ -456,7 +456,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--optimizer-model", default=os.environ.get(
         "GITSLEEP_TEST_LLM_OPTIMIZER", "qwen1.5b"))
     parser.add_argument("--agents", type=_agents, default=[],
-                        help="several agents (issue 40): name=model,name=model (the first is "
+                        help="several agents: name=model,name=model (the first is "
                         "also --agent-model's place)")
     parser.add_argument("--agent-gate", choices=["mean", "min"], default="mean")
     parser.add_argument("--rounds", type=int, default=1)

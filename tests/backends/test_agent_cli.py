@@ -213,7 +213,7 @@ def test_missing_command_is_fatal(tmp_path: Path) -> None:
 def test_relative_agent_path_is_fatal_and_says_the_agent_runs_in_a_temporary_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 41 item 1: `./tools/agent.py` exists in the repository, but each call runs in
+    """`./tools/agent.py` exists in the repository, but each call runs in
     a fresh temporary folder, so the program is not found there: the line says why, and
     names no config file (the config may come from --config)."""
     (tmp_path / "tools").mkdir()
@@ -281,7 +281,7 @@ FLAG_TASKS = ["--dangerously-skip-permissions", "-h", "--prompt=x", "-", "plain 
 def test_a_task_that_looks_like_a_flag_reaches_the_agent_as_data(
     tmp_path: Path, prompt: str, text: str
 ) -> None:
-    """Issue 24 class 4: with `prompt: arg` the task went into the argv bare, so the task
+    """With `prompt: arg` the task went into the argv bare, so the task
     `--dangerously-skip-permissions` set that flag and `-h` had the usage text scored."""
     agent = backend(install("flags", tmp_path), prompt=prompt, retries=0)
     answer = agent.complete(task_call(text))
@@ -293,7 +293,7 @@ def test_a_task_that_looks_like_a_flag_reaches_the_agent_as_data(
 def test_a_nul_in_an_argv_task_is_an_error_result_not_a_traceback(
     tmp_path: Path, prompt: str
 ) -> None:
-    """Issue 24 class 4: a NUL cannot be in a program argument; Popen raised ValueError."""
+    """A NUL cannot be in a program argument; Popen raised ValueError."""
     counter = tmp_path / "runs"
     agent = backend(install("empty", tmp_path), prompt=prompt,
                     env={"FAKE_AGENT_COUNTER": str(counter)})
@@ -308,7 +308,7 @@ def test_a_nul_in_an_argv_task_is_an_error_result_not_a_traceback(
     assert ran.read_text() == "run\n"  # on stdin a NUL is just a byte of data
 
 
-# --- issue 24 class 5: no agent process outlives its call or gitsleep -------------------
+# --- no agent process outlives its call or gitsleep -------------------
 
 
 def wait_for_pids(pidfile: Path, lines: int = 1, seconds: float = 30) -> list[int]:

@@ -1,4 +1,4 @@
-"""The real aider CLI (PyPI `aider-chat`) as the agent of a workspace task (issue 26, item 9).
+"""The real aider CLI (PyPI `aider-chat`) as the agent of a workspace task.
 
 Opt-in: it runs when `GITSLEEP_TEST_AIDER` names an aider program (`.ci/run` installs
 aider-chat in its own venv, `.venv-aider`, and exports it) or `aider` is on PATH, and

@@ -1,4 +1,4 @@
-"""Item 8 of issue 26: the offline simulator answers workspace tasks, deterministically.
+"""The offline simulator answers workspace tasks, deterministically.
 
 Its simulated agent works in a copy of the task's folder and follows the installed
 documents literally: `Always create "<path>"` creates the file, `Always add "<text>" to

@@ -339,7 +339,7 @@ def test_the_invisible_set_holds_every_format_character_of_this_python() -> None
     assert not INVISIBLE.search("\t\n\r plain text, é, 日本, ⚠")
 
 
-# -- issue 24, class 3: mask before the cut; the spellings the redactor missed -------------
+# -- mask before the cut; the spellings the redactor missed -------------
 
 FRAGMENT = 8  # no run of this many characters of a secret may leave
 

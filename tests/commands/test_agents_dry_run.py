@@ -1,4 +1,4 @@
-"""Several agents (issue 40): a dry run's call ceiling counts every agent's answers."""
+"""Several agents: a dry run's call ceiling counts every agent's answers."""
 
 from __future__ import annotations
 

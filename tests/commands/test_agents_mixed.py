@@ -1,4 +1,4 @@
-"""Several agents on mixed backends (issue 40): an OpenAI-compatible model on the loopback
+"""Several agents on mixed backends: an OpenAI-compatible model on the loopback
 server beside an agent CLI, both answering in one `gitsleep eval` run."""
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from tests.support.gitrepo import isolate_git, make_repo
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "brief-writer"
 
 
-def test_an_openai_model_and_an_agent_cli_both_answer_in_one_eval(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def example_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository of the brief-writer example, with an OpenAI key and no forge token."""
     isolate_git(monkeypatch, tmp_path)
     for name in ("GITHUB_TOKEN", "GH_TOKEN", "CI", "GITSLEEP_MODEL", "GITSLEEP_BACKEND"):
         monkeypatch.delenv(name, raising=False)
@@ -24,6 +23,13 @@ def test_an_openai_model_and_an_agent_cli_both_answer_in_one_eval(
     files = {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
              for p in EXAMPLE.rglob("*") if p.is_file() and ".gitsleep" not in p.parts}
     work, _ = make_repo(tmp_path, {**files, ".gitignore": ".gitsleep/\n"})
+    return work
+
+
+def test_an_openai_model_and_an_agent_cli_both_answer_in_one_eval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    work = example_repo(tmp_path, monkeypatch)
     marker = tmp_path / "cli-ran"
     with FakeOpenAIServer() as server:
         config = work / ".gitsleep.yml"
@@ -47,13 +53,7 @@ def test_a_401_from_a_second_agents_own_server_names_the_agent_and_the_server(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: `authentication failed (HTTP 401 ...)`, with no word of which agent or
     server refused the key."""
-    isolate_git(monkeypatch, tmp_path)
-    for name in ("GITHUB_TOKEN", "GH_TOKEN", "CI", "GITSLEEP_MODEL", "GITSLEEP_BACKEND"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key-1234567890")
-    files = {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
-             for p in EXAMPLE.rglob("*") if p.is_file() and ".gitsleep" not in p.parts}
-    work, _ = make_repo(tmp_path, {**files, ".gitignore": ".gitsleep/\n"})
+    work = example_repo(tmp_path, monkeypatch)
     with FakeOpenAIServer(api_key="another-key-0987654321") as server:
         config = work / ".gitsleep.yml"
         config.write_text(config.read_text(encoding="utf-8") + f"""

@@ -1,4 +1,4 @@
-"""Options a newcomer types where the other commands take them (issue 41, item 6)."""
+"""Options a newcomer types where the other commands take them."""
 
 from __future__ import annotations
 

@@ -166,7 +166,7 @@ class _SlowStream:
 def test_progress_lines_from_worker_threads_never_glue_together(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 41 item 3: the demo's progress lines on stderr glued together (7 runs of 15)
+    """The demo's progress lines on stderr glued together (7 runs of 15)
     because each worker printed its line and its newline as two unlocked writes."""
     from gitsleep.flows import prepare
 

@@ -89,7 +89,7 @@ def run(capsys: pytest.CaptureFixture[str], repo: Path, *args: str) -> tuple[int
 def test_clean_repo_passes(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, repo, "validate")
     assert (code, out) == (0, "")
-    # issue 41 item 8: the small-split warning it prints is counted (it said "no problems")
+    # the small-split warning it prints is counted (it said "no problems")
     assert "  warning: val (1 task) and held-out (2 tasks): fewer than 5 tasks" in err
     assert "gitsleep validate: 0 error(s), 1 warning(s) (1 skill(s), 5 task(s), 4 file(s))" in err
     (repo / HELD_OUT).write_text("".join(record(f"h{i}") for i in range(5)))
@@ -240,7 +240,7 @@ def test_non_utf8_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> No
         ("---\nname: [writer\n---\n", 1, ":2: GS202 frontmatter: YAML does not parse"),
         ("---\n- a\n---\n", 1, ":2: GS202 frontmatter must be a mapping"),
         ("\ufeff---\nname: writer\n", 1, ":1: GS202 frontmatter opens with '---'"),
-        # issue 41 item 12: a name or description outside the Agent Skills limits is text
+        # a name or description outside the Agent Skills limits is text
         # gitsleep never edits: a warning, never a reason to refuse the skill
         ("---\ndescription: d\n---\n", 0, ":1: GS203 warning: frontmatter has no 'name'"),
         ("---\nname: Writer_Bot\ndescription: d\n---\n", 0,
@@ -301,7 +301,7 @@ def test_imports_that_form_a_cycle_are_refused(
 def test_a_config_given_with_config_is_named_in_its_problems(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 41 item 15: GS137 (a skill's package folder) named `.gitsleep.yml` when the
+    """GS137 (a skill's package folder) named `.gitsleep.yml` when the
     config came from `--config`."""
     (repo / "ci").mkdir()
     (repo / "ci" / "gitsleep.yml").write_text(
@@ -502,7 +502,7 @@ def test_500_tasks_validate_without_heavy_imports(tmp_path: Path, repo: Path) ->
 def test_many_skills_naming_one_document_parse_the_config_once(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 24 class 10: each GS002 line looked up its config line by parsing the whole
+    """Each GS002 line looked up its config line by parsing the whole
     config again, so n skills sharing one document cost n parses of an O(n) file. The
     config is composed a bounded number of times, whatever the number of skills."""
     from gitsleep.inputs import config as config_module
@@ -553,7 +553,7 @@ def test_configs_that_cannot_run_fail_validate(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     head: str, line: int, expected: str,
 ) -> None:
-    """Issue 24 class 11: `backend: openai` with no model passed validate (and so the
+    """`backend: openai` with no model passed validate (and so the
     pre-commit hook), and the nightly job then stopped with exit 2."""
     monkeypatch.delenv("GITSLEEP_MODEL", raising=False)
     monkeypatch.delenv("GITSLEEP_BACKEND", raising=False)
@@ -583,7 +583,7 @@ def test_validate_checks_that_the_agent_program_can_be_started(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     program: str, code: int, expected: str,
 ) -> None:
-    """Issue 41 item 1: a repository path in agent.command passed validate and every call
+    """A repository path in agent.command passed validate and every call
     then failed "not found" (the agent runs in a temporary folder). A relative path is an
     error; a program missing on this machine is a warning (the nights may run elsewhere)."""
     monkeypatch.delenv("GITSLEEP_BACKEND", raising=False)
@@ -605,7 +605,7 @@ def test_validate_checks_that_the_agent_program_can_be_started(
 def test_no_held_out_tasks_is_a_warning_that_says_val_decides(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 24 class 11: with no `test` task, val decides the pull request. That is the
+    """With no `test` task, val decides the pull request. That is the
     documented contract (shared/spec/interface.md: "when no task is in `test`, val decides
     and the PR body says so"), so it stays a warning, but validate now says it."""
     (repo / ".gitsleep.yml").write_text(CONFIG.split("      - path: evals/writer/held-out")[0])
@@ -616,7 +616,7 @@ def test_no_held_out_tasks_is_a_warning_that_says_val_decides(
 
 
 def test_skills_sharing_task_files_each_get_their_own_skill_problems(repo: Path) -> None:
-    """The shared parse (issue 24 class 10) must not hand one skill's own problems to
+    """The shared parse must not hand one skill's own problems to
     another: each skill is named in its split-size line, and each package is checked."""
     from gitsleep.inputs import validation
     from gitsleep.inputs.config import load_config
@@ -648,7 +648,7 @@ def test_a_cost_cap_without_a_price_is_found_by_validate(
 def test_validate_checks_each_command_agents_program(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 40: with `agents:`, each command agent's program is checked as the single
+    """With `agents:`, each command agent's program is checked as the single
     agent's is, and the problem names that agent's key and line."""
     monkeypatch.delenv("GITSLEEP_BACKEND", raising=False)
     head = ("backend: offline\nagents:\n  - {name: sim}\n"

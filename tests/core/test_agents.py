@@ -1,4 +1,4 @@
-"""Several agents per night (issue 40): every pass scores each agent, and the gate refuses
+"""Several agents per night: every pass scores each agent, and the gate refuses
 an edit that lifts one agent by breaking another.
 
 The two simulated agents disagree by design: `offline` reads every directive, while

@@ -1,4 +1,4 @@
-"""The answer cache is local (issue 37): entries git tracks are neither read nor written,
+"""The answer cache is local: entries git tracks are neither read nor written,
 text read back is cleaned as a fresh reply is, and a cache folder it creates ignores
 itself. Real files in tmp_path and a real git repository for what git tracks."""
 

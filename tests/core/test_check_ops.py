@@ -18,7 +18,7 @@ from gitsleep.inputs.tasks import parse_judge
 
 ALL_OPS = {"contains", "not_contains", "regex", "section_present", "section_contains",
            "max_chars", "min_chars", "no_refusal", "equals"}
-# programmatic and workspace checks (issue 26): judged by a program or over the workspace,
+# programmatic and workspace checks: judged by a program or over the workspace,
 # tested in tests/test_command_check.py, tests/test_workspace.py, test_workspace_tasks.py
 PROGRAM_AND_WORKSPACE_OPS = {"command", "file_exists", "file_contains", "changed_files_max"}
 # trajectory checks: judged over the tools the agent called (tests/core/test_trace.py)

@@ -19,7 +19,7 @@ from tests.support.replies import SEVERITY
 # example_for_check and describe_check
 # --------------------------------------------------------------------------------------
 
-# Where the pattern leaves a choice, the example keeps a typed placeholder (issue 25):
+# Where the pattern leaves a choice, the example keeps a typed placeholder:
 # one constant would pass only the tasks that happen to want it.
 REGEX_EXAMPLES = [
     (SEVERITY, "Severity: <1-4>"),

@@ -386,7 +386,7 @@ def test_the_hostile_text_checks_take_linear_time(content: str) -> None:
 
 
 def test_creating_the_block_adds_only_a_separator_as_the_docs_say() -> None:
-    """Issue 41 item 15: docs/learned-block.md promised a missing final newline was kept;
+    """Docs/learned-block.md promised a missing final newline was kept;
     creating the block ends the last line and adds one blank line (in the document's
     line endings), the original bytes stay a prefix, and once the block exists a document
     that ends without a final newline keeps ending that way."""

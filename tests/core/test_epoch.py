@@ -429,7 +429,7 @@ def test_the_second_example_also_gains_offline() -> None:
     assert result.decision == "accepted" and result.pr_eligible
     assert result.test.candidate > result.test.baseline
     # the severity check accepts any of 1-4: the simulator cannot say how to choose, and
-    # one constant is never learned (issue 25), so the severity check stays failing
+    # one constant is never learned, so the severity check stays failing
     assert result.val.candidate < 1.0
     assert "Severity" not in docs_of(result)
 
@@ -547,7 +547,7 @@ def test_the_third_example_learns_its_two_structural_checks_offline() -> None:
                        skill=config.skills[0].name)
     assert result.decision == "accepted" and result.pr_eligible
     assert result.test.baseline < result.test.candidate  # the Impact section
-    assert "Severity" not in docs_of(result)  # never one constant severity (issue 25)
+    assert "Severity" not in docs_of(result)  # never one constant severity
 
 
 # -- early stopping: a candidate that cannot beat the gate is not scored to the end --------

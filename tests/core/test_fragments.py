@@ -42,7 +42,7 @@ def test_bare_headings_and_labels_become_rules_quoting_the_failing_check():
 
 
 def test_a_bare_label_that_fixes_a_value_the_check_leaves_open_is_rejected():
-    # issue 25: `Severity: 3` became 'Every answer must have a line "Severity: 3".'
+    # `Severity: 3` became 'Every answer must have a line "Severity: 3".'
     kept, rejected = hygiene(["Severity: 3"], [SEVERITY])
     assert kept == []
     assert "fixes 'Severity: 3' for every answer" in rejected[0].reason

@@ -149,7 +149,7 @@ def test_improves_is_the_one_rule() -> None:
 
 def hollow_pass(values: dict[str, float], hollow: set[str]) -> PassResult:
     """A val pass where the answers of the tasks in `hollow` failed integrity: they repeat
-    a placeholder of the learned template (issue 25)."""
+    a placeholder of the learned template."""
     tasks = []
     for tid, v in values.items():
         reason = ("integrity: repeats the template placeholder <write the impact here> "
@@ -162,7 +162,7 @@ def hollow_pass(values: dict[str, float], hollow: set[str]) -> PassResult:
 
 
 def test_a_candidate_whose_answers_copy_its_template_is_refused_whatever_its_gain() -> None:
-    """Issue 25: the 0.5B agent copied the learned template into its answers, and the gate
+    """The 0.5B agent copied the learned template into its answers, and the gate
     accepted the candidate anyway because the other answers rose enough; those copies then
     showed up in final held-out answers. More integrity failures than the current best on
     the same val tasks is a refusal, not a price."""

@@ -1,7 +1,7 @@
-"""Issue 25: rules a reviewer would merge. A learned block never fixes a value the checks
+"""Rules a reviewer would merge. A learned block never fixes a value the checks
 leave to the task, never contradicts itself, answers that only echo the template do not
 pass, rules that ask every answer for what few tasks want are flagged, and the PR shows
-real answers. Plus issue 24 class 6: a template gets the hostile-text rules of a rule."""
+real answers. Plus a template gets the hostile-text rules of a rule."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ SEVERITY = Check("regex", r"(?i)severity\s*[:=]\s*[1-4]")
 VERDICT = Check("regex", r"Verdict:\s*(approve|reject)")
 IMPACT = Check("section_present", "Impact")
 
-# The block an accepted epoch committed on real models (issue 25): one value the check
+# The block an accepted epoch committed on real models: one value the check
 # leaves open, fixed twice, to two different values.
 ISSUE_RULE = 'Every answer must have a line "Severity: 3".'
 ISSUE_TEMPLATE = "## Impact\n<write the impact here>\nSeverity: 1"
@@ -280,7 +280,7 @@ def test_an_answer_with_a_required_part_left_empty_does_not_pass(answer: str, wh
 
 
 def test_an_answer_that_copies_a_bare_label_of_the_template_empty_does_not_pass() -> None:
-    # a SQL-review template learned `Risk level:` with nothing after it (issue 25)
+    # a SQL-review template learned `Risk level:` with nothing after it
     doc = TEMPLATE_DOC.replace("Risk level: <low|high>", "Risk level:")
     checks = (Check("contains", "Risk level"),)
     assert score({"skill": doc, "memory": None},
@@ -503,7 +503,7 @@ def test_the_pr_body_shows_held_out_answers_before_and_after_redacted_then_clipp
     assert section.count("**h") == 2  # both changed held-out tasks, at most three
 
 
-# -- issue 24 class 6: a template gets the hostile-text rules of a rule -------------------
+# -- a template gets the hostile-text rules of a rule -------------------
 
 
 @pytest.mark.parametrize(("template", "why"), [

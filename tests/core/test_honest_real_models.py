@@ -1,4 +1,4 @@
-"""Honesty gaps found by the real-model measurement of issue 25 (item 6).
+"""Honesty gaps found by a real-model measurement.
 
 Each fixture under `tests/fixtures/replies/issue25/` is a raw optimizer reply recorded
 by `benchmarks/real_model/run.py` (Qwen2.5-Coder 1.5B on a local llama.cpp server) with

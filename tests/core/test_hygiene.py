@@ -254,7 +254,7 @@ def test_multi_line_content_keeps_a_typed_placeholder_a_check_leaves_open():
                                                     Check("regex", SEVERITY)])
 
     assert rejected == []
-    # never filled with one value (issue 25); each bare line rewritten as a rule
+    # never filled with one value; each bare line rewritten as a rule
     assert kept[0].content == ('Every answer must have a section headed "## Impact".\n'
                                'Every answer must have a line "Severity: <1-4>", with <1-4> '
                                'chosen for each task.')
@@ -531,7 +531,7 @@ def test_rules_that_only_look_like_hostile_text_are_kept(content):
 
 
 def test_a_rule_that_copies_the_prompts_scaffolding_is_refused() -> None:
-    """Real-model night (issue 25 re-run, outage-summary seed 2, Qwen2.5-Coder 1.5B): the
+    """Real-model night (outage-summary seed 2, Qwen2.5-Coder 1.5B): the
     accepted rule was `Every answer must have a section headed 'Impact' and a line that
     passes: ## Impact`. "a line that passes:" is the reflection prompt's own wording around
     its example, not something the agent can act on; a reviewer would not merge it."""

@@ -1,4 +1,4 @@
-"""Issue 38: learning the judgment, not only the shape.
+"""Learning the judgment, not only the shape.
 
 Train tasks whose checks want different values of one line are grouped (`core.groups`);
 the reflection shows the groups side by side, hygiene refuses a pin or a hedge by testing
@@ -75,7 +75,7 @@ def test_the_pin_a_real_night_accepted_is_refused_whoever_proposed_it(simulated:
 
 
 @pytest.mark.parametrize(("content", "why"), [
-    # accepted by a real two-agent night (issue 40, dependency-review seed 2): the check's own
+    # accepted by a real two-agent night (dependency-review seed 2): the check's own
     # regex, quoted, asks every answer for one group's value
     ("Every answer must match the regular expression `(?i)verdict\\W*reject`.", "a pin"),
     ("Answers match `(?i)verdict\\W*reject` or `(?i)verdict\\W*approve`.", "a hedge"),

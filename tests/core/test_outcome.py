@@ -1,4 +1,4 @@
-"""One typed record of a night (issue 28): written once, read back the same by every reader.
+"""One typed record of a night: written once, read back the same by every reader.
 
 The `--json` summary, the Action's outputs and `log` read `gitsleep.core.outcome`'s records; a
 record read from JSON anyone could have written has wrong fields as unknown, never an

@@ -45,7 +45,7 @@ def test_prompt_shows_failures_examples_context_rejections_and_budget() -> None:
     assert "Write well." in prompt  # the rest of the document, for context
     assert '- Use the heading "## Key Risks"' in prompt  # the current learned rules
     assert "failed in 2 task(s)" in prompt
-    # the shape the check wants, its value left to the task (issue 25), and a request for
+    # the shape the check wants, its value left to the task, and a request for
     # the rule that says how to choose it
     assert "a line of the shape it wants: Severity: <1-4>" in prompt
     assert "the value is the task's choice: keep <1-4> and add a rule" in prompt

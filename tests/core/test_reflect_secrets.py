@@ -1,5 +1,5 @@
 """The optimizer is a model provider too: an agent answer that printed a secret must be
-masked before it is quoted in the reflection prompt (issue 24, class 3)."""
+masked before it is quoted in the reflection prompt."""
 
 from __future__ import annotations
 

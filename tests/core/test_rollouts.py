@@ -121,7 +121,7 @@ def test_the_benchmark_floor_counts_the_sampled_answers_so_calls_over_floor_stay
 
 
 def test_a_sampled_answer_that_echoes_the_template_does_not_pass_as_the_better_one():
-    """Integrity (issue 25) holds for sampled answers too: one that repeats the learned
+    """Integrity holds for sampled answers too: one that repeats the learned
     template's placeholder fails, as in replay, so it is never shown as the better answer."""
     from gitsleep.core.calls import CallRunner
 

@@ -63,7 +63,7 @@ def test_a_template_over_the_size_cap_or_with_a_fence_is_unmatched():
 
 def test_template_lines_are_derived_from_the_structural_failing_checks():
     assert skeleton.derive([IMPACT, SEVERITY, SHORT]) == \
-        "## Impact\n<write the impact here>\nSeverity: <1-4>"  # never one value (issue 25)
+        "## Impact\n<write the impact here>\nSeverity: <1-4>"  # never one value
     assert skeleton.derive([Check("regex", "[Cc]onfidence\\s*[:=]")]) == "Confidence: <text>"
     assert skeleton.derive([SHORT, Check("no_refusal")]) is None
 
@@ -160,7 +160,7 @@ def test_an_epoch_accepts_a_template_an_agent_copies_and_the_report_shows_it():
 
 
 def test_a_template_line_that_instructs_is_a_rule_in_words_even_when_it_quotes_a_line():
-    """Real-model night (issue 25 re-run, outage-summary seed 1, Qwen2.5-Coder 1.5B): the
+    """Real-model night (outage-summary seed 1, Qwen2.5-Coder 1.5B): the
     accepted template was the one line `Every answer must have a line 'Severity: <1-4>'`.
     It quotes a line the check wants, so it passed as a shape, and the agent was shown an
     instruction to copy as its answer. A template line that tells the agent what to do is a

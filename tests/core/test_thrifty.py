@@ -1,4 +1,4 @@
-"""Thrifty nights (issue 30): screening on train, budgets in minutes and money, and reuse
+"""Thrifty nights: screening on train, budgets in minutes and money, and reuse
 of the cached baseline across nights."""
 
 from __future__ import annotations

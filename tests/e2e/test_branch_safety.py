@@ -1,5 +1,5 @@
 """Branches gitsleep must not move, commits it must not replace, notes it must not skip,
-and programs of the repository's that its git calls must not run (issue 13).
+and programs of the repository's that its git calls must not run.
 
 Every case drives a whole `gitsleep consolidate` through real git with a bare origin, and
 checks that what is not gitsleep's is byte for byte where it was.

@@ -215,7 +215,7 @@ def test_status_reads_trailers_and_tells_whether_the_branch_is_up_to_date(
 def test_status_says_merged_after_the_team_merges_the_branch(
     repo: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 41 item 2: after the team merged gitsleep's pull request, `status` said
+    """After the team merged gitsleep's pull request, `status` said
     "stale (base, tasks or documents changed)" while `log` showed the epoch as merged."""
     work, _ = repo
     code, data = consolidate(capsys, work)

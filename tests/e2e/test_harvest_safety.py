@@ -2,8 +2,7 @@
 task that stays away: real git repositories with a bare origin, a reviewer's own clone, and
 committed symlinks aimed outside the repository and into `.git/hooks`.
 
-Each test here failed before harvest went through `gitsleep.git_forge.publish_sequence` (issue 24,
-class 2 and the class 11 item about deleted tasks).
+Each test here failed before harvest went through `gitsleep.git_forge.publish_sequence`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`gitsleep review` judges a pull request by the base's rules (issue 37, part A).
+"""`gitsleep review` judges a pull request by the base's rules.
 
 A hostile pull request edits a skill so its held-out score falls, and in the same change
 loosens the held-out checks, adds a task whose `command` check would run its own program,

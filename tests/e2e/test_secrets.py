@@ -287,7 +287,7 @@ def test_a_secret_split_by_an_invisible_mark_is_in_no_output_even_once_the_mark_
                                  for where, text in found.items()})
 
 
-# -- issue 24, class 3: a key across a cut ---------------------------------------------------
+# -- a key across a cut ---------------------------------------------------
 # Every place that shows the end or the start of a long text cut it first and redacted it
 # after, so the piece of a key on the kept side matched nothing and went out: the agent's
 # stderr tail in doctor and in the error kept in diagnostics.json, the agent's version

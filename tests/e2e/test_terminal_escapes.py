@@ -1,4 +1,4 @@
-"""Untrusted text never drives the terminal (issue 24, class 8).
+"""Untrusted text never drives the terminal.
 
 An agent's output, a model's reply and a commit trailer someone pushed are text gitsleep
 prints. Printed raw, a control sequence in them runs in the user's terminal: OSC 52

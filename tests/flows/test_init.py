@@ -62,7 +62,7 @@ def test_fresh_init_writes_everything_and_validates(
 def test_init_names_the_skills_already_in_the_repository(
     tmp_path: Path, examples: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 41 item 15: in a repository that already has skills, init added the example
+    """In a repository that already has skills, init added the example
     beside them without a word. It still writes the example (gitsleep cannot write tasks
     for a skill it does not know, and steps 1-2 must run offline), and now names the
     team's skills and says how to switch to them."""

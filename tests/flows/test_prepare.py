@@ -1,5 +1,5 @@
 """`prepare` reads the documents every command needs, exactly as written, and refuses what
-`validate` refuses (issue 39: prepare had no test of its own; its frontmatter check is
+`validate` refuses (prepare had no test of its own; its frontmatter check is
 `gitsleep.inputs.validation`'s)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Several agents (issue 40): `log` and `status` read each agent's scores back from the
+"""Several agents: `log` and `status` read each agent's scores back from the
 commit's `Gitsleep-Val-<name>` / `Gitsleep-Test-<name>` trailers, in a real repository."""
 
 from __future__ import annotations

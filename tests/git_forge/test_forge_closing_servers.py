@@ -1,4 +1,4 @@
-"""The GitHub client against servers that end each connection (issue 24, class 1).
+"""The GitHub client against servers that end each connection.
 
 Proxies and GitHub Enterprise front ends answer with `Connection: close` or speak HTTP/1.0.
 http.client then closes its socket as soon as it has the headers and reads the body from

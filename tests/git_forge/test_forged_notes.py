@@ -1,4 +1,4 @@
-"""Forged or odd diagnostics notes and trailers (issue 24, class 7).
+"""Forged or odd diagnostics notes and trailers.
 
 Anyone who can push to the repository can push `refs/notes/gitsleep`, and a note is only
 JSON someone wrote. `gitsleep log` (table and `--json`) reads every note and every

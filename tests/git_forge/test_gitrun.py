@@ -1,4 +1,4 @@
-"""One git runner (issue 28): every git process gitsleep starts gets `gitrun.SAFE_CONFIG`.
+"""One git runner: every git process gitsleep starts gets `gitrun.SAFE_CONFIG`.
 
 `init` used to call `git remote get-url` bare; history, review, the notes fetch and
 `consolidate`'s status check each built their own `subprocess.run`. Now they all go

@@ -1,4 +1,4 @@
-"""`publishing` owns the order open -> base -> remote -> lock -> claim (issue 39 item 3):
+"""`publishing` owns the order open -> base -> remote -> lock -> claim:
 the `Claimed` it yields is the way on to the worktree, the commit and the push."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Recovery reads the pull-request decision a run recorded, not the trailers' score text,
-and sits beside the run: it imports nothing above `git_forge` (issue 39 item 3)."""
+and sits beside the run: it imports nothing above `git_forge`."""
 
 from __future__ import annotations
 

@@ -214,7 +214,7 @@ def test_an_epoch_through_an_agent_cli(tmp_path: Path, capsys: pytest.CaptureFix
 def test_agent_paths_are_compared_normalised_and_refused_in_one_line(
     tmp_path: Path, agent: str, expected: str
 ) -> None:
-    """Issue 24 class 9: `install: "."` was a traceback (IsADirectoryError on the first
+    """`install: "."` was a traceback (IsADirectoryError on the first
     call); `./AGENTS.md` beside `AGENTS.md` passed and the memory overwrote the skill; an
     answer file that is an installed document would score the document as the answer."""
     message = error_of(tmp_path, f"backend: command\noptimizer_backend: offline\nagent: {agent}\n")
@@ -234,7 +234,7 @@ def test_install_dot_exits_2_with_one_line_through_the_cli(
 def test_eval_through_an_agent_needs_no_optimizer_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 24 class 11: `eval` with `backend: command` demanded `optimizer_model:`,
+    """`eval` with `backend: command` demanded `optimizer_model:`,
     which eval never uses (no edit is proposed). Rule judges need no model at all."""
     program = install("good", tmp_path)
     repo = project(tmp_path, f"agent: {{command: [{json.dumps(str(program))}]}}")
@@ -268,7 +268,7 @@ def test_eval_with_a_rubric_judge_still_needs_the_judge_model(
 
 
 def test_prompt_modes_and_the_presets_that_take_the_task_as_an_argument(tmp_path: Path) -> None:
-    """Issue 24 class 4: gemini's prompt is the value of `-p`, so `-p -- <task>` would not
+    """Gemini's prompt is the value of `-p`, so `-p -- <task>` would not
     work; it gets `--prompt=<task>`. opencode joins what follows `--` into its message."""
     gemini = load_config(write(tmp_path, "backend: command\noptimizer_backend: offline\n"
                                          "model: gemini-2.5-pro\nagent: gemini\n"))
@@ -287,7 +287,7 @@ def test_prompt_modes_and_the_presets_that_take_the_task_as_an_argument(tmp_path
 
 
 def test_pass_env_names_the_forge_tokens_an_agent_may_see(tmp_path: Path) -> None:
-    """Issue 24 class 5: the forge token went to every agent process; now only by name."""
+    """The forge token went to every agent process; now only by name."""
     head = "backend: command\noptimizer_backend: offline\n"
     env = {"GITHUB_TOKEN": "ghp_" + "a" * 36, "GH_TOKEN": "gho_" + "b" * 36, "HOME": "/h"}
     config = load_config(write(tmp_path, head + "agent: {command: [my-agent]}\n"))

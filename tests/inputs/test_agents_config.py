@@ -1,4 +1,4 @@
-"""Several agents in `.gitsleep.yml` (issue 40): `agents:` at the top level and per skill,
+"""Several agents in `.gitsleep.yml`: `agents:` at the top level and per skill,
 `gate.agents`, and what the core receives from them."""
 
 from __future__ import annotations

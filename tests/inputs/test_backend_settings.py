@@ -1,4 +1,4 @@
-"""Backends built from plain settings (issue 28): `gitsleep.backends` never reads the config.
+"""Backends built from plain settings: `gitsleep.backends` never reads the config.
 
 The caller (`gitsleep.inputs.backend_settings`, from a loaded config) fills in a `BackendSettings`;
 a test, a benchmark or another front end can build the same backends without a config file.

@@ -1,6 +1,6 @@
 """Paths that alias, writes through symlinks, symlink loops: real links in `tmp_path`.
 
-Found by trying gitsleep as an attacker and a careless user would (issue 13):
+Found by trying gitsleep as an attacker and a careless user would:
 - documents that alias (memory a symlink to the skill, a skill document that is a link
   to a task file, two skills sharing a document): the epoch ran, then `git add` of the
   link staged nothing and the accepted rules were lost ("nothing to commit");

@@ -1,4 +1,4 @@
-"""Several agents (issue 40): every place an epoch's scores are written shows each agent's,
+"""Several agents: every place an epoch's scores are written shows each agent's,
 names the aggregate, and says so when the change helps one agent by hurting another; a
 night of one agent reads exactly as before."""
 

@@ -1,4 +1,4 @@
-"""What a check runs with (issue 37): the agent cannot grade itself, a check sees a minimal
+"""What a check runs with: the agent cannot grade itself, a check sees a minimal
 environment, a workspace never holds the task file, validate and the run agree on linked
 workspaces, and check time is budgeted and parallel. Real git repositories, real agent
 processes (tests/support/fake_agents), real check programs."""

@@ -1,4 +1,4 @@
-"""Issue 24 class 5: no agent process outlives gitsleep by more than the kill grace.
+"""No agent process outlives gitsleep by more than the kill grace.
 
 A real `gitsleep eval` runs as its own process with an agent that hides its work (a
 setsid() grandchild and a child, all ignoring SIGTERM); the test sends gitsleep SIGTERM,

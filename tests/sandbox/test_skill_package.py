@@ -1,4 +1,4 @@
-"""Item 5 of issue 26: whole skill packages. A skill's `package: <folder>` (scripts/,
+"""Whole skill packages. A skill's `package: <folder>` (scripts/,
 references/, templates/) is installed beside the skill document in every workspace, and
 in the agent's folder on text tasks, so a skill that says "run scripts/check.sh" works;
 the folder is read from git at the commit, validated like a workspace, never edited.

@@ -1,4 +1,4 @@
-"""Item 4 of issue 26: the optimizer learns from the work. A failing workspace task shows
+"""The optimizer learns from the work. A failing workspace task shows
 it the diff the agent made (redacted first, then clipped) and the failing checks' output
 tails, not only the agent's final message. Real folders, a real agent process."""
 

@@ -1,4 +1,4 @@
-"""Item 3 of issue 26: an agent may write in a workspace task's folder, and only there.
+"""An agent may write in a workspace task's folder, and only there.
 
 A preset gets the agent's own write mode (Codex `--sandbox workspace-write`, Claude Code
 `--permission-mode acceptEdits`, Gemini `--approval-mode auto_edit`) for a task with a
@@ -144,7 +144,7 @@ def test_doctor_shows_the_write_mode_argv_for_a_workspace_task(
 def test_doctor_shows_the_fixture_the_agent_saw_and_what_it_changed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 41 item 4: doctor on a workspace task listed `workspace files: AGENTS.md`
+    """Doctor on a workspace task listed `workspace files: AGENTS.md`
     while the agent saw the fixture too, and did not show what the agent changed."""
     isolate_git(monkeypatch, tmp_path)
     program = install("editor", tmp_path)

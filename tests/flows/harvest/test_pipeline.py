@@ -87,7 +87,7 @@ def test_harvest_never_writes_a_command_or_workspace_check(tmp_path: Path) -> No
 
 
 def test_the_sample_lines_in_the_harvest_docs_are_read_as_documented(tmp_path: Path) -> None:
-    """Issue 41 item 11: docs/harvest.md shows one short sample per tool; each is what the
+    """Docs/harvest.md shows one short sample per tool; each is what the
     reader takes in: the session, its folder, branch and the user's request."""
     text = (Path(__file__).resolve().parents[3] / "docs" / "harvest.md").read_text()
     samples = re.findall(r"```jsonl\n(.*?)```", text, re.DOTALL)

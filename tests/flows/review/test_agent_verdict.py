@@ -1,4 +1,4 @@
-"""Several agents (issue 40) in `gitsleep review`: each agent's answers scored and judged
+"""Several agents in `gitsleep review`: each agent's answers scored and judged
 apart (its own calls, its own verdict), and `--fail-on-regression` failing when any one
 agent's held-out score regressed, naming it."""
 

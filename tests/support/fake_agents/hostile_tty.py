@@ -1,4 +1,4 @@
-"""An agent whose every output holds terminal control sequences (issue 24, class 8).
+"""An agent whose every output holds terminal control sequences.
 
 Its version line, stdout answer and stderr carry an OSC 52 clipboard write, CSI colour
 and cursor moves, an OSC 8 hyperlink, a bare ESC, 8-bit C1 controls, BEL and backspace or

@@ -1,4 +1,4 @@
-"""An agent that fails with a key wherever gitsleep cuts its output (issue 24, class 3).
+"""An agent that fails with a key wherever gitsleep cuts its output.
 
 `FAKE_LEAK` is `key` and `FAKE_LEAK_CUTS` a comma list of character counts from the end
 of its stderr: the key is written across each of those points, so a cut there leaves a
