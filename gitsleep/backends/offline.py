@@ -504,8 +504,10 @@ class OfflineBackend(Backend):
 
     def cache_salt(self, call: ModelCall) -> str:
         """A workspace answer carries its checks' outcomes: valid for this fixture tree and
-        these check commands only (as for `backend: command`)."""
-        return task_workspace.call_key(call.context, call.purpose, self.check_pass_env)
+        these check commands only (as for `backend: command`); an answer that may run a
+        command tool, for the environment it was handed."""
+        return (task_workspace.call_key(call.context, call.purpose, self.check_pass_env)
+                + tool_loop.environment_key(call, self.check_pass_env))
 
     def complete(self, call: ModelCall) -> Answer:
         context = dict(call.context or {})

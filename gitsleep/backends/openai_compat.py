@@ -275,6 +275,9 @@ class OpenAIBackend(Backend):
         with self._lock:
             return frozenset(self._dropped)
 
+    def cache_salt(self, call: ModelCall) -> str:
+        return tool_loop.environment_key(call, self.check_pass_env)
+
     def complete(self, call: ModelCall) -> Answer:
         tools = tool_loop.tools_of(call)
         if tools:  # an agent that may call tools: gitsleep runs the loop, records each call

@@ -107,6 +107,15 @@ def tools_of(call: ModelCall) -> tuple[ToolSpec, ...]:
     return tuple(t for t in found if isinstance(t, ToolSpec))
 
 
+def environment_key(call: ModelCall, pass_env: Iterable[str]) -> str:
+    """What an answer's cache key owes the tools' environment: the names `checks.pass_env`
+    hands a `command` tool the call may run (its output can depend on them); '' when the
+    call declares no command tool."""
+    if not any(t.kind == "command" for t in tools_of(call)):
+        return ""
+    return "\0tool_env:" + ",".join(sorted(set(pass_env)))
+
+
 def run_tool(tools: Sequence[ToolSpec], name: str, raw_arguments: str, *,
              pass_env: Iterable[str] = (), redact: Callable[[str], str] | None = None
              ) -> ToolCall:

@@ -215,3 +215,17 @@ def test_a_server_that_types_its_messages_takes_the_call_back(server: FakeOpenAI
     assistant = [m for m in (server.requests[1].body or {})["messages"]
                  if m["role"] == "assistant"]
     assert "content" not in assistant[0] and assistant[0]["tool_calls"]
+
+
+def test_an_answer_that_may_run_a_command_tool_is_cached_under_its_environment() -> None:
+    """A command tool's result depends on the variables `checks.pass_env` hands it, so an
+    answer cached under one list must not serve a run under another."""
+    run = ToolSpec("region", "command", "fx", argv=(sys.executable, "-c", "print(1)"))
+
+    def salts(tools: tuple[ToolSpec, ...]) -> list[str]:
+        return [OpenAIBackend(api_key="k", check_pass_env=names).cache_salt(the_call(tools))
+                for names in ((), ("DOCS_REGION",), ("DOCS_REGION",))]
+
+    first, second, again = salts((run,))
+    assert first != second and second == again
+    assert len(set(salts(TOOLS))) == 1  # no command tool: the environment decides nothing

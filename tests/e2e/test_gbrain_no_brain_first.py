@@ -104,3 +104,39 @@ def test_in_a_review_the_tools_are_the_bases_and_a_heads_tool_never_runs(
     trusted = run_cli(capsys, *args, "--trust-head")
     assert trusted.code == 0, trusted.err
     assert marker.exists(), "the control: trusting the head runs its tool"
+
+
+def test_a_pull_request_cannot_hand_a_secret_to_the_bases_command_tool(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The base declares a `command` tool; a pull request only adds the model key's name to
+    `checks.pass_env`, the list a command tool's environment follows. The review runs the
+    base's tool with the base's list: the key never reaches it without --trust-head."""
+    import sys
+
+    from tests.support.gitrepo import commit_files, git
+
+    monkeypatch.setenv("TEAM_DB_PASSWORD", "hunter2-not-for-tools")
+    seen = tmp_path / "what-the-tool-saw"
+    program = (f"import os; open({str(seen)!r}, 'a').write("
+               "os.environ.get('TEAM_DB_PASSWORD', 'absent') + '\\n')")
+    config = CONFIG + (f"      - {{tool: command, name: run, argv: [{sys.executable}, -c, "
+                       f"{json.dumps(program)}]}}\n")
+    repo = seed_repo(tmp_path, monkeypatch)
+    commit_files(repo, {".gitsleep.yml": config, "SKILL.md": (SEED / "SKILL.md").read_text()
+                        + '\nCall the "run" tool before you answer.\n'}, "a command tool")
+    git(repo, "push", "--quiet", "origin", "main")
+    git(repo, "switch", "--quiet", "-c", "feature")
+    commit_files(repo, {".gitsleep.yml": config + "checks:\n  pass_env: [TEAM_DB_PASSWORD]\n",
+                        "SKILL.md": (SEED / "SKILL.md").read_text()
+                        + '\nCall the "run" tool before you answer, always.\n'},
+                 "pass the password on")
+    args = ("--repo", str(repo), "-q", "review", "--base", "origin/main", "--json",
+            "--no-comment")
+    result = run_cli(capsys, *args)
+    assert result.code == 0, result.err
+    assert seen.exists(), "the base's tool ran"
+    assert set(seen.read_text().split()) == {"absent"}
+    trusted = run_cli(capsys, *args, "--trust-head")
+    assert trusted.code == 0, trusted.err
+    assert "hunter2-not-for-tools" in seen.read_text(), "the control: the head's list, trusted"
